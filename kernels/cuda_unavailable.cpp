@@ -1,0 +1,18 @@
+// Built instead of gray_cuda.cu when the plugin is configured without CUDA.
+#include "gray.h"
+
+namespace cudagray {
+
+static const char kNoCuda[] = "this build of cudagray has no CUDA support (configured with -Dcuda=disabled or without nvcc)";
+
+std::unique_ptr<Backend> make_cuda_backend(int, std::string *error) {
+  *error = kNoCuda;
+  return nullptr;
+}
+
+int cuda_device_count(std::string *reason) {
+  *reason = kNoCuda;
+  return 0;
+}
+
+}  // namespace cudagray

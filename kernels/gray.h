@@ -1,0 +1,114 @@
+// cudagray kernels: RGB-family frames to GRAY8, on the CPU or a CUDA GPU.
+//
+// This interface has no GStreamer types: the element in plugin/ and the tests
+// both use it.
+//
+// The formula (exact, shared by every backend):
+//   weights in Q16 fixed point
+//     wR = round(kR * 65536), wB = round(kB * 65536)
+//     wG = 65536 - wR - wB   for the standard matrices (so white stays 255)
+//     wG = round(kG * 65536) for custom weights
+//   Y = min(255, (wR*R + wG*G + wB*B + 32768) >> 16)
+// round() is round-half-away-from-zero; arithmetic is unsigned 32-bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cudagray {
+
+// Where R, G and B live. Packed layouts store a whole pixel in bytes_per_pixel
+// bytes and name each channel's byte offset; planar layouts store one channel
+// per plane and name each channel's plane index.
+enum class PixelLayout {
+  RGB, BGR,                                     // 3 bytes per pixel
+  RGBA, BGRA, RGBx, BGRx, xRGB, xBGR, ARGB, ABGR,  // 4 bytes, 4th ignored
+  RGBP, BGRP, GBR,                              // 3 planes
+};
+
+struct LayoutInfo {
+  const char *name;
+  int planes;            // 1 for packed, 3 for planar
+  int bytes_per_pixel;   // within one plane
+  int r, g, b;           // byte offset (packed) or plane index (planar)
+};
+
+const LayoutInfo &layout_info(PixelLayout layout);
+constexpr PixelLayout kAllLayouts[] = {
+    PixelLayout::RGB,  PixelLayout::BGR,  PixelLayout::RGBA, PixelLayout::BGRA,
+    PixelLayout::RGBx, PixelLayout::BGRx, PixelLayout::xRGB, PixelLayout::xBGR,
+    PixelLayout::ARGB, PixelLayout::ABGR, PixelLayout::RGBP, PixelLayout::BGRP,
+    PixelLayout::GBR};
+
+enum class Matrix { BT601, BT709, BT2020, Custom };
+
+// Luma coefficients as given (kR, kG, kB), before quantisation.
+struct Coefficients {
+  double r, g, b;
+};
+
+// Q16 weights actually used by the kernels.
+struct Weights {
+  uint32_t r, g, b;
+};
+
+Coefficients standard_coefficients(Matrix matrix);  // not for Matrix::Custom
+Weights standard_weights(Matrix matrix);            // not for Matrix::Custom
+// Custom coefficients must be finite and within [0, kMaxCustomCoefficient];
+// the bound keeps 255 * (wR + wG + wB) + 32768 inside 32 bits.
+constexpr double kMaxCustomCoefficient = 64.0;
+Weights custom_weights(const Coefficients &k);
+
+// Parses "R,G,B" (three decimal numbers, spaces allowed around them).
+// On failure returns false and says why in *error.
+bool parse_coefficients(const char *text, Coefficients *out, std::string *error);
+// The inverse: "R,G,B" with each number in its shortest exact form.
+std::string format_coefficients(const Coefficients &k);
+
+// One input frame: plane pointers and row strides in bytes. Packed layouts use
+// plane[0] only. Pointers are host or device pointers, as the call requires.
+struct InputFrame {
+  PixelLayout layout;
+  int width, height;
+  const uint8_t *plane[3];
+  size_t stride[3];
+};
+
+struct GrayFrame {
+  uint8_t *data;
+  size_t stride;
+};
+
+// Converts one frame on the calling thread plus up to threads-1 helpers
+// (threads <= 0: one per hardware thread). This is the reference the tests
+// trust.
+void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                 int threads = 0);
+
+// A place to convert frames. The element picks one at start and never asks
+// how it works.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  // Called when the frame geometry changes, before convert(); sizes buffers.
+  virtual bool configure(PixelLayout layout, int width, int height,
+                         std::string *error) = 0;
+  // Host frames in and out. Returns false with a message on failure.
+  virtual bool convert(const InputFrame &in, const GrayFrame &out,
+                       const Weights &w, std::string *error) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+// device_id < 0 picks the first usable device. Returns nullptr and a reason
+// (naming the CUDA error) when no such device can be used, or when the
+// plugin was built without CUDA.
+std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error);
+
+// Number of usable CUDA devices; 0 with a reason when there are none.
+int cuda_device_count(std::string *reason);
+
+}  // namespace cudagray

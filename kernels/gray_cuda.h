@@ -1,0 +1,16 @@
+// The CUDA kernels, for callers that manage their own device memory and
+// stream (the CUDA backend and the tests).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "gray.h"
+
+namespace cudagray {
+
+// Enqueues the conversion of a device-resident frame on stream. Returns the
+// launch's error; the kernel's own completion is the stream's business.
+cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out,
+                         const Weights &w, cudaStream_t stream);
+
+}  // namespace cudagray

@@ -1,0 +1,58 @@
+// Compile-time pixel layouts shared by the CPU and CUDA kernels, and the one
+// per-pixel formula. Plain C++17 that nvcc and g++ both compile.
+#pragma once
+
+#include <cstdint>
+
+#include "gray.h"
+
+#if defined(__CUDACC__)
+#define CUDAGRAY_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define CUDAGRAY_HOST_DEVICE inline
+#endif
+
+namespace cudagray {
+
+// One pixel: the documented Q16 formula.
+CUDAGRAY_HOST_DEVICE uint8_t luma(uint32_t r, uint32_t g, uint32_t b,
+                                  const Weights &w) {
+  const uint32_t y = (w.r * r + w.g * g + w.b * b + 32768u) >> 16;
+  return static_cast<uint8_t>(y > 255u ? 255u : y);
+}
+
+// Bpp bytes per pixel in one plane; R, G, B are byte offsets in the pixel.
+template <int Bpp, int R, int G, int B>
+struct PackedLayout {
+  static constexpr int bytes_per_pixel = Bpp, r = R, g = G, b = B;
+};
+
+// One plane per channel; R, G, B are plane indices.
+template <int R, int G, int B>
+struct PlanarLayout {
+  static constexpr int r = R, g = G, b = B;
+};
+
+// Calls f with the layout's compile-time description; the single table that
+// says where each format keeps its channels.
+template <class F>
+decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
+  switch (layout) {
+    case PixelLayout::RGB: return f(PackedLayout<3, 0, 1, 2>{});
+    case PixelLayout::BGR: return f(PackedLayout<3, 2, 1, 0>{});
+    case PixelLayout::RGBA:
+    case PixelLayout::RGBx: return f(PackedLayout<4, 0, 1, 2>{});
+    case PixelLayout::BGRA:
+    case PixelLayout::BGRx: return f(PackedLayout<4, 2, 1, 0>{});
+    case PixelLayout::xRGB:
+    case PixelLayout::ARGB: return f(PackedLayout<4, 1, 2, 3>{});
+    case PixelLayout::xBGR:
+    case PixelLayout::ABGR: return f(PackedLayout<4, 3, 2, 1>{});
+    case PixelLayout::RGBP: return f(PlanarLayout<0, 1, 2>{});
+    case PixelLayout::BGRP: return f(PlanarLayout<2, 1, 0>{});
+    case PixelLayout::GBR: return f(PlanarLayout<2, 0, 1>{});
+  }
+  return f(PackedLayout<3, 0, 1, 2>{});  // unreachable: every enumerator is handled
+}
+
+}  // namespace cudagray

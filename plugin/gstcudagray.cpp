@@ -1,0 +1,606 @@
+/* cudagray: RGB-family video to GRAY8 on an NVIDIA GPU (or the CPU).
+ *
+ * A frame's path: caps (set_caps picks the pixel layout and sizes the
+ * backend) → frame map (transform, after checking the buffer holds the frame)
+ * → backend convert (upload, kernel, download on CUDA; rows on the CPU) →
+ * the GRAY8 output buffer. GRAY8 input passes through untouched.
+ *
+ * Example:
+ *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
+ */
+#include "gstcudagray.h"
+
+#include <gst/video/video.h>
+
+#include <memory>
+#include <string>
+
+#include "gray.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
+#define GST_CAT_DEFAULT gst_cuda_gray_debug
+
+#define DEFAULT_BACKEND GST_CUDA_GRAY_BACKEND_AUTO
+#define DEFAULT_CUDA_DEVICE_ID -1
+#define DEFAULT_MATRIX GST_CUDA_GRAY_MATRIX_BT601
+#define DEFAULT_WEIGHTS "0.299,0.587,0.114"
+
+enum
+{
+  PROP_0,
+  PROP_BACKEND,
+  PROP_CUDA_DEVICE_ID,
+  PROP_MATRIX,
+  PROP_WEIGHTS,
+};
+
+/* Converted formats, in order of preference when upstream can offer several;
+ * GRAY8 last so that a source able to make it still exercises the filter. */
+#define CONVERTED_FORMATS \
+  "RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, RGBP, BGRP, GBR"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) { " CONVERTED_FORMATS
+        ", GRAY8 }, width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], "
+        "framerate = (fraction) [ 0, MAX ]"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) GRAY8, "
+        "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], "
+        "framerate = (fraction) [ 0, MAX ]"));
+
+struct _GstCudaGray
+{
+  GstBaseTransform parent;
+
+  /* Properties, guarded by the object lock. */
+  GstCudaGrayBackend backend_choice;
+  gint cuda_device_id;
+  GstCudaGrayMatrix matrix;
+  cudagray::Coefficients custom;
+
+  /* Streaming state, touched only from start/stop/set_caps/transform. */
+  std::unique_ptr < cudagray::Backend > *backend;
+  GstVideoInfo in_info;
+  cudagray::PixelLayout layout;
+};
+
+#define gst_cuda_gray_parent_class parent_class
+G_DEFINE_TYPE (GstCudaGray, gst_cuda_gray, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (cudagray, "cudagray", GST_RANK_NONE,
+    GST_TYPE_CUDA_GRAY);
+
+#define GST_TYPE_CUDA_GRAY_BACKEND (gst_cuda_gray_backend_get_type ())
+static GType
+gst_cuda_gray_backend_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_CUDA_GRAY_BACKEND_AUTO,
+        "CUDA when a usable GPU exists, else the CPU (with a warning)", "auto"},
+    {GST_CUDA_GRAY_BACKEND_CUDA, "CUDA only: fail to start without a GPU",
+        "cuda"},
+    {GST_CUDA_GRAY_BACKEND_CPU, "CPU only", "cpu"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstCudaGrayBackend", values));
+  return type;
+}
+
+#define GST_TYPE_CUDA_GRAY_MATRIX (gst_cuda_gray_matrix_get_type ())
+static GType
+gst_cuda_gray_matrix_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_CUDA_GRAY_MATRIX_BT601, "BT.601: 0.299 R + 0.587 G + 0.114 B",
+        "bt601"},
+    {GST_CUDA_GRAY_MATRIX_BT709, "BT.709: 0.2126 R + 0.7152 G + 0.0722 B",
+        "bt709"},
+    {GST_CUDA_GRAY_MATRIX_BT2020, "BT.2020: 0.2627 R + 0.6780 G + 0.0593 B",
+        "bt2020"},
+    {GST_CUDA_GRAY_MATRIX_CUSTOM, "The three values of the weights property",
+        "custom"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstCudaGrayMatrix", values));
+  return type;
+}
+
+static gboolean
+layout_for_format (GstVideoFormat format, cudagray::PixelLayout * layout)
+{
+  using cudagray::PixelLayout;
+  switch (format) {
+    case GST_VIDEO_FORMAT_RGB: *layout = PixelLayout::RGB; return TRUE;
+    case GST_VIDEO_FORMAT_BGR: *layout = PixelLayout::BGR; return TRUE;
+    case GST_VIDEO_FORMAT_RGBA: *layout = PixelLayout::RGBA; return TRUE;
+    case GST_VIDEO_FORMAT_BGRA: *layout = PixelLayout::BGRA; return TRUE;
+    case GST_VIDEO_FORMAT_RGBx: *layout = PixelLayout::RGBx; return TRUE;
+    case GST_VIDEO_FORMAT_BGRx: *layout = PixelLayout::BGRx; return TRUE;
+    case GST_VIDEO_FORMAT_xRGB: *layout = PixelLayout::xRGB; return TRUE;
+    case GST_VIDEO_FORMAT_xBGR: *layout = PixelLayout::xBGR; return TRUE;
+    case GST_VIDEO_FORMAT_ARGB: *layout = PixelLayout::ARGB; return TRUE;
+    case GST_VIDEO_FORMAT_ABGR: *layout = PixelLayout::ABGR; return TRUE;
+    case GST_VIDEO_FORMAT_RGBP: *layout = PixelLayout::RGBP; return TRUE;
+    case GST_VIDEO_FORMAT_BGRP: *layout = PixelLayout::BGRP; return TRUE;
+    case GST_VIDEO_FORMAT_GBR: *layout = PixelLayout::GBR; return TRUE;
+    default: return FALSE;
+  }
+}
+
+/* The Q16 weights for the current matrix; call with the object lock held. */
+static cudagray::Weights
+current_weights (GstCudaGray * self)
+{
+  if (self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM)
+    return cudagray::custom_weights (self->custom);
+  return cudagray::standard_weights (static_cast < cudagray::Matrix >
+      (self->matrix));
+}
+
+static void
+gst_cuda_gray_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (object);
+
+  switch (prop_id) {
+    case PROP_BACKEND:
+      GST_OBJECT_LOCK (self);
+      self->backend_choice = (GstCudaGrayBackend) g_value_get_enum (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      GST_OBJECT_LOCK (self);
+      self->cuda_device_id = g_value_get_int (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_MATRIX:
+      GST_OBJECT_LOCK (self);
+      self->matrix = (GstCudaGrayMatrix) g_value_get_enum (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_WEIGHTS:{
+      const gchar *text = g_value_get_string (value);
+      cudagray::Coefficients k;
+      std::string error;
+      if (!cudagray::parse_coefficients (text, &k, &error)) {
+        GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+            ("Ignoring invalid weights \"%s\": %s", GST_STR_NULL (text),
+                error.c_str ()),
+            ("weights takes three numbers \"R,G,B\" between 0 and %g, "
+                "e.g. \"0.21,0.72,0.07\"; the previous weights stay in use",
+                cudagray::kMaxCustomCoefficient));
+        break;
+      }
+      GST_OBJECT_LOCK (self);
+      self->custom = k;
+      self->matrix = GST_CUDA_GRAY_MATRIX_CUSTOM;
+      GST_OBJECT_UNLOCK (self);
+      break;
+    }
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+}
+
+static void
+gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_BACKEND:
+      g_value_set_enum (value, self->backend_choice);
+      break;
+    case PROP_CUDA_DEVICE_ID:
+      g_value_set_int (value, self->cuda_device_id);
+      break;
+    case PROP_MATRIX:
+      g_value_set_enum (value, self->matrix);
+      break;
+    case PROP_WEIGHTS:
+      g_value_set_string (value, cudagray::format_coefficients (
+              self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM ? self->custom :
+              cudagray::standard_coefficients (static_cast < cudagray::Matrix >
+                  (self->matrix))).c_str ());
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* Picks the backend named by the properties. backend=auto falls back to the
+ * CPU with a warning when no GPU can be used; everything else that fails is
+ * an error. */
+static gboolean
+gst_cuda_gray_start (GstBaseTransform * trans)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+
+  GST_OBJECT_LOCK (self);
+  const GstCudaGrayBackend choice = self->backend_choice;
+  const gint device_id = self->cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+
+  if (choice == GST_CUDA_GRAY_BACKEND_CPU) {
+    *self->backend = cudagray::make_cpu_backend ();
+  } else {
+    std::string reason;
+    *self->backend = cudagray::make_cuda_backend (device_id, &reason);
+    std::string ignored;
+    const bool some_gpu = cudagray::cuda_device_count (&ignored) > 0;
+    if (!*self->backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA
+            || (device_id >= 0 && some_gpu))) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No usable CUDA device: %s", reason.c_str ()),
+          ("backend=%s cuda-device-id=%d; pick an existing device, or set "
+              "backend=cpu to run without a GPU",
+              choice == GST_CUDA_GRAY_BACKEND_CUDA ? "cuda" : "auto",
+              device_id));
+      return FALSE;
+    }
+    if (!*self->backend) {
+      GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND,
+          ("No usable CUDA device, converting on the CPU instead: %s",
+              reason.c_str ()),
+          ("set backend=cpu to choose the CPU without this warning, or "
+              "backend=cuda to make a missing GPU an error"));
+      *self->backend = cudagray::make_cpu_backend ();
+    }
+  }
+  GST_INFO_OBJECT (self, "using the %s backend", (*self->backend)->name ());
+  return TRUE;
+}
+
+static gboolean
+gst_cuda_gray_stop (GstBaseTransform * trans)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  self->backend->reset ();
+  gst_video_info_init (&self->in_info);
+  return TRUE;
+}
+
+/* Sink caps become GRAY8 caps of the same size and rate, in full range;
+ * src caps become every accepted input format. */
+static GstCaps *
+gst_cuda_gray_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstCaps *result = gst_caps_new_empty ();
+
+  for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *features = gst_caps_get_features (caps, i);
+    if (features && !gst_caps_features_is_any (features)
+        && !gst_caps_features_is_equal (features,
+            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+      continue;
+    GstStructure *s = gst_structure_copy (gst_caps_get_structure (caps, i));
+    gst_structure_remove_fields (s, "colorimetry", "chroma-site", NULL);
+    if (direction == GST_PAD_SINK) {
+      gst_structure_set (s, "format", G_TYPE_STRING, "GRAY8", "colorimetry",
+          G_TYPE_STRING, "1:0:0:0", NULL);
+    } else {
+      /* Two structures, converted formats first: negotiation follows their
+       * order, so an upstream that could also make GRAY8 still gets the
+       * conversion done here rather than by itself. */
+      GstStructure *gray = gst_structure_copy (s);
+      gst_structure_set (gray, "format", G_TYPE_STRING, "GRAY8", NULL);
+      GValue formats = G_VALUE_INIT;
+      GValue format = G_VALUE_INIT;
+      gst_value_list_init (&formats, 13);
+      g_value_init (&format, G_TYPE_STRING);
+      gchar **names = g_strsplit (CONVERTED_FORMATS, ", ", -1);
+      for (gchar ** name = names; *name; name++) {
+        g_value_set_string (&format, *name);
+        gst_value_list_append_value (&formats, &format);
+      }
+      g_strfreev (names);
+      g_value_unset (&format);
+      gst_structure_take_value (s, "format", &formats);
+      result = gst_caps_merge_structure (result, s);
+      s = gray;
+    }
+    result = gst_caps_merge_structure (result, s);
+  }
+
+  if (filter) {
+    GstCaps *tmp =
+        gst_caps_intersect_full (filter, result, GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (result);
+    result = tmp;
+  }
+  GST_DEBUG_OBJECT (trans, "%s caps %" GST_PTR_FORMAT " → %" GST_PTR_FORMAT,
+      direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  return result;
+}
+
+/* GstBaseTransform answers a sink caps query with downstream's own caps
+ * first, so that it can pass through. Here that would let an upstream able to
+ * make GRAY8 (videotestsrc, videoconvert) do the conversion instead of us:
+ * move the GRAY8 structures behind the converted formats. */
+static gboolean
+gst_cuda_gray_query (GstBaseTransform * trans, GstPadDirection direction,
+    GstQuery * query)
+{
+  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction, query))
+    return FALSE;
+  if (direction != GST_PAD_SINK || GST_QUERY_TYPE (query) != GST_QUERY_CAPS)
+    return TRUE;
+
+  GstCaps *caps;
+  gst_query_parse_caps_result (query, &caps);
+  GstCaps *converted = gst_caps_new_empty ();
+  GstCaps *gray = gst_caps_new_empty ();
+  for (guint i = 0; caps && i < gst_caps_get_size (caps); i++) {
+    const gchar *format =
+        gst_structure_get_string (gst_caps_get_structure (caps, i), "format");
+    gst_caps_append (g_strcmp0 (format, "GRAY8") ? converted : gray,
+        gst_caps_copy_nth (caps, i));
+  }
+  gst_caps_append (converted, gray);
+  gst_query_set_caps_result (query, converted);
+  gst_caps_unref (converted);
+  return TRUE;
+}
+
+static gboolean
+gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  GstVideoInfo in_info, out_info;
+
+  if (!gst_video_info_from_caps (&in_info, incaps)
+      || !gst_video_info_from_caps (&out_info, outcaps)) {
+    GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT " → %"
+        GST_PTR_FORMAT, incaps, outcaps);
+    return FALSE;
+  }
+  self->in_info = in_info;
+
+  if (GST_VIDEO_INFO_FORMAT (&in_info) == GST_VIDEO_FORMAT_GRAY8) {
+    GST_INFO_OBJECT (self, "GRAY8 input: passthrough");
+    return TRUE;
+  }
+  if (!layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &self->layout))
+    return FALSE;
+
+  std::string error;
+  if (!(*self->backend)->configure (self->layout, in_info.width,
+          in_info.height, &error)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not prepare the %s backend for %dx%d %s frames: %s",
+            (*self->backend)->name (), in_info.width, in_info.height,
+            GST_VIDEO_INFO_NAME (&in_info), error.c_str ()),
+        ("free GPU memory, use smaller frames, or set backend=cpu"));
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "converting %dx%d %s to GRAY8 on the %s backend",
+      in_info.width, in_info.height, GST_VIDEO_INFO_NAME (&in_info),
+      (*self->backend)->name ());
+  return TRUE;
+}
+
+static gboolean
+gst_cuda_gray_transform_size (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, gsize size, GstCaps * othercaps,
+    gsize * othersize)
+{
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps (&info, othercaps))
+    return FALSE;
+  *othersize = GST_VIDEO_INFO_SIZE (&info);
+  return TRUE;
+}
+
+static gboolean
+gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
+    GstQuery * decide_query, GstQuery * query)
+{
+  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
+          decide_query, query))
+    return FALSE;
+  /* Upstream may hand us frames with padded rows. */
+  if (decide_query)
+    gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  return TRUE;
+}
+
+/* Maps buffer whole and points frame's planes into it, after checking that
+ * every row of every plane, wherever a GstVideoMeta puts it, lies inside the
+ * buffer. On failure nothing stays mapped and why says what is wrong. */
+static gboolean
+map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
+    cudagray::PixelLayout layout, GstMapInfo * map,
+    cudagray::InputFrame * frame, std::string * why)
+{
+  const GstVideoMeta *meta = gst_buffer_get_video_meta (buffer);
+  const guint n_planes = GST_VIDEO_INFO_N_PLANES (info);
+  gchar *text = NULL;
+
+  if (meta && (meta->format != GST_VIDEO_INFO_FORMAT (info)
+          || meta->n_planes != n_planes
+          || (gint) meta->width != GST_VIDEO_INFO_WIDTH (info)
+          || (gint) meta->height != GST_VIDEO_INFO_HEIGHT (info))) {
+    *why = std::string ("its video meta describes a ") +
+        std::to_string (meta->width) + "x" + std::to_string (meta->height) +
+        " " + gst_video_format_to_string (meta->format) + " frame";
+    return FALSE;
+  }
+  if (!gst_buffer_map (buffer, map, GST_MAP_READ)) {
+    *why = "it could not be mapped for reading";
+    return FALSE;
+  }
+  *frame = cudagray::InputFrame { layout, GST_VIDEO_INFO_WIDTH (info),
+      GST_VIDEO_INFO_HEIGHT (info), {}, {}};
+  const guint64 row_bytes = (guint64) frame->width *
+      cudagray::layout_info (layout).bytes_per_pixel;
+  for (guint p = 0; p < n_planes && !text; p++) {
+    const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET (info, p);
+    const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE (info, p);
+    const guint64 span = (guint64) MAX (stride, 0) * (frame->height - 1) + row_bytes;
+    if (stride < 0 || (guint64) stride < row_bytes || offset > map->size
+        || span > map->size - offset) {
+      text = g_strdup_printf ("plane %u (offset %" G_GSIZE_FORMAT ", stride %d)"
+          " needs %" G_GUINT64_FORMAT " bytes, the buffer has %" G_GSIZE_FORMAT,
+          p, offset, stride, offset + span, map->size);
+      break;
+    }
+    frame->plane[p] = map->data + offset;
+    frame->stride[p] = stride;
+  }
+  if (!text)
+    return TRUE;
+  *why = text;
+  g_free (text);
+  gst_buffer_unmap (buffer, map);
+  return FALSE;
+}
+
+static GstFlowReturn
+gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  GstMapInfo in_map;
+  cudagray::InputFrame in;
+  GstVideoInfo out_info;
+  GstVideoFrame out_frame;
+  std::string error;
+
+  if (!map_input_frame (inbuf, &self->in_info, self->layout, &in_map, &in,
+          &error)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Input buffer does not hold a %dx%d %s frame: %s",
+            self->in_info.width, self->in_info.height,
+            GST_VIDEO_INFO_NAME (&self->in_info), error.c_str ()),
+        ("upstream sent a buffer that does not match the caps it "
+            "negotiated"));
+    return GST_FLOW_ERROR;
+  }
+  gst_video_info_set_format (&out_info, GST_VIDEO_FORMAT_GRAY8,
+      self->in_info.width, self->in_info.height);
+  if (!gst_video_frame_map (&out_frame, &out_info, outbuf, GST_MAP_WRITE)) {
+    gst_buffer_unmap (inbuf, &in_map);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("Could not map the output buffer for writing"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const cudagray::GrayFrame out {
+  static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&out_frame, 0)),
+        (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&out_frame, 0)};
+
+  GST_OBJECT_LOCK (self);
+  const cudagray::Weights weights = current_weights (self);
+  GST_OBJECT_UNLOCK (self);
+
+  const bool converted = (*self->backend)->convert (in, out, weights, &error);
+  gst_video_frame_unmap (&out_frame);
+  gst_buffer_unmap (inbuf, &in_map);
+
+  if (!converted) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("The %s backend failed to convert a frame: %s",
+            (*self->backend)->name (), error.c_str ()),
+        ("check the GPU with nvidia-smi, or set backend=cpu"));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+static void
+gst_cuda_gray_finalize (GObject * object)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (object);
+  delete self->backend;
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_cuda_gray_class_init (GstCudaGrayClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+
+  gobject_class->set_property = gst_cuda_gray_set_property;
+  gobject_class->get_property = gst_cuda_gray_get_property;
+  gobject_class->finalize = gst_cuda_gray_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend",
+          "Where frames are converted: auto uses CUDA when a usable GPU "
+          "exists and otherwise the CPU (posting a warning)",
+          GST_TYPE_CUDA_GRAY_BACKEND, DEFAULT_BACKEND,
+          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+              GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
+      g_param_spec_int ("cuda-device-id", "CUDA device ID",
+          "CUDA device to convert on (-1: the first usable device)",
+          -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
+          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+              GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property (gobject_class, PROP_MATRIX,
+      g_param_spec_enum ("matrix", "Matrix",
+          "Luma coefficients: Y = min(255, (wR*R + wG*G + wB*B + 32768) >> 16) "
+          "with Q16 weights from this matrix",
+          GST_TYPE_CUDA_GRAY_MATRIX, DEFAULT_MATRIX,
+          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+              GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
+      g_param_spec_string ("weights", "Weights",
+          "Custom coefficients \"R,G,B\" (each 0..64, e.g. \"0.21,0.72,0.07\"); "
+          "setting them selects matrix=custom, invalid text is ignored with a "
+          "warning. Reads back the coefficients in use",
+          DEFAULT_WEIGHTS,
+          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+              GST_PARAM_MUTABLE_PLAYING)));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "CUDA grayscale converter", "Filter/Converter/Video/Hardware",
+      "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU",
+      "cudagray developers");
+
+  trans_class->passthrough_on_same_caps = TRUE;
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_cuda_gray_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_gray_stop);
+  trans_class->transform_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_caps);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_cuda_gray_query);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_set_caps);
+  trans_class->transform_size = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_size);
+  trans_class->propose_allocation =
+      GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags) 0);
+  GST_DEBUG_CATEGORY_INIT (gst_cuda_gray_debug, "cudagray", 0,
+      "CUDA grayscale converter");
+}
+
+static void
+gst_cuda_gray_init (GstCudaGray * self)
+{
+  self->backend_choice = DEFAULT_BACKEND;
+  self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  self->matrix = DEFAULT_MATRIX;
+  self->custom = cudagray::standard_coefficients (cudagray::Matrix::BT601);
+  self->backend = new std::unique_ptr < cudagray::Backend > ();
+  gst_video_info_init (&self->in_info);
+}
