@@ -274,13 +274,18 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
   return TRUE;
 }
 
-/* Sink caps become GRAY8 caps of the same size and rate, in full range;
- * src caps become every accepted input format. */
+/* Sink caps: converted formats become full-range GRAY8 of the same size and
+ * rate, GRAY8 stays as it is (passthrough). Src caps: every accepted input
+ * format, converted ones first. */
 static GstCaps *
 gst_cuda_gray_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
   GstCaps *result = gst_caps_new_empty ();
+  GstCaps *passthrough = gst_caps_new_empty ();
+  GValue gray8 = G_VALUE_INIT;
+  g_value_init (&gray8, G_TYPE_STRING);
+  g_value_set_static_string (&gray8, "GRAY8");
 
   for (guint i = 0; i < gst_caps_get_size (caps); i++) {
     GstCapsFeatures *features = gst_caps_get_features (caps, i);
@@ -288,34 +293,46 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
         && !gst_caps_features_is_equal (features,
             GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
       continue;
-    GstStructure *s = gst_structure_copy (gst_caps_get_structure (caps, i));
+    const GstStructure *in = gst_caps_get_structure (caps, i);
+    const GValue *format = gst_structure_get_value (in, "format");
+    const gboolean fixed_gray8 = format && gst_value_compare (format, &gray8)
+        == GST_VALUE_EQUAL;
+
+    if (direction == GST_PAD_SINK) {
+      if (!format || gst_value_can_intersect (format, &gray8)) {
+        GstStructure *same = gst_structure_copy (in);
+        gst_structure_set_value (same, "format", &gray8);
+        gst_caps_append_structure (passthrough, same);
+      }
+      if (fixed_gray8)
+        continue;
+    }
+    GstStructure *s = gst_structure_copy (in);
     gst_structure_remove_fields (s, "colorimetry", "chroma-site", NULL);
     if (direction == GST_PAD_SINK) {
       gst_structure_set (s, "format", G_TYPE_STRING, "GRAY8", "colorimetry",
           G_TYPE_STRING, "1:0:0:0", NULL);
     } else {
-      /* Two structures, converted formats first: negotiation follows their
-       * order, so an upstream that could also make GRAY8 still gets the
-       * conversion done here rather than by itself. */
-      GstStructure *gray = gst_structure_copy (s);
-      gst_structure_set (gray, "format", G_TYPE_STRING, "GRAY8", NULL);
+      GstStructure *same = gst_structure_copy (in);
+      gst_structure_set_value (same, "format", &gray8);
+      gst_caps_append_structure (passthrough, same);
       GValue formats = G_VALUE_INIT;
-      GValue format = G_VALUE_INIT;
+      GValue name = G_VALUE_INIT;
       gst_value_list_init (&formats, 13);
-      g_value_init (&format, G_TYPE_STRING);
+      g_value_init (&name, G_TYPE_STRING);
       gchar **names = g_strsplit (CONVERTED_FORMATS, ", ", -1);
-      for (gchar ** name = names; *name; name++) {
-        g_value_set_string (&format, *name);
-        gst_value_list_append_value (&formats, &format);
+      for (gchar ** n = names; *n; n++) {
+        g_value_set_string (&name, *n);
+        gst_value_list_append_value (&formats, &name);
       }
       g_strfreev (names);
-      g_value_unset (&format);
+      g_value_unset (&name);
       gst_structure_take_value (s, "format", &formats);
-      result = gst_caps_merge_structure (result, s);
-      s = gray;
     }
     result = gst_caps_merge_structure (result, s);
   }
+  g_value_unset (&gray8);
+  result = gst_caps_merge (result, passthrough);
 
   if (filter) {
     GstCaps *tmp =
@@ -372,7 +389,10 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   }
   self->in_info = in_info;
 
-  if (GST_VIDEO_INFO_FORMAT (&in_info) == GST_VIDEO_FORMAT_GRAY8) {
+  const gboolean passthrough =
+      GST_VIDEO_INFO_FORMAT (&in_info) == GST_VIDEO_FORMAT_GRAY8;
+  gst_base_transform_set_passthrough (trans, passthrough);
+  if (passthrough) {
     GST_INFO_OBJECT (self, "GRAY8 input: passthrough");
     return TRUE;
   }
@@ -577,7 +597,6 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU",
       "cudagray developers");
 
-  trans_class->passthrough_on_same_caps = TRUE;
   trans_class->start = GST_DEBUG_FUNCPTR (gst_cuda_gray_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_gray_stop);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_caps);

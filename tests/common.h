@@ -1,0 +1,164 @@
+// Helpers shared by the tests: random frames with padded strides, and an
+// evaluation of the documented formula that shares no code with kernels/.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gray.h"
+
+namespace cudagray::test {
+
+// One generator per test binary, seeded freshly each run unless
+// CUDAGRAY_TEST_SEED is set; the seed is printed so a failure can be replayed.
+inline std::mt19937 &rng() {
+  static std::mt19937 generator = [] {
+    const char *fixed = std::getenv("CUDAGRAY_TEST_SEED");
+    const unsigned seed = fixed ? static_cast<unsigned>(std::strtoul(fixed, nullptr, 10))
+                                : std::random_device{}();
+    std::printf("random seed: %u (set CUDAGRAY_TEST_SEED=%u to replay)\n", seed, seed);
+    return std::mt19937(seed);
+  }();
+  return generator;
+}
+
+inline int random_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
+
+inline void fill_random(std::vector<uint8_t> &bytes) {
+  for (auto &b : bytes) b = static_cast<uint8_t>(rng()());
+}
+
+struct Size {
+  int width, height;
+};
+// The sizes every format is tested at: degenerate, odd, full HD, very wide.
+inline const std::vector<Size> kSizes = {{1, 1}, {2, 2}, {641, 481}, {1920, 1080}, {4097, 3}};
+
+// A named way of choosing weights, as a user of the element would.
+struct WeightChoice {
+  std::string name;
+  Matrix matrix;
+  Coefficients k;  // for custom; the standard ones are filled from the matrix
+};
+inline const std::vector<WeightChoice> kWeightChoices = {
+    {"bt601", Matrix::BT601, {0.299, 0.587, 0.114}},
+    {"bt709", Matrix::BT709, {0.2126, 0.7152, 0.0722}},
+    {"bt2020", Matrix::BT2020, {0.2627, 0.6780, 0.0593}},
+    {"custom", Matrix::Custom, {0.21, 0.72, 0.07}},
+    {"custom_saturating", Matrix::Custom, {0.5, 0.9, 0.3}},  // sums past 1: exercises the clamp
+};
+
+inline Weights weights_of(const WeightChoice &c) {
+  return c.matrix == Matrix::Custom ? custom_weights(c.k) : standard_weights(c.matrix);
+}
+
+// A frame in one host allocation; each plane starts after a random gap and
+// its rows carry random padding. Every byte, padding included, is random.
+struct TestFrame {
+  PixelLayout layout;
+  int width, height;
+  std::vector<uint8_t> bytes;
+  size_t offset[3] = {0, 0, 0};
+  size_t stride[3] = {0, 0, 0};
+  int planes = 1;
+
+  InputFrame view(const uint8_t *base) const {
+    InputFrame f{layout, width, height, {}, {}};
+    for (int p = 0; p < planes; ++p) {
+      f.plane[p] = base + offset[p];
+      f.stride[p] = stride[p];
+    }
+    return f;
+  }
+  InputFrame view() const { return view(bytes.data()); }
+};
+
+inline TestFrame random_frame(PixelLayout layout, int width, int height, bool padded = true) {
+  const LayoutInfo &info = layout_info(layout);
+  TestFrame f{layout, width, height, {}};
+  f.planes = info.planes;
+  size_t end = 0;
+  for (int p = 0; p < info.planes; ++p) {
+    f.offset[p] = end + (padded ? random_int(0, 40) : 0);
+    f.stride[p] = static_cast<size_t>(width) * info.bytes_per_pixel + (padded ? random_int(0, 70) : 0);
+    end = f.offset[p] + f.stride[p] * height;
+  }
+  f.bytes.resize(end);
+  fill_random(f.bytes);
+  return f;
+}
+
+// The channel bytes of pixel (x, y), found from the format's name alone: a
+// packed "xBGR" keeps R at byte 3; a planar "GBR" keeps R in plane 2.
+inline void pixel_rgb(const TestFrame &f, int x, int y, int rgb[3]) {
+  const std::string name = layout_info(f.layout).name;
+  const bool planar = f.planes == 3;
+  const int bpp = planar ? 1 : static_cast<int>(name.size() == 3 ? 3 : 4);
+  const char channels[3] = {'R', 'G', 'B'};
+  for (int c = 0; c < 3; ++c) {
+    const int at = static_cast<int>(name.find(channels[c]));
+    const int plane = planar ? at : 0;
+    const int byte = planar ? 0 : at;
+    rgb[c] = f.bytes[f.offset[plane] + y * f.stride[plane] + x * bpp + byte];
+  }
+}
+
+// The documented formula in double precision, from the coefficients.
+inline int formula_y(const WeightChoice &c, const int rgb[3]) {
+  Coefficients k = c.k;
+  double wr = std::round(k.r * 65536.0), wb = std::round(k.b * 65536.0);
+  double wg = c.matrix == Matrix::Custom ? std::round(k.g * 65536.0) : 65536.0 - wr - wb;
+  const double y = std::floor((wr * rgb[0] + wg * rgb[1] + wb * rgb[2] + 32768.0) / 65536.0);
+  return static_cast<int>(std::min(255.0, y));
+}
+
+// GRAY8 with rows of `stride` bytes; padding holds a sentinel so writes past
+// the row show up.
+struct GrayImage {
+  int width, height;
+  size_t stride;
+  std::vector<uint8_t> bytes;
+  static constexpr uint8_t kSentinel = 0xA5;
+  GrayImage(int w, int h, size_t pad = 0)
+      : width(w), height(h), stride(w + pad), bytes(stride * h, kSentinel) {}
+  GrayFrame frame() { return {bytes.data(), stride}; }
+  uint8_t at(int x, int y) const { return bytes[y * stride + x]; }
+};
+
+// Compares two GRAY8 images; reports the first few differing pixels.
+inline ::testing::AssertionResult same_pixels(const GrayImage &a, const GrayImage &b) {
+  int bad = 0;
+  std::string first;
+  for (int y = 0; y < a.height; ++y)
+    for (int x = 0; x < a.width; ++x)
+      if (a.at(x, y) != b.at(x, y) && bad++ < 5)
+        first += " (" + std::to_string(x) + "," + std::to_string(y) + "): " +
+                 std::to_string(a.at(x, y)) + " vs " + std::to_string(b.at(x, y));
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " pixels differ, first:" << first;
+}
+
+// Why CUDA tests cannot run here, or "" when a usable GPU exists.
+inline std::string no_gpu_reason() {
+  std::string reason;
+  return cuda_device_count(&reason) > 0 ? "" : "no usable CUDA device: " + reason;
+}
+#define SKIP_WITHOUT_GPU()                                                \
+  do {                                                                    \
+    const std::string why_skipped = ::cudagray::test::no_gpu_reason();    \
+    if (!why_skipped.empty()) GTEST_SKIP() << why_skipped;                \
+  } while (0)
+
+inline GrayImage cpu_reference(const TestFrame &f, const WeightChoice &c) {
+  GrayImage out(f.width, f.height);
+  convert_cpu(f.view(), out.frame(), weights_of(c));
+  return out;
+}
+
+}  // namespace cudagray::test

@@ -1,0 +1,154 @@
+// GStreamer-side helpers: frames in and out of a GstHarness, bus messages,
+// and short pipelines run to the end.
+#pragma once
+
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+namespace cudagray::test {
+
+inline GstVideoFormat video_format(PixelLayout layout) {
+  return gst_video_format_from_string(layout_info(layout).name);
+}
+
+inline std::string caps_string(const char *format, int width, int height) {
+  return std::string("video/x-raw,format=") + format + ",width=" + std::to_string(width) +
+         ",height=" + std::to_string(height) + ",framerate=30/1";
+}
+
+// A harness around a new cudagray configured by "name=value" settings, with a
+// bus of its own so that its warnings and errors can be read.
+struct Harness {
+  GstHarness *h;
+  GstBus *bus;
+  explicit Harness(const std::vector<std::string> &settings = {}) {
+    GstElement *element = gst_element_factory_make("cudagray", nullptr);
+    EXPECT_NE(element, nullptr) << "cudagray not found: is GST_PLUGIN_PATH set?";
+    for (const std::string &s : settings) {
+      const size_t eq = s.find('=');
+      gst_util_set_object_arg(G_OBJECT(element), s.substr(0, eq).c_str(), s.substr(eq + 1).c_str());
+    }
+    bus = gst_bus_new();
+    gst_element_set_bus(element, bus);
+    h = gst_harness_new_with_element(element, "sink", "src");
+    gst_object_unref(element);
+  }
+  ~Harness() {
+    gst_harness_teardown(h);
+    gst_object_unref(bus);
+  }
+  Harness(const Harness &) = delete;
+  Harness &operator=(const Harness &) = delete;
+
+  GstElement *element() const { return h->element; }
+  void set_caps(const std::string &caps) { gst_harness_set_src_caps_str(h, caps.c_str()); }
+
+  // Text of the next bus message of this type, or "" when there is none.
+  std::string pop_message(GstMessageType type) {
+    GstMessage *msg = gst_bus_pop_filtered(bus, type);
+    if (!msg) return "";
+    GError *err = nullptr;
+    gchar *debug = nullptr;
+    if (type == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, &debug);
+    else gst_message_parse_warning(msg, &err, &debug);
+    std::string text = err->message;
+    g_error_free(err);
+    g_free(debug);
+    gst_message_unref(msg);
+    return text;
+  }
+};
+
+// A buffer holding a copy of the frame's bytes, with a GstVideoMeta giving
+// its plane offsets and padded strides.
+inline GstBuffer *buffer_for(const TestFrame &f) {
+  GstBuffer *buf = gst_buffer_new_memdup(f.bytes.data(), f.bytes.size());
+  gsize offsets[GST_VIDEO_MAX_PLANES] = {f.offset[0], f.offset[1], f.offset[2]};
+  gint strides[GST_VIDEO_MAX_PLANES] = {int(f.stride[0]), int(f.stride[1]), int(f.stride[2])};
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, video_format(f.layout),
+                                 f.width, f.height, f.planes, offsets, strides);
+  return buf;
+}
+
+// The GRAY8 picture in buf, honouring its video meta if any.
+inline GrayImage gray_of(GstBuffer *buf, int width, int height) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  GstVideoFrame frame;
+  GrayImage img(width, height);
+  if (!gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) {
+    ADD_FAILURE() << "output buffer does not hold a " << width << "x" << height << " GRAY8 frame";
+    return img;
+  }
+  for (int y = 0; y < height; ++y)
+    memcpy(&img.bytes[y * img.stride],
+           static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) +
+               y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
+           width);
+  gst_video_frame_unmap(&frame);
+  return img;
+}
+
+// Pushes one frame through the harness and returns what came out.
+inline GrayImage convert_through(Harness &harness, const TestFrame &f) {
+  EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_try_pull(harness.h);
+  if (!out) {
+    ADD_FAILURE() << "no output buffer; error: " << harness.pop_message(GST_MESSAGE_ERROR);
+    return GrayImage(f.width, f.height);
+  }
+  GrayImage img = gray_of(out, f.width, f.height);
+  gst_buffer_unref(out);
+  return img;
+}
+
+// What a pipeline said on its bus from PLAYING to its end.
+struct PipelineRun {
+  bool reached_eos = false;
+  std::vector<std::string> errors, warnings;
+};
+
+inline PipelineRun run_pipeline(const std::string &description, GstClockTime timeout = 20 * GST_SECOND) {
+  PipelineRun run;
+  GError *parse_error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &parse_error);
+  if (!pipeline) {
+    ADD_FAILURE() << "cannot parse \"" << description << "\": " << parse_error->message;
+    g_error_free(parse_error);
+    return run;
+  }
+  GstBus *bus = gst_element_get_bus(pipeline);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(
+        bus, timeout, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING | GST_MESSAGE_EOS));
+    if (!msg) {
+      ADD_FAILURE() << "pipeline did not finish within the timeout: " << description;
+      break;
+    }
+    const GstMessageType type = GST_MESSAGE_TYPE(msg);
+    if (type == GST_MESSAGE_EOS) {
+      run.reached_eos = true;
+    } else {
+      GError *err = nullptr;
+      if (type == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, nullptr);
+      else gst_message_parse_warning(msg, &err, nullptr);
+      (type == GST_MESSAGE_ERROR ? run.errors : run.warnings).push_back(err->message);
+      g_error_free(err);
+    }
+    gst_message_unref(msg);
+    if (type != GST_MESSAGE_WARNING) break;
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(pipeline);
+  return run;
+}
+
+}  // namespace cudagray::test

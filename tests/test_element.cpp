@@ -1,0 +1,298 @@
+// The cudagray element through GstHarness: conversion on both backends,
+// caps, properties and bad input.
+#include "gst_helpers.h"
+
+using namespace cudagray;
+using namespace cudagray::test;
+
+namespace {
+
+void select_weights(GstElement *element, const WeightChoice &c) {
+  if (c.matrix == Matrix::Custom)
+    g_object_set(element, "weights", format_coefficients(c.k).c_str(), nullptr);
+  else
+    gst_util_set_object_arg(G_OBJECT(element), "matrix", c.name.c_str());
+}
+
+struct BackendAndLayout {
+  const char *backend;
+  PixelLayout layout;
+};
+
+std::vector<BackendAndLayout> all_cases() {
+  std::vector<BackendAndLayout> cases;
+  for (const char *backend : {"cpu", "cuda"})
+    for (PixelLayout layout : kAllLayouts) cases.push_back({backend, layout});
+  return cases;
+}
+
+}  // namespace
+
+class Conversion : public ::testing::TestWithParam<BackendAndLayout> {
+ protected:
+  void SetUp() override {
+    if (std::string(GetParam().backend) == "cuda") SKIP_WITHOUT_GPU();
+  }
+};
+
+// Random padded frames at every size and matrix (changed while PLAYING)
+// come out equal to the CPU reference.
+TEST_P(Conversion, EqualsCpuReference) {
+  const auto [backend, layout] = GetParam();
+  for (const Size &size : kSizes) {
+    SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height));
+    Harness harness({std::string("backend=") + backend});
+    harness.set_caps(caps_string(layout_info(layout).name, size.width, size.height));
+    for (const WeightChoice &c : kWeightChoices) {
+      SCOPED_TRACE(c.name);
+      select_weights(harness.element(), c);
+      const TestFrame f = random_frame(layout, size.width, size.height);
+      EXPECT_TRUE(same_pixels(convert_through(harness, f), cpu_reference(f, c)));
+    }
+    EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR), "");
+    EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conversion, ::testing::ValuesIn(all_cases()), [](const auto &info) {
+  return std::string(info.param.backend) + "_" + layout_info(info.param.layout).name;
+});
+
+TEST(Caps, EachFormatBecomesFullRangeGray8OfTheSameGeometry) {
+  for (PixelLayout layout : kAllLayouts) {
+    SCOPED_TRACE(layout_info(layout).name);
+    Harness harness({"backend=cpu"});
+    harness.set_caps(caps_string(layout_info(layout).name, 641, 481));
+    convert_through(harness, random_frame(layout, 641, 481));
+    GstCaps *caps = gst_pad_get_current_caps(harness.h->sinkpad);
+    ASSERT_NE(caps, nullptr);
+    GstVideoInfo info;
+    ASSERT_TRUE(gst_video_info_from_caps(&info, caps));
+    EXPECT_EQ(GST_VIDEO_INFO_FORMAT(&info), GST_VIDEO_FORMAT_GRAY8);
+    EXPECT_EQ(info.width, 641);
+    EXPECT_EQ(info.height, 481);
+    EXPECT_EQ(info.fps_n, 30);
+    EXPECT_EQ(info.fps_d, 1);
+    EXPECT_EQ(info.colorimetry.range, GST_VIDEO_COLOR_RANGE_0_255);
+    gst_caps_unref(caps);
+  }
+}
+
+TEST(Caps, Gray8PassesThroughUntouched) {
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("GRAY8", 33, 7));
+  std::vector<uint8_t> bytes(36 * 7);
+  fill_random(bytes);
+  GstBuffer *in = gst_buffer_new_memdup(bytes.data(), bytes.size());
+  gst_buffer_ref(in);
+  ASSERT_EQ(gst_harness_push(harness.h, in), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(harness.h);
+  EXPECT_EQ(out, in);  // the very same buffer: no copy
+  EXPECT_TRUE(gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(harness.element())));
+  EXPECT_EQ(gst_buffer_memcmp(out, 0, bytes.data(), bytes.size()), 0);
+  gst_buffer_unref(out);
+  gst_buffer_unref(in);
+}
+
+TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
+  Harness harness({"backend=cpu"});
+  GstPad *sink = gst_element_get_static_pad(harness.element(), "sink");
+  auto accepts = [&](const std::string &s) {
+    GstCaps *caps = gst_caps_from_string(s.c_str());
+    const bool ok = gst_pad_query_accept_caps(sink, caps);
+    gst_caps_unref(caps);
+    return ok;
+  };
+  for (PixelLayout layout : kAllLayouts) EXPECT_TRUE(accepts(caps_string(layout_info(layout).name, 64, 48)));
+  EXPECT_TRUE(accepts(caps_string("GRAY8", 64, 48)));
+  EXPECT_TRUE(accepts(caps_string("RGB", 16384, 16384)));
+  EXPECT_TRUE(accepts(caps_string("RGB", 1, 1)));
+  for (const char *format : {"I420", "NV12", "YUY2", "GRAY16_LE", "RGB16", "ARGB64", "r210"})
+    EXPECT_FALSE(accepts(caps_string(format, 64, 48))) << format;
+  EXPECT_FALSE(accepts(caps_string("RGB", 16385, 48)));
+  EXPECT_FALSE(accepts(caps_string("RGB", 64, 16385)));
+  EXPECT_FALSE(accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
+  EXPECT_FALSE(accepts("audio/x-raw,format=S16LE,rate=48000,channels=2"));
+  gst_object_unref(sink);
+}
+
+TEST(Caps, RefusedFormatIsNotNegotiated) {
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("I420", 64, 48));
+  std::vector<uint8_t> bytes(64 * 48 * 3 / 2);
+  fill_random(bytes);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
+            GST_FLOW_NOT_NEGOTIATED);
+}
+
+// Upstream asked what we take given downstream's GRAY8 caps: every converted
+// format at downstream's size, converted formats before GRAY8.
+TEST(Caps, UpstreamQuerySeesConvertedFormatsFirst) {
+  Harness harness({"backend=cpu"});
+  gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8,width=320,height=240");
+  GstCaps *caps = gst_pad_peer_query_caps(harness.h->srcpad, nullptr);
+  ASSERT_GE(gst_caps_get_size(caps), 2u);
+  const GstStructure *first = gst_caps_get_structure(caps, 0);
+  const GValue *formats = gst_structure_get_value(first, "format");
+  ASSERT_TRUE(GST_VALUE_HOLDS_LIST(formats));
+  EXPECT_EQ(gst_value_list_get_size(formats), 13u);
+  for (PixelLayout layout : kAllLayouts) {
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_TYPE_STRING);
+    g_value_set_string(&v, layout_info(layout).name);
+    EXPECT_TRUE(gst_value_can_intersect(formats, &v)) << layout_info(layout).name;
+    g_value_unset(&v);
+  }
+  int width = 0;
+  EXPECT_TRUE(gst_structure_get_int(first, "width", &width));
+  EXPECT_EQ(width, 320);
+  const GstStructure *last = gst_caps_get_structure(caps, gst_caps_get_size(caps) - 1);
+  EXPECT_STREQ(gst_structure_get_string(last, "format"), "GRAY8");
+  gst_caps_unref(caps);
+}
+
+// A source that could produce GRAY8 itself still hands RGB to cudagray.
+TEST(Caps, SourceIsNotAskedForGray8) {
+  const PipelineRun run = run_pipeline(
+      "videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink");
+  EXPECT_TRUE(run.reached_eos);
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(
+      "videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink", &error);
+  ASSERT_NE(pipeline, nullptr);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "g");
+  GstPad *sink = gst_element_get_static_pad(gray, "sink");
+  GstCaps *caps = gst_pad_get_current_caps(sink);
+  ASSERT_NE(caps, nullptr);
+  EXPECT_STRNE(gst_structure_get_string(gst_caps_get_structure(caps, 0), "format"), "GRAY8");
+  EXPECT_FALSE(gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(gray)));
+  gst_caps_unref(caps);
+  gst_object_unref(sink);
+  gst_object_unref(gray);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+}
+
+TEST(Properties, Defaults) {
+  GstElement *e = gst_element_factory_make("cudagray", nullptr);
+  ASSERT_NE(e, nullptr);
+  gint backend, matrix, device;
+  gchar *weights;
+  g_object_get(e, "backend", &backend, "matrix", &matrix, "cuda-device-id", &device, "weights", &weights, nullptr);
+  EXPECT_EQ(backend, 0);  // auto
+  EXPECT_EQ(matrix, 0);   // bt601
+  EXPECT_EQ(device, -1);
+  EXPECT_STREQ(weights, "0.299,0.587,0.114");
+  g_free(weights);
+  GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(e), "cuda-device-id");
+  EXPECT_EQ(G_PARAM_SPEC_INT(spec)->minimum, -1);
+  EXPECT_EQ(G_PARAM_SPEC_INT(spec)->maximum, G_MAXINT);
+  GEnumClass *backends = G_ENUM_CLASS(g_type_class_peek(
+      G_PARAM_SPEC_VALUE_TYPE(g_object_class_find_property(G_OBJECT_GET_CLASS(e), "backend"))));
+  EXPECT_STREQ(g_enum_get_value(backends, 0)->value_nick, "auto");
+  EXPECT_STREQ(g_enum_get_value(backends, 1)->value_nick, "cuda");
+  EXPECT_STREQ(g_enum_get_value(backends, 2)->value_nick, "cpu");
+  GEnumClass *matrices = G_ENUM_CLASS(g_type_class_peek(
+      G_PARAM_SPEC_VALUE_TYPE(g_object_class_find_property(G_OBJECT_GET_CLASS(e), "matrix"))));
+  int i = 0;
+  for (const char *nick : {"bt601", "bt709", "bt2020", "custom"})
+    EXPECT_STREQ(g_enum_get_value(matrices, i++)->value_nick, nick);
+  gst_object_unref(e);
+}
+
+TEST(Properties, WeightsSelectCustomAndReadBack) {
+  GstElement *e = gst_element_factory_make("cudagray", nullptr);
+  gchar *text;
+  gint matrix;
+  g_object_set(e, "weights", "0.21, 0.72 ,0.07", nullptr);
+  g_object_get(e, "weights", &text, "matrix", &matrix, nullptr);
+  EXPECT_STREQ(text, "0.21,0.72,0.07");
+  EXPECT_EQ(matrix, 3);  // custom
+  g_free(text);
+  gst_util_set_object_arg(G_OBJECT(e), "matrix", "bt709");
+  g_object_get(e, "weights", &text, nullptr);
+  EXPECT_STREQ(text, "0.2126,0.7152,0.0722");
+  g_free(text);
+  gst_util_set_object_arg(G_OBJECT(e), "matrix", "custom");  // the last custom weights come back
+  g_object_get(e, "weights", &text, nullptr);
+  EXPECT_STREQ(text, "0.21,0.72,0.07");
+  g_free(text);
+  gst_object_unref(e);
+}
+
+TEST(Properties, InvalidWeightsWarnAndKeepTheOldOnes) {
+  Harness harness({"backend=cpu", "matrix=bt2020"});
+  g_object_set(harness.element(), "weights", "0.3,0.6", nullptr);
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING),
+            "Ignoring invalid weights \"0.3,0.6\": expected three comma-separated numbers "
+            "\"R,G,B\", got \"0.3,0.6\"");
+  g_object_set(harness.element(), "weights", "0.3,-0.6,0.1", nullptr);
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING),
+            "Ignoring invalid weights \"0.3,-0.6,0.1\": weight \"-0.6\" is outside 0..64");
+  gchar *text;
+  gint matrix;
+  g_object_get(harness.element(), "weights", &text, "matrix", &matrix, nullptr);
+  EXPECT_STREQ(text, "0.2627,0.678,0.0593");
+  EXPECT_EQ(matrix, 2);  // still bt2020
+  g_free(text);
+  // and frames still use BT.2020
+  harness.set_caps(caps_string("RGBx", 37, 5));
+  const TestFrame f = random_frame(PixelLayout::RGBx, 37, 5);
+  EXPECT_TRUE(same_pixels(convert_through(harness, f), cpu_reference(f, kWeightChoices[2])));
+}
+
+TEST(BadInput, TruncatedBufferIsAnError) {
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("RGB", 64, 48));
+  std::vector<uint8_t> bytes(9000);  // the frame needs 64 * 3 * 48 = 9216
+  fill_random(bytes);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_ERROR);
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
+            "Input buffer does not hold a 64x48 RGB frame: plane 0 (offset 0, stride 192) needs "
+            "9216 bytes, the buffer has 9000");
+}
+
+TEST(BadInput, VideoMetaOutsideTheBufferIsAnError) {
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("RGBP", 16, 4));
+  TestFrame f = random_frame(PixelLayout::RGBP, 16, 4, false);  // 3 planes of 64 bytes
+  f.offset[2] = 150;                                            // last plane runs 22 bytes past the end
+  EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_ERROR);
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
+            "Input buffer does not hold a 16x4 RGBP frame: plane 2 (offset 150, stride 16) needs "
+            "214 bytes, the buffer has 192");
+}
+
+TEST(BadInput, VideoMetaOfAnotherFormatIsAnError) {
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("BGRx", 16, 4));
+  TestFrame f = random_frame(PixelLayout::RGBx, 16, 4);
+  EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_ERROR);
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
+            "Input buffer does not hold a 16x4 BGRx frame: its video meta describes a 16x4 RGBx frame");
+}
+
+TEST(CudaBackend, AutoPicksTheGpuWithoutWarning) {
+  SKIP_WITHOUT_GPU();
+  Harness harness;
+  harness.set_caps(caps_string("RGB", 64, 48));
+  const TestFrame f = random_frame(PixelLayout::RGB, 64, 48);
+  EXPECT_TRUE(same_pixels(convert_through(harness, f), cpu_reference(f, kWeightChoices[0])));
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING), "");
+}
+
+TEST(CudaBackend, DeviceBeyondTheLastIsAnError) {
+  SKIP_WITHOUT_GPU();
+  std::string reason;
+  const int count = cuda_device_count(&reason);
+  for (const char *backend : {"cuda", "auto"}) {
+    const PipelineRun run = run_pipeline("videotestsrc num-buffers=2 ! cudagray backend=" + std::string(backend) +
+                                         " cuda-device-id=" + std::to_string(count) + " ! fakesink");
+    ASSERT_EQ(run.errors.size(), 1u) << backend;
+    EXPECT_EQ(run.errors[0], "No usable CUDA device: CUDA device " + std::to_string(count) +
+                                 " does not exist: " + std::to_string(count) +
+                                 " device(s) found, numbered from 0");
+  }
+}

@@ -1,0 +1,173 @@
+// The CPU reference against the documented formula; weights; parsing.
+#include <cmath>
+#include <cstdio>
+
+#include "common.h"
+
+using namespace cudagray;
+using namespace cudagray::test;
+
+TEST(Layouts, DescriptionsFollowFormatNames) {
+  for (PixelLayout layout : kAllLayouts) {
+    const LayoutInfo &info = layout_info(layout);
+    const std::string name = info.name;
+    SCOPED_TRACE(name);
+    const bool planar = name == "RGBP" || name == "BGRP" || name == "GBR";
+    EXPECT_EQ(info.planes, planar ? 3 : 1);
+    EXPECT_EQ(info.bytes_per_pixel, planar ? 1 : static_cast<int>(name.size()));
+    EXPECT_EQ(info.r, static_cast<int>(name.find('R')));
+    EXPECT_EQ(info.g, static_cast<int>(name.find('G')));
+    EXPECT_EQ(info.b, static_cast<int>(name.find('B')));
+  }
+}
+
+TEST(Weights, StandardMatricesInQ16) {
+  // round(k * 65536) for R and B, G takes the rest so the weights sum to 1.
+  const Weights bt601 = standard_weights(Matrix::BT601);
+  EXPECT_EQ(bt601.r, 19595u);  // 0.299 * 65536 = 19595.264
+  EXPECT_EQ(bt601.b, 7471u);   // 0.114 * 65536 = 7471.104
+  EXPECT_EQ(bt601.g, 38470u);
+  const Weights bt709 = standard_weights(Matrix::BT709);
+  EXPECT_EQ(bt709.r, 13933u);  // 13932.9536
+  EXPECT_EQ(bt709.b, 4732u);   // 4731.6992
+  EXPECT_EQ(bt709.g, 46871u);
+  const Weights bt2020 = standard_weights(Matrix::BT2020);
+  EXPECT_EQ(bt2020.r, 17216u);  // 17216.3072
+  EXPECT_EQ(bt2020.b, 3886u);   // 3886.2848
+  EXPECT_EQ(bt2020.g, 44434u);
+}
+
+TEST(Weights, CustomRoundsEachCoefficient) {
+  const Weights w = custom_weights({0.21, 0.72, 0.07});
+  EXPECT_EQ(w.r, 13763u);  // 13762.56
+  EXPECT_EQ(w.g, 47186u);  // 47185.92
+  EXPECT_EQ(w.b, 4588u);   // 4587.52
+}
+
+TEST(Weights, WhiteStaysWhiteAndBlackStaysBlack) {
+  for (const WeightChoice &c : kWeightChoices) {
+    SCOPED_TRACE(c.name);
+    TestFrame f = random_frame(PixelLayout::RGB, 2, 1, false);
+    f.bytes = {255, 255, 255, 0, 0, 0};
+    const GrayImage out = cpu_reference(f, c);
+    EXPECT_EQ(out.at(0, 0), 255);
+    EXPECT_EQ(out.at(1, 0), 0);
+  }
+}
+
+TEST(ParseCoefficients, AcceptsThreeNumbers) {
+  Coefficients k;
+  std::string error;
+  ASSERT_TRUE(parse_coefficients("0.21,0.72,0.07", &k, &error)) << error;
+  EXPECT_EQ(k.r, 0.21);
+  EXPECT_EQ(k.g, 0.72);
+  EXPECT_EQ(k.b, 0.07);
+  ASSERT_TRUE(parse_coefficients(" 1 ,\t2e-1, 64", &k, &error)) << error;
+  EXPECT_EQ(k.r, 1.0);
+  EXPECT_EQ(k.g, 0.2);
+  EXPECT_EQ(k.b, 64.0);
+}
+
+TEST(ParseCoefficients, RejectsWithReason) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"", "expected three comma-separated numbers \"R,G,B\", got \"\""},
+      {"0.3,0.6", "expected three comma-separated numbers \"R,G,B\", got \"0.3,0.6\""},
+      {"0.3,0.6,0.1,0", "expected three comma-separated numbers \"R,G,B\", got \"0.3,0.6,0.1,0\""},
+      {"red,0.6,0.1", "\"red\" is not a number in \"red,0.6,0.1\""},
+      {"0.3,,0.1", "\"\" is not a number in \"0.3,,0.1\""},
+      {"0.3,0.6,0.1x", "\"0.1x\" is not a number in \"0.3,0.6,0.1x\""},
+      {"-0.1,0.6,0.5", "weight \"-0.1\" is outside 0..64"},
+      {"0.3,nan,0.1", "weight \"nan\" is outside 0..64"},
+      {"inf,0.6,0.1", "weight \"inf\" is outside 0..64"},
+      {"0.3,0.6,64.5", "weight \"64.5\" is outside 0..64"},
+  };
+  for (const auto &[text, expected] : cases) {
+    Coefficients k{9, 9, 9};
+    std::string error;
+    EXPECT_FALSE(parse_coefficients(text, &k, &error)) << text;
+    EXPECT_EQ(error, expected);
+    EXPECT_EQ(k.r, 9);  // untouched on failure
+  }
+}
+
+TEST(ParseCoefficients, FormatRoundTrips) {
+  EXPECT_EQ(format_coefficients({0.299, 0.587, 0.114}), "0.299,0.587,0.114");
+  EXPECT_EQ(format_coefficients({1, 0, 0.0722}), "1,0,0.0722");
+  Coefficients k;
+  std::string error;
+  const Coefficients odd{0.1 + 0.2, 1.0 / 3.0, 64};
+  ASSERT_TRUE(parse_coefficients(format_coefficients(odd).c_str(), &k, &error)) << error;
+  EXPECT_EQ(k.r, odd.r);
+  EXPECT_EQ(k.g, odd.g);
+  EXPECT_EQ(k.b, odd.b);
+}
+
+class CpuReference : public ::testing::TestWithParam<PixelLayout> {};
+
+// Every pixel of random padded frames equals the formula evaluated in double
+// precision from the format's name; the output's row padding is not written.
+TEST_P(CpuReference, MatchesFormulaOnEveryPixel) {
+  for (const Size &size : kSizes) {
+    const TestFrame f = random_frame(GetParam(), size.width, size.height);
+    for (const WeightChoice &c : kWeightChoices) {
+      SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " + c.name);
+      GrayImage out(size.width, size.height, random_int(1, 33));
+      convert_cpu(f.view(), out.frame(), weights_of(c));
+      int wrong = 0;
+      for (int y = 0; y < size.height; ++y) {
+        for (int x = 0; x < size.width; ++x) {
+          int rgb[3];
+          pixel_rgb(f, x, y, rgb);
+          if (out.at(x, y) != formula_y(c, rgb) && wrong++ < 3)
+            ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y))
+                          << " expected " << formula_y(c, rgb);
+        }
+        for (size_t x = size.width; x < out.stride; ++x)
+          ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+  }
+}
+
+// Splitting rows over threads changes nothing.
+TEST_P(CpuReference, ThreadCountDoesNotMatter) {
+  const TestFrame f = random_frame(GetParam(), 1921, 1079);
+  GrayImage one(f.width, f.height), many(f.width, f.height);
+  convert_cpu(f.view(), one.frame(), standard_weights(Matrix::BT709), 1);
+  convert_cpu(f.view(), many.frame(), standard_weights(Matrix::BT709), 7);
+  EXPECT_TRUE(same_pixels(one, many));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayouts, CpuReference, ::testing::ValuesIn(kAllLayouts),
+                         [](const auto &info) { return std::string(layout_info(info.param).name); });
+
+// All 2^24 RGB triples in one 4096x4096 frame: the fixed-point result is
+// within 1 of the exact weighted sum rounded, and equals the formula.
+TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {
+  TestFrame f = random_frame(PixelLayout::RGB, 4096, 4096, false);
+  for (uint32_t i = 0; i < (1u << 24); ++i) {
+    f.bytes[3 * i] = i >> 16;
+    f.bytes[3 * i + 1] = (i >> 8) & 255;
+    f.bytes[3 * i + 2] = i & 255;
+  }
+  for (const WeightChoice &c : kWeightChoices) {
+    if (c.k.r + c.k.g + c.k.b > 1.0 + 1e-9) continue;  // saturating weights have no exact match
+    SCOPED_TRACE(c.name);
+    const GrayImage out = cpu_reference(f, c);
+    long off_by_one = 0, off_formula = 0;
+    int worst = 0;
+    for (uint32_t i = 0; i < (1u << 24); ++i) {
+      const int rgb[3] = {int(i >> 16), int((i >> 8) & 255), int(i & 255)};
+      const int y = out.bytes[i];
+      const int exact = static_cast<int>(std::lround(c.k.r * rgb[0] + c.k.g * rgb[1] + c.k.b * rgb[2]));
+      worst = std::max(worst, std::abs(y - exact));
+      off_by_one += y != exact;
+      off_formula += y != formula_y(c, rgb);
+    }
+    std::printf("%-8s: max |Y - round(kR*R + kG*G + kB*B)| = %d, %ld of 16777216 triples off by one\n",
+                c.name.c_str(), worst, off_by_one);
+    EXPECT_LE(worst, 1);
+    EXPECT_EQ(off_formula, 0);
+  }
+}
