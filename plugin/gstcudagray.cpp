@@ -274,7 +274,7 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
   return TRUE;
 }
 
-/* Sink caps: converted formats become full-range GRAY8 of the same size and
+/* Sink caps: converted formats become GRAY8 (full range) of the same size and
  * rate, GRAY8 stays as it is (passthrough). Src caps: every accepted input
  * format, converted ones first. */
 static GstCaps *
@@ -310,8 +310,9 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
     GstStructure *s = gst_structure_copy (in);
     gst_structure_remove_fields (s, "colorimetry", "chroma-site", NULL);
     if (direction == GST_PAD_SINK) {
-      gst_structure_set (s, "format", G_TYPE_STRING, "GRAY8", "colorimetry",
-          G_TYPE_STRING, "1:0:0:0", NULL);
+      /* No colorimetry field: GRAY8 then defaults to full range, and
+       * videoconvert 1.22 mishandles an explicit "1:0:0:0" (it tints gray). */
+      gst_structure_set_value (s, "format", &gray8);
     } else {
       GstStructure *same = gst_structure_copy (in);
       gst_structure_set_value (same, "format", &gray8);
