@@ -10,6 +10,15 @@ std::unique_ptr<Backend> make_cuda_backend(int, std::string *error) {
   return nullptr;
 }
 
+void *alloc_pinned(size_t, std::string *error) {
+  *error = kNoCuda;
+  return nullptr;
+}
+
+void free_pinned(void *) {}
+
+bool is_pinned(const void *) { return false; }
+
 int cuda_device_count(std::string *reason) {
   *reason = kNoCuda;
   return 0;

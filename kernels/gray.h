@@ -87,19 +87,47 @@ struct GrayFrame {
 void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
                  int threads = 0);
 
+// Running figures of a backend, for the element's stats property. On CUDA,
+// measured with events: device time is the kernel(s), upload and download the
+// host-device copies (first start to last end of each frame's strips). On the
+// CPU, device time is the conversion time.
+struct TimingStats {
+  uint64_t frames = 0;
+  double device_us_mean = 0, device_us_min = 0, device_us_max = 0;
+  double upload_us_mean = 0, download_us_mean = 0;
+};
+
 // A place to convert frames. The element picks one at start and never asks
-// how it works.
+// how it works. Frames are finished in the order they were submitted.
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
-  // Called when the frame geometry changes, before convert(); sizes buffers.
-  virtual bool configure(PixelLayout layout, int width, int height,
+  // Called when the frame geometry changes, with nothing in flight; sizes
+  // buffers for up to max_in_flight frames at once (at least 1).
+  virtual bool configure(PixelLayout layout, int width, int height, int max_in_flight,
                          std::string *error) = 0;
-  // Host frames in and out. Returns false with a message on failure.
-  virtual bool convert(const InputFrame &in, const GrayFrame &out,
-                       const Weights &w, std::string *error) = 0;
+  // Starts converting a host frame into a host GRAY8 frame; both must stay
+  // valid until the frame is finished. At most max_in_flight unfinished.
+  virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                      std::string *error) = 0;
+  // Whether the oldest unfinished frame's result is ready; never blocks.
+  virtual bool oldest_ready() = 0;
+  // Waits for the oldest unfinished frame; its output then holds the result.
+  virtual bool finish_oldest(std::string *error) = 0;
+  // Forgets every unfinished frame, after the device has let go of them.
+  virtual void discard_all() = 0;
+  virtual int in_flight() const = 0;
+  virtual TimingStats stats() const = 0;
 };
+
+// Host memory that CUDA can copy from or into by DMA (cudaHostAlloc). Without
+// CUDA, or without a driver, allocation returns nullptr and says why.
+void *alloc_pinned(size_t bytes, std::string *error);
+void free_pinned(void *memory);
+// Whether CUDA can DMA straight from or into this host memory (pinned by
+// cudaHostAlloc or cudaHostRegister, in this process).
+bool is_pinned(const void *memory);
 
 std::unique_ptr<Backend> make_cpu_backend();
 

@@ -68,17 +68,6 @@ void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in,
 // starting threads would cost more than it saves.
 constexpr long kPixelsPerThread = 1 << 16;
 
-class CpuBackend final : public Backend {
- public:
-  const char *name() const override { return "cpu"; }
-  bool configure(PixelLayout, int, int, std::string *) override { return true; }
-  bool convert(const InputFrame &in, const GrayFrame &out, const Weights &w,
-               std::string *) override {
-    convert_cpu(in, out, w);
-    return true;
-  }
-};
-
 }  // namespace
 
 const LayoutInfo &layout_info(PixelLayout layout) {
@@ -170,7 +159,5 @@ void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
   rows(0, band_start(1));
   for (auto &t : helpers) t.join();
 }
-
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
 }  // namespace cudagray

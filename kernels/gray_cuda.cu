@@ -1,131 +1,280 @@
 // CUDA kernels and the CUDA backend.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "cuda_check.h"
 #include "gray_cuda.h"
 #include "layouts.h"
+#include "parallel.h"
+#include "timing.h"
 
 namespace cudagray {
 
 namespace {
 
-constexpr int kThreadsPerBlock = 256;
-constexpr int kMaxGridY = 65535;
-constexpr size_t kPitchAlignment = 256;
+// ---------------------------------------------------------------- kernels
 
-// One thread per pixel; rows are spread over grid y (striding past 65535).
-template <int Bpp, int R, int G, int B>
+constexpr int kThreadsPerBlock = 256;
+// Pixels per thread in the wide kernels: one 16-byte store of GRAY8, fed by
+// 16-byte loads (3 for RGB, 4 for 4-byte formats, 1 per plane for planar).
+constexpr int kWideChunk = 16;
+
+__device__ __forceinline__ uint4 load16(const uint8_t *p) {
+  return __ldcs(reinterpret_cast<const uint4 *>(p));  // read once: stream past the cache
+}
+
+__device__ __forceinline__ void store16(uint8_t *p, const uint32_t (&w)[4]) {
+  __stcs(reinterpret_cast<uint4 *>(p), make_uint4(w[0], w[1], w[2], w[3]));
+}
+
+template <int N>
+__device__ __forceinline__ uint32_t byte_of(const uint32_t (&words)[N], int i) {
+  return (words[i >> 2] >> ((i & 3) * 8)) & 0xFF;
+}
+
+// Thread t of the grid converts pixels [Chunk*c, Chunk*c + Chunk) of row r,
+// the rows being cut into `chunks` chunks. Chunk is kWideChunk for frames
+// whose rows start 16-byte aligned (wide loads, one 16-byte store) and 1
+// otherwise; a row's ragged end is converted pixel by pixel.
+template <int Chunk>
+__device__ __forceinline__ bool chunk_of_thread(int height, int chunks, int *row, int *x) {
+  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= static_cast<long long>(chunks) * height) return false;
+  *row = static_cast<int>(t / chunks);
+  *x = static_cast<int>(t - static_cast<long long>(*row) * chunks) * Chunk;
+  return true;
+}
+
+template <int Chunk, int Bpp, int R, int G, int B>
 __global__ void packed_kernel(const uint8_t *__restrict__ in, size_t in_pitch,
                               uint8_t *__restrict__ out, size_t out_pitch, int width,
-                              int height, Weights w) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  if (x >= width) return;
-  for (int y = blockIdx.y; y < height; y += gridDim.y) {
-    const uint8_t *px = in + y * in_pitch + x * Bpp;
-    out[y * out_pitch + x] = luma(px[R], px[G], px[B], w);
+                              int height, int chunks, Weights w) {
+  int row, x0;
+  if (!chunk_of_thread<Chunk>(height, chunks, &row, &x0)) return;
+  const uint8_t *src = in + row * in_pitch + static_cast<size_t>(x0) * Bpp;
+  uint8_t *dst = out + row * out_pitch + x0;
+  if (Chunk == kWideChunk && x0 + Chunk <= width) {
+    uint32_t words[4 * Bpp];
+#pragma unroll
+    for (int i = 0; i < Bpp; ++i) {
+      const uint4 v = load16(src + 16 * i);
+      words[4 * i] = v.x, words[4 * i + 1] = v.y, words[4 * i + 2] = v.z, words[4 * i + 3] = v.w;
+    }
+    uint32_t gray[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int p = 0; p < kWideChunk; ++p)
+      gray[p >> 2] |= uint32_t(luma(byte_of(words, p * Bpp + R), byte_of(words, p * Bpp + G),
+                                    byte_of(words, p * Bpp + B), w))
+                      << ((p & 3) * 8);
+    store16(dst, gray);
+  } else {
+    const int n = min(Chunk, width - x0);
+    for (int x = 0; x < n; ++x, src += Bpp) dst[x] = luma(src[R], src[G], src[B], w);
   }
 }
 
+template <int Chunk>
 __global__ void planar_kernel(const uint8_t *__restrict__ r, size_t r_pitch,
                               const uint8_t *__restrict__ g, size_t g_pitch,
                               const uint8_t *__restrict__ b, size_t b_pitch,
                               uint8_t *__restrict__ out, size_t out_pitch, int width,
-                              int height, Weights w) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  if (x >= width) return;
-  for (int y = blockIdx.y; y < height; y += gridDim.y)
-    out[y * out_pitch + x] = luma(r[y * r_pitch + x], g[y * g_pitch + x], b[y * b_pitch + x], w);
+                              int height, int chunks, Weights w) {
+  int row, x0;
+  if (!chunk_of_thread<Chunk>(height, chunks, &row, &x0)) return;
+  r += row * r_pitch + x0;
+  g += row * g_pitch + x0;
+  b += row * b_pitch + x0;
+  uint8_t *dst = out + row * out_pitch + x0;
+  if (Chunk == kWideChunk && x0 + Chunk <= width) {
+    const uint4 rv = load16(r), gv = load16(g), bv = load16(b);
+    const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w}, gw[4] = {gv.x, gv.y, gv.z, gv.w},
+                   bw[4] = {bv.x, bv.y, bv.z, bv.w};
+    uint32_t gray[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int p = 0; p < kWideChunk; ++p)
+      gray[p >> 2] |= uint32_t(luma(byte_of(rw, p), byte_of(gw, p), byte_of(bw, p), w))
+                      << ((p & 3) * 8);
+    store16(dst, gray);
+  } else {
+    const int n = min(Chunk, width - x0);
+    for (int x = 0; x < n; ++x) dst[x] = luma(r[x], g[x], b[x], w);
+  }
 }
 
-dim3 grid_for(int width, int height) {
-  return dim3((width + kThreadsPerBlock - 1) / kThreadsPerBlock, std::min(height, kMaxGridY));
+bool aligned16(const void *p, size_t pitch) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && pitch % 16 == 0;
+}
+
+// Picks the wide or the pixel-by-pixel instance of a kernel and sizes its grid.
+template <class Launch>
+void launch_chunked(bool wide, const InputFrame &in, Launch &&launch) {
+  auto go = [&](auto chunk) {
+    constexpr int Chunk = decltype(chunk)::value;
+    const int chunks = (in.width + Chunk - 1) / Chunk;
+    const long long threads = static_cast<long long>(chunks) * in.height;
+    launch(chunk, chunks, dim3(static_cast<unsigned>((threads + kThreadsPerBlock - 1) / kThreadsPerBlock)));
+  };
+  if (wide) go(std::integral_constant<int, kWideChunk>{});
+  else go(std::integral_constant<int, 1>{});
 }
 
 template <int Bpp, int R, int G, int B>
 void launch(PackedLayout<Bpp, R, G, B>, const InputFrame &in, const GrayFrame &out,
             const Weights &w, cudaStream_t stream) {
-  packed_kernel<Bpp, R, G, B><<<grid_for(in.width, in.height), kThreadsPerBlock, 0, stream>>>(
-      in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, w);
+  const bool wide = aligned16(in.plane[0], in.stride[0]) && aligned16(out.data, out.stride);
+  launch_chunked(wide, in, [&](auto chunk, int chunks, dim3 grid) {
+    packed_kernel<decltype(chunk)::value, Bpp, R, G, B><<<grid, kThreadsPerBlock, 0, stream>>>(
+        in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, chunks, w);
+  });
 }
 
 template <int R, int G, int B>
 void launch(PlanarLayout<R, G, B>, const InputFrame &in, const GrayFrame &out,
             const Weights &w, cudaStream_t stream) {
-  planar_kernel<<<grid_for(in.width, in.height), kThreadsPerBlock, 0, stream>>>(
-      in.plane[R], in.stride[R], in.plane[G], in.stride[G], in.plane[B], in.stride[B],
-      out.data, out.stride, in.width, in.height, w);
+  bool wide = aligned16(out.data, out.stride);
+  for (int p = 0; p < 3; ++p) wide = wide && aligned16(in.plane[p], in.stride[p]);
+  launch_chunked(wide, in, [&](auto chunk, int chunks, dim3 grid) {
+    planar_kernel<decltype(chunk)::value><<<grid, kThreadsPerBlock, 0, stream>>>(
+        in.plane[R], in.stride[R], in.plane[G], in.stride[G], in.plane[B], in.stride[B],
+        out.data, out.stride, in.width, in.height, chunks, w);
+  });
 }
+
+// ---------------------------------------------------------------- backend
+
+constexpr size_t kPitchAlignment = 256;
+// Streams that frames (or strips of a frame) take turns on, so that one
+// frame's upload overlaps the previous one's kernel and download.
+constexpr int kStreams = 3;
+// With one frame in flight, a frame is cut into strips of about this many
+// input bytes (at most kMaxStrips), so its upload, kernel and download overlap.
+constexpr size_t kStripBytes = 3u << 19;
+constexpr int kMaxStrips = 8;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-// Per-frame round trip through pinned staging: host rows → pinned → device,
-// kernel, device → pinned → host rows, one synchronisation per frame.
+EventOwner make_event(unsigned flags) {
+  cudaEvent_t e;
+  CUDAGRAY_CHECK(cudaEventCreateWithFlags(&e, flags));
+  return EventOwner(e);
+}
+
+float elapsed_us(const EventOwner &from, const EventOwner &to) {
+  float ms = 0;
+  CUDAGRAY_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));
+  return ms * 1000.0f;
+}
+
+// One frame's worth of device buffers and events; frames take slots in turn.
+struct Slot {
+  DeviceMemory device_in, device_out;
+  PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory
+  EventOwner upload_start, upload_end, kernel_start, kernel_end, download_start, download_end;
+  EventOwner strip_done[kMaxStrips];
+  GrayFrame out{};
+  bool out_staged = false;
+};
+
+// Frames go host → device → kernel → host on kStreams streams, up to
+// max_in_flight at once; pinned host memory is copied by DMA directly,
+// pageable memory through the slot's pinned staging buffers.
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : device_(device) {
     CUDAGRAY_CHECK(cudaSetDevice(device_));
-    stream_ = make_stream();
+    for (auto &s : streams_) s = make_stream();
   }
+  ~CudaBackend() override { discard_all(); }
 
   const char *name() const override { return "cuda"; }
 
-  bool configure(PixelLayout layout, int width, int height, std::string *error) override {
+  bool configure(PixelLayout layout, int width, int height, int max_in_flight,
+                 std::string *error) override {
+    discard_all();
+    slots_.clear();  // free before allocating, so that large frames fit
     try {
       CUDAGRAY_CHECK(cudaSetDevice(device_));
-      const LayoutInfo &info = layout_info(layout);
+      info_ = &layout_info(layout);
       layout_ = layout;
       width_ = width;
       height_ = height;
-      in_pitch_ = align_up(static_cast<size_t>(width) * info.bytes_per_pixel, kPitchAlignment);
+      row_bytes_ = static_cast<size_t>(width) * info_->bytes_per_pixel;
+      in_pitch_ = align_up(row_bytes_, kPitchAlignment);
       out_pitch_ = align_up(static_cast<size_t>(width), kPitchAlignment);
-      in_bytes_ = in_pitch_ * height * info.planes;
-      out_bytes_ = out_pitch_ * height;
-      device_in_ = DeviceMemory();  // free before allocating, to fit large frames
-      device_out_ = DeviceMemory();
-      pinned_in_ = PinnedMemory();
-      pinned_out_ = PinnedMemory();
-      device_in_ = make_device_memory(in_bytes_);
-      device_out_ = make_device_memory(out_bytes_);
-      pinned_in_ = make_pinned_memory(in_bytes_);
-      pinned_out_ = make_pinned_memory(out_bytes_);
+      plane_bytes_ = in_pitch_ * height;
+      const size_t in_bytes = row_bytes_ * height * info_->planes;
+      strips_ = max_in_flight > 1 ? 1
+                                  : static_cast<int>(std::clamp<size_t>(
+                                        (in_bytes + kStripBytes - 1) / kStripBytes, 1,
+                                        std::min(kMaxStrips, height)));
+      slots_.resize(std::max(1, max_in_flight));
+      for (Slot &s : slots_) {
+        s.device_in = make_device_memory(plane_bytes_ * info_->planes);
+        s.device_out = make_device_memory(out_pitch_ * height);
+        for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
+                              &s.download_start, &s.download_end})
+          *e = make_event(cudaEventDefault);
+        for (EventOwner &e : s.strip_done) e = make_event(cudaEventDisableTiming);
+      }
       return true;
     } catch (const CudaError &e) {
-      width_ = height_ = 0;
+      slots_.clear();
       *error = e.what();
       return false;
     }
   }
 
-  bool convert(const InputFrame &in, const GrayFrame &out, const Weights &w,
-               std::string *error) override {
+  bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
+              std::string *error) override {
     if (in.layout != layout_ || in.width != width_ || in.height != height_) {
       *error = "frame does not match the configured format and size";
       return false;
     }
+    if (count_ == slots_.size()) {
+      *error = "too many frames in flight";
+      return false;
+    }
     try {
       CUDAGRAY_CHECK(cudaSetDevice(device_));
-      const LayoutInfo &info = layout_info(layout_);
-      const size_t row_bytes = static_cast<size_t>(width_) * info.bytes_per_pixel;
-      auto *staged = static_cast<uint8_t *>(pinned_in_.get());
-      auto *device = static_cast<uint8_t *>(device_in_.get());
-      InputFrame device_frame{layout_, width_, height_, {}, {}};
-      for (int p = 0; p < info.planes; ++p) {
-        uint8_t *plane = staged + p * in_pitch_ * height_;
-        for (int y = 0; y < height_; ++y)
-          std::memcpy(plane + y * in_pitch_, in.plane[p] + y * in.stride[p], row_bytes);
-        device_frame.plane[p] = device + p * in_pitch_ * height_;
-        device_frame.stride[p] = in_pitch_;
+      Slot &s = slots_[(first_ + count_) % slots_.size()];
+      const uint8_t *source[3];
+      size_t source_pitch[3];
+      stage_input(s, in, source, source_pitch);
+      s.out = out;
+      s.out_staged = !is_pinned(out.data);
+      if (s.out_staged && !s.staging_out.get()) s.staging_out = make_pinned_memory(out_pitch_ * height_);
+      const GrayFrame download_to =
+          s.out_staged ? GrayFrame{static_cast<uint8_t *>(s.staging_out.get()), out_pitch_} : out;
+
+      auto *device_in = static_cast<uint8_t *>(s.device_in.get());
+      auto *device_out = static_cast<uint8_t *>(s.device_out.get());
+      const int strip_rows = (height_ + strips_ - 1) / strips_;
+      for (int i = 0; i < strips_; ++i) {
+        const int y0 = i * strip_rows, rows = std::min(strip_rows, height_ - y0);
+        const bool first = i == 0, last = i == strips_ - 1;
+        cudaStream_t stream = streams_[next_stream_++ % kStreams].get();
+        InputFrame strip{layout_, width_, rows, {}, {}};
+        if (first) CUDAGRAY_CHECK(cudaEventRecord(s.upload_start.get(), stream));
+        for (int p = 0; p < info_->planes; ++p) {
+          strip.plane[p] = device_in + p * plane_bytes_ + y0 * in_pitch_;
+          strip.stride[p] = in_pitch_;
+          CUDAGRAY_CHECK(cudaMemcpy2DAsync(device_in + p * plane_bytes_ + y0 * in_pitch_, in_pitch_,
+                                           source[p] + y0 * source_pitch[p], source_pitch[p],
+                                           row_bytes_, rows, cudaMemcpyHostToDevice, stream));
+        }
+        if (last) CUDAGRAY_CHECK(cudaEventRecord(s.upload_end.get(), stream));
+        if (first) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_start.get(), stream));
+        CUDAGRAY_CHECK(convert_cuda(strip, {device_out + y0 * out_pitch_, out_pitch_}, w, stream));
+        if (last) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_end.get(), stream));
+        if (first) CUDAGRAY_CHECK(cudaEventRecord(s.download_start.get(), stream));
+        CUDAGRAY_CHECK(cudaMemcpy2DAsync(download_to.data + y0 * download_to.stride, download_to.stride,
+                                         device_out + y0 * out_pitch_, out_pitch_, width_, rows,
+                                         cudaMemcpyDeviceToHost, stream));
+        if (last) CUDAGRAY_CHECK(cudaEventRecord(s.download_end.get(), stream));
+        CUDAGRAY_CHECK(cudaEventRecord(s.strip_done[i].get(), stream));
       }
-      CUDAGRAY_CHECK(cudaMemcpyAsync(device, staged, in_bytes_, cudaMemcpyHostToDevice, stream_.get()));
-      const GrayFrame device_out{static_cast<uint8_t *>(device_out_.get()), out_pitch_};
-      CUDAGRAY_CHECK(convert_cuda(device_frame, device_out, w, stream_.get()));
-      CUDAGRAY_CHECK(cudaMemcpyAsync(pinned_out_.get(), device_out.data, out_bytes_,
-                                     cudaMemcpyDeviceToHost, stream_.get()));
-      CUDAGRAY_CHECK(cudaStreamSynchronize(stream_.get()));
-      const auto *result = static_cast<const uint8_t *>(pinned_out_.get());
-      for (int y = 0; y < height_; ++y)
-        std::memcpy(out.data + y * out.stride, result + y * out_pitch_, width_);
+      ++count_;
       return true;
     } catch (const CudaError &e) {
       *error = e.what();
@@ -133,14 +282,85 @@ class CudaBackend final : public Backend {
     }
   }
 
+  bool oldest_ready() override {
+    if (count_ == 0) return false;
+    const Slot &s = slots_[first_];
+    for (int i = 0; i < strips_; ++i)
+      if (cudaEventQuery(s.strip_done[i].get()) == cudaErrorNotReady) return false;
+    return true;  // done, or failed: finish_oldest reports which
+  }
+
+  bool finish_oldest(std::string *error) override {
+    if (count_ == 0) {
+      *error = "no frame in flight";
+      return false;
+    }
+    Slot &s = slots_[first_];
+    first_ = (first_ + 1) % slots_.size();
+    --count_;
+    try {
+      CUDAGRAY_CHECK(cudaSetDevice(device_));
+      for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(cudaEventSynchronize(s.strip_done[i].get()));
+      if (s.out_staged) {
+        const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
+        parallel_rows(height_, static_cast<size_t>(width_) * height_, 0, [&](int y0, int y1) {
+          for (int y = y0; y < y1; ++y)
+            std::memcpy(s.out.data + y * s.out.stride, result + y * out_pitch_, width_);
+        });
+      }
+      stats_.add(elapsed_us(s.kernel_start, s.kernel_end), elapsed_us(s.upload_start, s.upload_end),
+                 elapsed_us(s.download_start, s.download_end));
+      return true;
+    } catch (const CudaError &e) {
+      *error = e.what();
+      return false;
+    }
+  }
+
+  void discard_all() override {
+    cudaSetDevice(device_);
+    for (auto &stream : streams_) cudaStreamSynchronize(stream.get());
+    cudaGetLastError();
+    first_ = count_ = 0;
+  }
+
+  int in_flight() const override { return static_cast<int>(count_); }
+  TimingStats stats() const override { return stats_.get(); }
+
  private:
+  // Where the upload reads each plane: the frame itself when it is pinned,
+  // else the slot's pinned staging buffer, filled here.
+  void stage_input(Slot &s, const InputFrame &in, const uint8_t *source[3], size_t pitch[3]) {
+    bool pinned = true;
+    for (int p = 0; p < info_->planes; ++p) pinned = pinned && is_pinned(in.plane[p]);
+    if (pinned) {
+      for (int p = 0; p < info_->planes; ++p) source[p] = in.plane[p], pitch[p] = in.stride[p];
+      return;
+    }
+    if (!s.staging_in.get()) s.staging_in = make_pinned_memory(plane_bytes_ * info_->planes);
+    auto *staging = static_cast<uint8_t *>(s.staging_in.get());
+    for (int p = 0; p < info_->planes; ++p) {
+      source[p] = staging + p * plane_bytes_;
+      pitch[p] = in_pitch_;
+    }
+    // Split over threads: one core's memcpy is well below what DMA takes.
+    parallel_rows(height_, row_bytes_ * height_ * info_->planes, 0, [&](int y0, int y1) {
+      for (int p = 0; p < info_->planes; ++p)
+        for (int y = y0; y < y1; ++y)
+          std::memcpy(staging + p * plane_bytes_ + y * in_pitch_, in.plane[p] + y * in.stride[p], row_bytes_);
+    });
+  }
+
   int device_;
-  StreamOwner stream_;
+  StreamOwner streams_[kStreams];
+  unsigned next_stream_ = 0;
+  const LayoutInfo *info_ = nullptr;
   PixelLayout layout_ = PixelLayout::RGB;
-  int width_ = 0, height_ = 0;
-  size_t in_pitch_ = 0, out_pitch_ = 0, in_bytes_ = 0, out_bytes_ = 0;
-  DeviceMemory device_in_, device_out_;
-  PinnedMemory pinned_in_, pinned_out_;
+  int width_ = 0, height_ = 0, strips_ = 1;
+  size_t row_bytes_ = 0, in_pitch_ = 0, out_pitch_ = 0, plane_bytes_ = 0;
+  std::vector<Slot> slots_;
+  size_t first_ = 0, count_ = 0;
+  StatsAccumulator stats_;
 };
 
 // Makes device current and creates its primary context, so that a device
@@ -157,6 +377,26 @@ cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_ou
   if (device_in.width <= 0 || device_in.height <= 0) return cudaErrorInvalidValue;
   dispatch_layout(device_in.layout, [&](auto layout) { launch(layout, device_in, device_out, w, stream); });
   return cudaGetLastError();
+}
+
+void *alloc_pinned(size_t bytes, std::string *error) {
+  void *p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  if (err == cudaSuccess) return p;
+  cudaGetLastError();
+  *error = std::string("cudaHostAlloc failed: ") + cudaGetErrorString(err);
+  return nullptr;
+}
+
+void free_pinned(void *memory) { cudaFreeHost(memory); }
+
+bool is_pinned(const void *memory) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, memory) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
 }
 
 int cuda_device_count(std::string *reason) {

@@ -1,9 +1,14 @@
 /* cudagray: RGB-family video to GRAY8 on an NVIDIA GPU (or the CPU).
  *
- * A frame's path: caps (set_caps picks the pixel layout and sizes the
- * backend) → frame map (transform, after checking the buffer holds the frame)
- * → backend convert (upload, kernel, download on CUDA; rows on the CPU) →
- * the GRAY8 output buffer. GRAY8 input passes through untouched.
+ * A frame's path, each step in one place:
+ *   caps          transform_caps / set_caps: pixel layout, backend sized
+ *   frame map     submit_frame: the buffer is checked to hold every row
+ *   convert       Backend::submit: upload, kernel, download queued on CUDA
+ *                 streams (rows converted at once on the CPU)
+ *   output        finish_oldest: the oldest frame's result, pushed in order
+ * Up to max-inflight frames are in flight; serialized events (EOS, caps,
+ * segment, gap) drain them first, flushes and stop discard them. GRAY8 input
+ * passes through untouched.
  *
  * Example:
  *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
@@ -12,10 +17,12 @@
 
 #include <gst/video/video.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 
 #include "gray.h"
+#include "gstcudagraypinned.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -24,6 +31,14 @@ GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define DEFAULT_CUDA_DEVICE_ID -1
 #define DEFAULT_MATRIX GST_CUDA_GRAY_MATRIX_BT601
 #define DEFAULT_WEIGHTS "0.299,0.587,0.114"
+#define DEFAULT_MAX_INFLIGHT 0
+#define MAX_INFLIGHT_LIMIT 16
+/* What max-inflight=0 means for a non-live upstream on CUDA (measured; see
+ * docs/performance.md). A live upstream gets 1: frames then leave as soon as
+ * they are converted. */
+#define AUTO_INFLIGHT 4
+/* A GST_DEBUG line with the running stats every this many frames. */
+#define STATS_LOG_INTERVAL 300
 
 enum
 {
@@ -32,10 +47,11 @@ enum
   PROP_CUDA_DEVICE_ID,
   PROP_MATRIX,
   PROP_WEIGHTS,
+  PROP_MAX_INFLIGHT,
+  PROP_STATS,
 };
 
-/* Converted formats, in order of preference when upstream can offer several;
- * GRAY8 last so that a source able to make it still exercises the filter. */
+/* Converted formats, in order of preference when upstream can offer several. */
 #define CONVERTED_FORMATS \
   "RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, RGBP, BGRP, GBR"
 
@@ -51,20 +67,39 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
         "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], "
         "framerate = (fraction) [ 0, MAX ]"));
 
+/* A frame handed to the backend: its buffers stay mapped until it is done. */
+struct InFlight
+{
+  GstBuffer *in;
+  GstMapInfo in_map;
+  GstVideoFrame out;
+};
+
+/* Everything the streaming thread owns. */
+struct Streaming
+{
+  std::unique_ptr < cudagray::Backend > backend;
+  std::deque < InFlight > in_flight;
+  GstVideoInfo in_info;
+  cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
+  int max_in_flight = 1;        /* max-inflight with auto resolved */
+};
+
 struct _GstCudaGray
 {
   GstBaseTransform parent;
 
-  /* Properties, guarded by the object lock. */
+  /* Properties and what other threads read, guarded by the object lock. */
   GstCudaGrayBackend backend_choice;
   gint cuda_device_id;
   GstCudaGrayMatrix matrix;
   cudagray::Coefficients custom;
+  guint max_inflight;
+  cudagray::TimingStats stats;
+  gint stats_in_flight;
+  GstClockTime added_latency;
 
-  /* Streaming state, touched only from start/stop/set_caps/transform. */
-  std::unique_ptr < cudagray::Backend > *backend;
-  GstVideoInfo in_info;
-  cudagray::PixelLayout layout;
+  Streaming *streaming;
 };
 
 #define gst_cuda_gray_parent_class parent_class
@@ -186,6 +221,11 @@ gst_cuda_gray_set_property (GObject * object, guint prop_id,
       GST_OBJECT_UNLOCK (self);
       break;
     }
+    case PROP_MAX_INFLIGHT:
+      GST_OBJECT_LOCK (self);
+      self->max_inflight = g_value_get_uint (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -215,11 +255,33 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
               cudagray::standard_coefficients (static_cast < cudagray::Matrix >
                   (self->matrix))).c_str ());
       break;
+    case PROP_MAX_INFLIGHT:
+      g_value_set_uint (value, self->max_inflight);
+      break;
+    case PROP_STATS:{
+      const cudagray::TimingStats &s = self->stats;
+      g_value_take_boxed (value, gst_structure_new ("cudagray-stats",
+              "frames", G_TYPE_UINT64, (guint64) s.frames,
+              "gpu-time-mean-us", G_TYPE_DOUBLE, s.device_us_mean,
+              "gpu-time-min-us", G_TYPE_DOUBLE, s.device_us_min,
+              "gpu-time-max-us", G_TYPE_DOUBLE, s.device_us_max,
+              "upload-time-mean-us", G_TYPE_DOUBLE, s.upload_us_mean,
+              "download-time-mean-us", G_TYPE_DOUBLE, s.download_us_mean,
+              "in-flight", G_TYPE_UINT, (guint) self->stats_in_flight, NULL));
+      break;
+    }
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
   GST_OBJECT_UNLOCK (self);
+}
+
+static gboolean
+backend_is_cuda (GstCudaGray * self)
+{
+  const auto & backend = self->streaming->backend;
+  return backend && g_str_equal (backend->name (), "cuda");
 }
 
 /* Picks the backend named by the properties. backend=auto falls back to the
@@ -229,20 +291,23 @@ static gboolean
 gst_cuda_gray_start (GstBaseTransform * trans)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
+  auto & backend = self->streaming->backend;
 
   GST_OBJECT_LOCK (self);
   const GstCudaGrayBackend choice = self->backend_choice;
   const gint device_id = self->cuda_device_id;
+  self->stats = cudagray::TimingStats ();
+  self->stats_in_flight = 0;
   GST_OBJECT_UNLOCK (self);
 
   if (choice == GST_CUDA_GRAY_BACKEND_CPU) {
-    *self->backend = cudagray::make_cpu_backend ();
+    backend = cudagray::make_cpu_backend ();
   } else {
     std::string reason;
-    *self->backend = cudagray::make_cuda_backend (device_id, &reason);
+    backend = cudagray::make_cuda_backend (device_id, &reason);
     std::string ignored;
     const bool some_gpu = cudagray::cuda_device_count (&ignored) > 0;
-    if (!*self->backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA
+    if (!backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA
             || (device_id >= 0 && some_gpu))) {
       GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
           ("No usable CUDA device: %s", reason.c_str ()),
@@ -252,31 +317,47 @@ gst_cuda_gray_start (GstBaseTransform * trans)
               device_id));
       return FALSE;
     }
-    if (!*self->backend) {
+    if (!backend) {
       GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND,
           ("No usable CUDA device, converting on the CPU instead: %s",
               reason.c_str ()),
           ("set backend=cpu to choose the CPU without this warning, or "
               "backend=cuda to make a missing GPU an error"));
-      *self->backend = cudagray::make_cpu_backend ();
+      backend = cudagray::make_cpu_backend ();
     }
   }
-  GST_INFO_OBJECT (self, "using the %s backend", (*self->backend)->name ());
+  GST_INFO_OBJECT (self, "using the %s backend", backend->name ());
   return TRUE;
+}
+
+/* Lets go of every frame in flight without pushing it. */
+static void
+discard_in_flight (GstCudaGray * self)
+{
+  Streaming & s = *self->streaming;
+  if (s.backend)
+    s.backend->discard_all ();
+  for (InFlight & f:s.in_flight) {
+    gst_video_frame_unmap (&f.out);
+    gst_buffer_unref (f.out.buffer);
+    gst_buffer_unmap (f.in, &f.in_map);
+    gst_buffer_unref (f.in);
+  }
+  if (!s.in_flight.empty ())
+    GST_DEBUG_OBJECT (self, "discarded %zu frames in flight", s.in_flight.size ());
+  s.in_flight.clear ();
 }
 
 static gboolean
 gst_cuda_gray_stop (GstBaseTransform * trans)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-  self->backend->reset ();
-  gst_video_info_init (&self->in_info);
+  discard_in_flight (self);
+  self->streaming->backend.reset ();
+  gst_video_info_init (&self->streaming->in_info);
   return TRUE;
 }
 
-/* Sink caps: converted formats become GRAY8 (full range) of the same size and
- * rate, GRAY8 stays as it is (passthrough). Src caps: every accepted input
- * format, converted ones first. */
 static GstCaps *
 gst_cuda_gray_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
@@ -350,29 +431,40 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
  * first, so that it can pass through. Here that would let an upstream able to
  * make GRAY8 (videotestsrc, videoconvert) do the conversion instead of us:
  * move the GRAY8 structures behind the converted formats. */
+/* Adds the frames we may hold back to the latency upstream reports. */
 static gboolean
 gst_cuda_gray_query (GstBaseTransform * trans, GstPadDirection direction,
     GstQuery * query)
 {
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
   if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction, query))
     return FALSE;
-  if (direction != GST_PAD_SINK || GST_QUERY_TYPE (query) != GST_QUERY_CAPS)
-    return TRUE;
-
-  GstCaps *caps;
-  gst_query_parse_caps_result (query, &caps);
-  GstCaps *converted = gst_caps_new_empty ();
-  GstCaps *gray = gst_caps_new_empty ();
-  for (guint i = 0; caps && i < gst_caps_get_size (caps); i++) {
-    const gchar *format =
-        gst_structure_get_string (gst_caps_get_structure (caps, i), "format");
-    gst_caps_append (g_strcmp0 (format, "GRAY8") ? converted : gray,
-        gst_caps_copy_nth (caps, i));
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+    gboolean live;
+    GstClockTime min, max;
+    gst_query_parse_latency (query, &live, &min, &max);
+    GST_OBJECT_LOCK (self);
+    const GstClockTime added = self->added_latency;
+    GST_OBJECT_UNLOCK (self);
+    min += added;
+    if (GST_CLOCK_TIME_IS_VALID (max))
+      max += added;
+    gst_query_set_latency (query, live, min, max);
+    GST_DEBUG_OBJECT (self, "latency: added %" GST_TIME_FORMAT,
+        GST_TIME_ARGS (added));
   }
-  gst_caps_append (converted, gray);
-  gst_query_set_caps_result (query, converted);
-  gst_caps_unref (converted);
   return TRUE;
+}
+
+static gboolean
+upstream_is_live (GstBaseTransform * trans)
+{
+  GstQuery *query = gst_query_new_latency ();
+  gboolean live = FALSE;
+  if (gst_pad_peer_query (GST_BASE_TRANSFORM_SINK_PAD (trans), query))
+    gst_query_parse_latency (query, &live, NULL, NULL);
+  gst_query_unref (query);
+  return live;
 }
 
 static gboolean
@@ -380,39 +472,55 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-  GstVideoInfo in_info, out_info;
+  Streaming & s = *self->streaming;
+  GstVideoInfo in_info;
 
-  if (!gst_video_info_from_caps (&in_info, incaps)
-      || !gst_video_info_from_caps (&out_info, outcaps)) {
-    GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT " → %"
-        GST_PTR_FORMAT, incaps, outcaps);
+  if (!gst_video_info_from_caps (&in_info, incaps)) {
+    GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT, incaps);
     return FALSE;
   }
-  self->in_info = in_info;
+  s.in_info = in_info;
 
   const gboolean passthrough =
       GST_VIDEO_INFO_FORMAT (&in_info) == GST_VIDEO_FORMAT_GRAY8;
   gst_base_transform_set_passthrough (trans, passthrough);
+  GST_OBJECT_LOCK (self);
+  const guint requested = self->max_inflight;
+  GST_OBJECT_UNLOCK (self);
+  if (passthrough) {
+    s.max_in_flight = 1;
+  } else if (!backend_is_cuda (self)) {
+    s.max_in_flight = 1;        /* the CPU finishes each frame at once */
+  } else if (requested > 0) {
+    s.max_in_flight = requested;
+  } else {
+    s.max_in_flight = upstream_is_live (trans) ? 1 : AUTO_INFLIGHT;
+  }
+  GST_OBJECT_LOCK (self);
+  self->added_latency = in_info.fps_n > 0 ? gst_util_uint64_scale (
+      (s.max_in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n) : 0;
+  GST_OBJECT_UNLOCK (self);
+
   if (passthrough) {
     GST_INFO_OBJECT (self, "GRAY8 input: passthrough");
     return TRUE;
   }
-  if (!layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &self->layout))
+  if (!layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &s.layout))
     return FALSE;
 
   std::string error;
-  if (!(*self->backend)->configure (self->layout, in_info.width,
-          in_info.height, &error)) {
+  if (!s.backend->configure (s.layout, in_info.width, in_info.height,
+          s.max_in_flight, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Could not prepare the %s backend for %dx%d %s frames: %s",
-            (*self->backend)->name (), in_info.width, in_info.height,
+            s.backend->name (), in_info.width, in_info.height,
             GST_VIDEO_INFO_NAME (&in_info), error.c_str ()),
         ("free GPU memory, use smaller frames, or set backend=cpu"));
     return FALSE;
   }
-  GST_INFO_OBJECT (self, "converting %dx%d %s to GRAY8 on the %s backend",
-      in_info.width, in_info.height, GST_VIDEO_INFO_NAME (&in_info),
-      (*self->backend)->name ());
+  GST_INFO_OBJECT (self, "converting %dx%d %s to GRAY8 on the %s backend, "
+      "up to %d frames in flight", in_info.width, in_info.height,
+      GST_VIDEO_INFO_NAME (&in_info), s.backend->name (), s.max_in_flight);
   return TRUE;
 }
 
@@ -428,22 +536,71 @@ gst_cuda_gray_transform_size (GstBaseTransform * trans,
   return TRUE;
 }
 
+/* A video buffer pool of pinned memory for caps, with room for the frames
+ * we hold in flight; also puts the pinned allocator first in query. */
+static void
+add_pinned_pool (GstCudaGray * self, GstQuery * query, GstCaps * caps)
+{
+  GstVideoInfo info;
+  if (!caps || !gst_video_info_from_caps (&info, caps))
+    return;
+  GstAllocator *allocator = gst_cuda_gray_pinned_allocator_get ();
+  GstAllocationParams params;
+  gst_allocation_params_init (&params);
+  GstBufferPool *pool = gst_video_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  const guint min_buffers = self->streaming->max_in_flight + 1;
+  gst_buffer_pool_config_set_params (config, caps, info.size, min_buffers, 0);
+  gst_buffer_pool_config_set_allocator (config, allocator, &params);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (gst_buffer_pool_set_config (pool, config)) {
+    gst_query_add_allocation_pool (query, pool, info.size, min_buffers, 0);
+    if (gst_query_get_n_allocation_params (query) > 0)
+      gst_query_set_nth_allocation_param (query, 0, allocator, &params);
+    else
+      gst_query_add_allocation_param (query, allocator, &params);
+    GST_DEBUG_OBJECT (self, "offering a pinned pool for %" GST_PTR_FORMAT,
+        caps);
+  }
+  gst_object_unref (pool);
+  gst_object_unref (allocator);
+}
+
+/* Upstream may write straight into pinned memory, and may pad its rows. */
 static gboolean
 gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
     GstQuery * decide_query, GstQuery * query)
 {
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
   if (!GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
           decide_query, query))
     return FALSE;
-  /* Upstream may hand us frames with padded rows. */
-  if (decide_query)
-    gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  if (!decide_query)            /* passthrough: downstream answered */
+    return TRUE;
+  gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  if (backend_is_cuda (self) && gst_query_get_n_allocation_pools (query) == 0) {
+    GstCaps *caps;
+    gst_query_parse_allocation (query, &caps, NULL);
+    add_pinned_pool (self, query, caps);
+  }
   return TRUE;
 }
 
-/* Maps buffer whole and points frame's planes into it, after checking that
- * every row of every plane, wherever a GstVideoMeta puts it, lies inside the
- * buffer. On failure nothing stays mapped and why says what is wrong. */
+/* Output buffers come from downstream's pool when it has one, else from our
+ * pinned pool, so that the download lands in them directly. */
+static gboolean
+gst_cuda_gray_decide_allocation (GstBaseTransform * trans, GstQuery * query)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  if (backend_is_cuda (self) && gst_query_get_n_allocation_pools (query) == 0) {
+    GstCaps *caps;
+    gst_query_parse_allocation (query, &caps, NULL);
+    add_pinned_pool (self, query, caps);
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
+      query);
+}
+
 static gboolean
 map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
     cudagray::PixelLayout layout, GstMapInfo * map,
@@ -492,62 +649,165 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
   return FALSE;
 }
 
+/* Starts converting inbuf (ours from here on) into a new output buffer. */
 static GstFlowReturn
-gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
-    GstBuffer * outbuf)
+submit_frame (GstCudaGray * self, GstBuffer * inbuf)
 {
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  GstMapInfo in_map;
+  GstBaseTransform *trans = GST_BASE_TRANSFORM (self);
+  Streaming & s = *self->streaming;
+  GstBuffer *outbuf = NULL;
+  InFlight f;
   cudagray::InputFrame in;
   GstVideoInfo out_info;
-  GstVideoFrame out_frame;
   std::string error;
 
-  if (!map_input_frame (inbuf, &self->in_info, self->layout, &in_map, &in,
-          &error)) {
+  GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
+      (trans, inbuf, &outbuf);
+  if (ret != GST_FLOW_OK) {
+    gst_buffer_unref (inbuf);
+    return ret;
+  }
+  if (!map_input_frame (inbuf, &s.in_info, s.layout, &f.in_map, &in, &error)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Input buffer does not hold a %dx%d %s frame: %s",
-            self->in_info.width, self->in_info.height,
-            GST_VIDEO_INFO_NAME (&self->in_info), error.c_str ()),
+            s.in_info.width, s.in_info.height,
+            GST_VIDEO_INFO_NAME (&s.in_info), error.c_str ()),
         ("upstream sent a buffer that does not match the caps it "
             "negotiated"));
+    gst_buffer_unref (outbuf);
+    gst_buffer_unref (inbuf);
     return GST_FLOW_ERROR;
   }
   gst_video_info_set_format (&out_info, GST_VIDEO_FORMAT_GRAY8,
-      self->in_info.width, self->in_info.height);
-  if (!gst_video_frame_map (&out_frame, &out_info, outbuf, GST_MAP_WRITE)) {
-    gst_buffer_unmap (inbuf, &in_map);
+      s.in_info.width, s.in_info.height);
+  if (!gst_video_frame_map (&f.out, &out_info, outbuf, GST_MAP_WRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("Could not map the output buffer for writing"), (NULL));
+    gst_buffer_unmap (inbuf, &f.in_map);
+    gst_buffer_unref (outbuf);
+    gst_buffer_unref (inbuf);
     return GST_FLOW_ERROR;
   }
+  f.in = inbuf;
   const cudagray::GrayFrame out {
-  static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&out_frame, 0)),
-        (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&out_frame, 0)};
+  static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&f.out, 0)),
+        (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&f.out, 0)};
 
   GST_OBJECT_LOCK (self);
   const cudagray::Weights weights = current_weights (self);
   GST_OBJECT_UNLOCK (self);
 
-  const bool converted = (*self->backend)->convert (in, out, weights, &error);
-  gst_video_frame_unmap (&out_frame);
-  gst_buffer_unmap (inbuf, &in_map);
-
-  if (!converted) {
+  s.in_flight.push_back (f);
+  if (!s.backend->submit (in, out, weights, &error)) {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("The %s backend failed to convert a frame: %s",
-            (*self->backend)->name (), error.c_str ()),
+        ("The %s backend failed to start converting a frame: %s",
+            s.backend->name (), error.c_str ()),
         ("check the GPU with nvidia-smi, or set backend=cpu"));
+    discard_in_flight (self);
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
+}
+
+/* Waits for the oldest frame in flight and hands over its output buffer. */
+static GstFlowReturn
+finish_oldest (GstCudaGray * self, GstBuffer ** outbuf)
+{
+  Streaming & s = *self->streaming;
+  std::string error;
+  InFlight f = s.in_flight.front ();
+  s.in_flight.pop_front ();
+  const bool ok = s.backend->finish_oldest (&error);
+  *outbuf = f.out.buffer;
+  gst_video_frame_unmap (&f.out);
+  gst_buffer_unmap (f.in, &f.in_map);
+  gst_buffer_unref (f.in);
+  if (!ok) {
+    gst_buffer_unref (*outbuf);
+    *outbuf = NULL;
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("The %s backend failed to convert a frame: %s",
+            s.backend->name (), error.c_str ()),
+        ("check the GPU with nvidia-smi, or set backend=cpu"));
+    discard_in_flight (self);
+    return GST_FLOW_ERROR;
+  }
+
+  const cudagray::TimingStats stats = s.backend->stats ();
+  GST_OBJECT_LOCK (self);
+  self->stats = stats;
+  self->stats_in_flight = s.backend->in_flight ();
+  GST_OBJECT_UNLOCK (self);
+  if (stats.frames % STATS_LOG_INTERVAL == 0)
+    GST_DEBUG_OBJECT (self, "%" G_GUINT64_FORMAT " frames: device %.1f us "
+        "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
+        (guint64) stats.frames, stats.device_us_mean, stats.device_us_min,
+        stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
+        s.backend->in_flight ());
+  return GST_FLOW_OK;
+}
+
+/* Called by GstBaseTransform after each input buffer, then again until it
+ * returns no buffer: submits the queued input, then hands out the oldest
+ * frame once it is ready, or at once (waiting) when max-inflight are out. */
+static GstFlowReturn
+gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  Streaming & s = *self->streaming;
+
+  if (gst_base_transform_is_passthrough (trans))
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
+        outbuf);
+
+  *outbuf = NULL;
+  if (trans->queued_buf) {
+    GstBuffer *inbuf = trans->queued_buf;
+    trans->queued_buf = NULL;
+    const GstFlowReturn ret = submit_frame (self, inbuf);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  if (s.in_flight.empty ()
+      || ((int) s.in_flight.size () < s.max_in_flight
+          && !s.backend->oldest_ready ()))
+    return GST_FLOW_OK;
+  return finish_oldest (self, outbuf);
+}
+
+/* Pushes every frame in flight, in order. */
+static GstFlowReturn
+drain_in_flight (GstCudaGray * self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  GST_DEBUG_OBJECT (self, "draining %zu frames",
+      self->streaming->in_flight.size ());
+  while (ret == GST_FLOW_OK && !self->streaming->in_flight.empty ()) {
+    GstBuffer *outbuf;
+    ret = finish_oldest (self, &outbuf);
+    if (ret == GST_FLOW_OK)
+      ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (self), outbuf);
+  }
+  discard_in_flight (self);     /* what a failed push left behind */
+  return ret;
+}
+
+static gboolean
+gst_cuda_gray_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP)
+    discard_in_flight (self);
+  else if (GST_EVENT_IS_SERIALIZED (event))
+    drain_in_flight (self);     /* frames before the event leave before it */
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
 static void
 gst_cuda_gray_finalize (GObject * object)
 {
   GstCudaGray *self = GST_CUDA_GRAY (object);
-  delete self->backend;
+  delete self->streaming;
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -590,6 +850,22 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           DEFAULT_WEIGHTS,
           (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
               GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property (gobject_class, PROP_MAX_INFLIGHT,
+      g_param_spec_uint ("max-inflight", "Max frames in flight",
+          "Frames converting on the GPU at once (1: each frame finishes "
+          "before the next starts; 0: automatic, " G_STRINGIFY (AUTO_INFLIGHT)
+          " for a non-live upstream and 1 for a live one). Each frame held "
+          "adds one frame of latency", 0, MAX_INFLIGHT_LIMIT,
+          DEFAULT_MAX_INFLIGHT,
+          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+              GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Running figures since start: frames, gpu-time-mean-us / -min-us / "
+          "-max-us (kernel time measured with CUDA events; conversion time on "
+          "the CPU backend), upload-time-mean-us, download-time-mean-us, "
+          "in-flight", GST_TYPE_STRUCTURE,
+          (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -606,7 +882,11 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
   trans_class->transform_size = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_size);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
-  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
+  trans_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_cuda_gray_decide_allocation);
+  trans_class->generate_output =
+      GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
 
   gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags) 0);
@@ -621,6 +901,9 @@ gst_cuda_gray_init (GstCudaGray * self)
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->matrix = DEFAULT_MATRIX;
   self->custom = cudagray::standard_coefficients (cudagray::Matrix::BT601);
-  self->backend = new std::unique_ptr < cudagray::Backend > ();
-  gst_video_info_init (&self->in_info);
+  self->max_inflight = DEFAULT_MAX_INFLIGHT;
+  self->streaming = new Streaming ();
+  gst_video_info_init (&self->streaming->in_info);
+  /* transform_caps lists converted formats first: keep that order */
+  gst_base_transform_set_prefer_passthrough (GST_BASE_TRANSFORM (self), FALSE);
 }

@@ -79,14 +79,32 @@ struct TestFrame {
   InputFrame view() const { return view(bytes.data()); }
 };
 
-inline TestFrame random_frame(PixelLayout layout, int width, int height, bool padded = true) {
+// How a test frame lays out its rows: tight, with random padding anywhere,
+// or padded so that every row starts 16-byte aligned (the CUDA kernels' wide
+// path).
+enum class Rows { Tight, Padded, Aligned16 };
+
+inline TestFrame random_frame(PixelLayout layout, int width, int height, Rows rows = Rows::Padded) {
   const LayoutInfo &info = layout_info(layout);
   TestFrame f{layout, width, height, {}};
   f.planes = info.planes;
+  const size_t row_bytes = static_cast<size_t>(width) * info.bytes_per_pixel;
   size_t end = 0;
   for (int p = 0; p < info.planes; ++p) {
-    f.offset[p] = end + (padded ? random_int(0, 40) : 0);
-    f.stride[p] = static_cast<size_t>(width) * info.bytes_per_pixel + (padded ? random_int(0, 70) : 0);
+    switch (rows) {
+      case Rows::Tight:
+        f.offset[p] = end;
+        f.stride[p] = row_bytes;
+        break;
+      case Rows::Padded:
+        f.offset[p] = end + random_int(0, 40);
+        f.stride[p] = row_bytes + random_int(0, 70);
+        break;
+      case Rows::Aligned16:
+        f.offset[p] = (end + 15) / 16 * 16 + 16 * random_int(0, 2);
+        f.stride[p] = (row_bytes + 15) / 16 * 16 + 16 * random_int(0, 2);
+        break;
+    }
     end = f.offset[p] + f.stride[p] * height;
   }
   f.bytes.resize(end);

@@ -2,6 +2,9 @@
 // Without a usable GPU every test here is skipped and says why.
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <memory>
+
 #include "common.h"
 #include "gray_cuda.h"
 
@@ -38,51 +41,130 @@ class CudaKernel : public ::testing::TestWithParam<PixelLayout> {
   void SetUp() override { SKIP_WITHOUT_GPU(); }
 };
 
+// Both kernel paths: pixel by pixel (rows at odd addresses) and wide
+// (16-byte aligned rows), against the CPU, padding included.
 TEST_P(CudaKernel, BitIdenticalToCpuIncludingPadding) {
-  for (const Size &size : kSizes) {
-    const TestFrame f = random_frame(GetParam(), size.width, size.height);
-    for (const WeightChoice &c : kWeightChoices) {
-      SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " + c.name);
-      GrayImage gpu(size.width, size.height, random_int(1, 77));
-      convert_on_device(f, weights_of(c), &gpu);
-      EXPECT_TRUE(same_pixels(gpu, cpu_reference(f, c)));
-      for (int y = 0; y < size.height; ++y)
-        for (size_t x = size.width; x < gpu.stride; ++x)
-          ASSERT_EQ(gpu.bytes[y * gpu.stride + x], GrayImage::kSentinel) << "row " << y;
+  for (Rows rows : {Rows::Padded, Rows::Aligned16}) {
+    for (const Size &size : kSizes) {
+      const TestFrame f = random_frame(GetParam(), size.width, size.height, rows);
+      for (const WeightChoice &c : kWeightChoices) {
+        SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " + c.name +
+                     (rows == Rows::Aligned16 ? " aligned" : " padded"));
+        const size_t pad = rows == Rows::Aligned16 ? (16 - size.width % 16) % 16 + 16 * random_int(0, 2)
+                                                   : random_int(1, 77);
+        GrayImage gpu(size.width, size.height, pad);
+        convert_on_device(f, weights_of(c), &gpu);
+        EXPECT_TRUE(same_pixels(gpu, cpu_reference(f, c)));
+        for (int y = 0; y < size.height; ++y)
+          for (size_t x = size.width; x < gpu.stride; ++x)
+            ASSERT_EQ(gpu.bytes[y * gpu.stride + x], GrayImage::kSentinel) << "row " << y;
+      }
     }
   }
 }
 
-TEST_P(CudaKernel, BackendConvertsHostFramesAcrossReconfiguration) {
+namespace {
+
+// Host memory from cudaHostAlloc, released at scope end.
+struct PinnedCopy {
+  uint8_t *data = nullptr;
+  explicit PinnedCopy(size_t bytes) {
+    std::string error;
+    data = static_cast<uint8_t *>(alloc_pinned(bytes, &error));
+    EXPECT_NE(data, nullptr) << error;
+  }
+  ~PinnedCopy() { free_pinned(data); }
+  PinnedCopy(const PinnedCopy &) = delete;
+  PinnedCopy &operator=(const PinnedCopy &) = delete;
+};
+
+}  // namespace
+
+// Frames submitted up to max_in_flight at a time come back in order, equal to
+// the CPU; pinned and pageable input and output, one frame in strips or
+// several frames at once, reconfigured between sizes.
+TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
   std::string error;
   auto backend = make_cuda_backend(-1, &error);
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_STREQ(backend->name(), "cuda");
-  for (const Size &size : kSizes) {
-    SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height));
-    ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, &error)) << error;
-    for (int frame = 0; frame < 2; ++frame) {
-      const TestFrame f = random_frame(GetParam(), size.width, size.height);
-      GrayImage out(size.width, size.height, random_int(0, 9));
-      ASSERT_TRUE(backend->convert(f.view(), out.frame(), weights_of(kWeightChoices[1]), &error)) << error;
-      EXPECT_TRUE(same_pixels(out, cpu_reference(f, kWeightChoices[1])));
+  const WeightChoice &bt709 = kWeightChoices[1];
+  for (int max_in_flight : {1, 3}) {
+    for (const Size &size : kSizes) {
+      SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
+                   std::to_string(max_in_flight));
+      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, &error)) << error;
+      constexpr int kFrames = 7;
+      std::vector<TestFrame> frames;
+      std::vector<std::unique_ptr<PinnedCopy>> pinned_in;
+      std::vector<GrayImage> outs;
+      std::vector<std::unique_ptr<PinnedCopy>> pinned_out;
+      for (int i = 0; i < kFrames; ++i) {
+        frames.push_back(random_frame(GetParam(), size.width, size.height));
+        outs.emplace_back(size.width, size.height, random_int(0, 9));
+      }
+      auto input = [&](int i) {  // odd frames come from pinned memory
+        if (i % 2 == 0) return frames[i].view();
+        pinned_in.push_back(std::make_unique<PinnedCopy>(frames[i].bytes.size()));
+        std::memcpy(pinned_in.back()->data, frames[i].bytes.data(), frames[i].bytes.size());
+        return frames[i].view(pinned_in.back()->data);
+      };
+      auto output = [&](int i) {  // every third frame lands in pinned memory
+        if (i % 3 != 0) return outs[i].frame();
+        pinned_out.push_back(std::make_unique<PinnedCopy>(outs[i].bytes.size()));
+        return GrayFrame{pinned_out.back()->data, outs[i].stride};
+      };
+      std::vector<GrayFrame> targets;
+      int finished = 0;
+      auto finish = [&] {
+        ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+        const GrayFrame &t = targets[finished];
+        if (t.data != outs[finished].bytes.data())
+          std::memcpy(outs[finished].bytes.data(), t.data, outs[finished].bytes.size());
+        EXPECT_TRUE(same_pixels(outs[finished], cpu_reference(frames[finished], bt709))) << "frame " << finished;
+        ++finished;
+      };
+      for (int i = 0; i < kFrames; ++i) {
+        if (backend->in_flight() == max_in_flight) finish();
+        targets.push_back(output(i));
+        ASSERT_TRUE(backend->submit(input(i), targets.back(), weights_of(bt709), &error)) << error;
+      }
+      EXPECT_EQ(backend->in_flight(), max_in_flight);
+      while (finished < kFrames) finish();
+      EXPECT_EQ(backend->in_flight(), 0);
     }
   }
+  const TimingStats stats = backend->stats();
+  EXPECT_EQ(stats.frames, 2u * 7u * kSizes.size());
+  EXPECT_GT(stats.device_us_min, 0.0);
+  EXPECT_LE(stats.device_us_min, stats.device_us_mean);
+  EXPECT_LE(stats.device_us_mean, stats.device_us_max);
+  EXPECT_GT(stats.upload_us_mean, 0.0);
+  EXPECT_GT(stats.download_us_mean, 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(kAllLayouts),
                          [](const auto &info) { return std::string(layout_info(info.param).name); });
 
-TEST(CudaBackendErrors, FrameOfAnotherSizeIsRefused) {
+TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   SKIP_WITHOUT_GPU();
   std::string error;
   auto backend = make_cuda_backend(-1, &error);
   ASSERT_NE(backend, nullptr) << error;
-  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, &error)) << error;
-  const TestFrame f = random_frame(PixelLayout::RGB, 9, 8);
+  EXPECT_FALSE(backend->finish_oldest(&error));
+  EXPECT_EQ(error, "no frame in flight");
+  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, 1, &error)) << error;
+  const TestFrame other = random_frame(PixelLayout::RGB, 9, 8);
   GrayImage out(9, 8);
-  EXPECT_FALSE(backend->convert(f.view(), out.frame(), standard_weights(Matrix::BT601), &error));
+  EXPECT_FALSE(backend->submit(other.view(), out.frame(), standard_weights(Matrix::BT601), &error));
   EXPECT_EQ(error, "frame does not match the configured format and size");
+  const TestFrame f = random_frame(PixelLayout::RGB, 8, 8);
+  GrayImage a(8, 8), b(8, 8);
+  ASSERT_TRUE(backend->submit(f.view(), a.frame(), standard_weights(Matrix::BT601), &error)) << error;
+  EXPECT_FALSE(backend->submit(f.view(), b.frame(), standard_weights(Matrix::BT601), &error));
+  EXPECT_EQ(error, "too many frames in flight");
+  backend->discard_all();
+  EXPECT_EQ(backend->in_flight(), 0);
 }
 
 TEST(CudaBackendErrors, MissingDeviceIsNamed) {

@@ -257,7 +257,7 @@ TEST(BadInput, TruncatedBufferIsAnError) {
 TEST(BadInput, VideoMetaOutsideTheBufferIsAnError) {
   Harness harness({"backend=cpu"});
   harness.set_caps(caps_string("RGBP", 16, 4));
-  TestFrame f = random_frame(PixelLayout::RGBP, 16, 4, false);  // 3 planes of 64 bytes
+  TestFrame f = random_frame(PixelLayout::RGBP, 16, 4, Rows::Tight);  // 3 planes of 64 bytes
   f.offset[2] = 150;                                            // last plane runs 22 bytes past the end
   EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_ERROR);
   EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
@@ -295,4 +295,227 @@ TEST(CudaBackend, DeviceBeyondTheLastIsAnError) {
                                  " does not exist: " + std::to_string(count) +
                                  " device(s) found, numbered from 0");
   }
+}
+
+// ------------------------------------------------ frames in flight
+
+namespace {
+
+class InFlight : public ::testing::TestWithParam<const char *> {
+ protected:
+  void SetUp() override {
+    if (std::string(GetParam()) == "cuda") SKIP_WITHOUT_GPU();
+  }
+  std::vector<std::string> settings(int max_inflight) const {
+    return {std::string("backend=") + GetParam(), "max-inflight=" + std::to_string(max_inflight)};
+  }
+};
+
+GstBuffer *timed_buffer(const TestFrame &f, int index) {
+  GstBuffer *buf = buffer_for(f);
+  GST_BUFFER_PTS(buf) = index * GST_SECOND / 30;
+  GST_BUFFER_DURATION(buf) = GST_SECOND / 30;
+  GST_BUFFER_OFFSET(buf) = index;
+  return buf;
+}
+
+// Pulls every output buffer there is and checks it against the frame that
+// should come next.
+void expect_outputs(Harness &harness, const std::vector<TestFrame> &frames, size_t *next) {
+  while (GstBuffer *out = gst_harness_try_pull(harness.h)) {
+    ASSERT_LT(*next, frames.size()) << "more outputs than inputs";
+    const TestFrame &f = frames[*next];
+    EXPECT_EQ(GST_BUFFER_PTS(out), *next * GST_SECOND / 30) << "output " << *next;
+    EXPECT_EQ(GST_BUFFER_DURATION(out), GST_SECOND / 30);
+    EXPECT_TRUE(same_pixels(gray_of(out, f.width, f.height), cpu_reference(f, kWeightChoices[0])))
+        << "output " << *next;
+    gst_buffer_unref(out);
+    ++*next;
+  }
+}
+
+}  // namespace
+
+TEST_P(InFlight, FramesLeaveInOrderWithTheirTimestampsAndEosDrainsThem) {
+  for (int max_inflight : {1, 3, 16}) {
+    SCOPED_TRACE(max_inflight);
+    Harness harness(settings(max_inflight));
+    harness.set_caps(caps_string("RGB", 641, 481));
+    std::vector<TestFrame> frames;
+    size_t next = 0;
+    for (int i = 0; i < 12; ++i) {
+      frames.push_back(random_frame(PixelLayout::RGB, 641, 481));
+      ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
+      expect_outputs(harness, frames, &next);
+      EXPECT_GE(next + max_inflight, frames.size()) << "held more than max-inflight frames";
+    }
+    ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+    expect_outputs(harness, frames, &next);
+    EXPECT_EQ(next, frames.size());
+  }
+}
+
+TEST_P(InFlight, FlushDropsHeldFramesAndStreamingGoesOn) {
+  Harness harness(settings(8));
+  harness.set_caps(caps_string("BGRA", 320, 240));
+  std::vector<TestFrame> frames;
+  for (int i = 0; i < 5; ++i) {
+    frames.push_back(random_frame(PixelLayout::BGRA, 320, 240));
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
+  }
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_start()));
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_stop(TRUE)));
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_segment(&segment)));
+  const guint before = gst_harness_buffers_received(harness.h);  // what left before the flush
+  EXPECT_LE(before, 5u);
+  for (guint i = 0; i < before; ++i) gst_buffer_unref(gst_harness_pull(harness.h));
+  std::vector<TestFrame> after;
+  for (int i = 0; i < 3; ++i) {
+    after.push_back(random_frame(PixelLayout::BGRA, 320, 240));
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(after.back(), i)), GST_FLOW_OK);
+  }
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+  size_t next = 0;
+  expect_outputs(harness, after, &next);
+  EXPECT_EQ(next, after.size());
+}
+
+TEST_P(InFlight, NewCapsDrainTheOldSizeFirst) {
+  Harness harness(settings(4));
+  harness.set_caps(caps_string("RGB", 64, 48));
+  std::vector<TestFrame> frames;
+  for (int i = 0; i < 3; ++i) {
+    frames.push_back(random_frame(PixelLayout::RGB, 64, 48));
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
+  }
+  harness.set_caps(caps_string("xBGR", 33, 17));
+  for (int i = 3; i < 6; ++i) {
+    frames.push_back(random_frame(PixelLayout::xBGR, 33, 17));
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
+  }
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+  size_t next = 0;
+  expect_outputs(harness, frames, &next);
+  EXPECT_EQ(next, frames.size());
+}
+
+// Frames held back are latency: max-inflight 3 at 30 fps adds two frames
+// on CUDA; the CPU holds none back.
+TEST_P(InFlight, LatencyCountsHeldFrames) {
+  Harness harness(settings(3));
+  gst_harness_set_upstream_latency(harness.h, 5 * GST_MSECOND);
+  harness.set_caps(caps_string("RGBx", 64, 48));
+  const TestFrame f = random_frame(PixelLayout::RGBx, 64, 48);
+  convert_through(harness, f);
+  GstQuery *query = gst_query_new_latency();
+  ASSERT_TRUE(gst_pad_peer_query(harness.h->sinkpad, query));
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(query, &live, &min, &max);
+  const GstClockTime held = std::string(GetParam()) == "cuda" ? 2 * GST_SECOND / 30 : 0;
+  EXPECT_EQ(min, 5 * GST_MSECOND + held);
+  gst_query_unref(query);
+}
+
+TEST_P(InFlight, StatsCountFrames) {
+  Harness harness(settings(2));
+  harness.set_caps(caps_string("RGBP", 160, 90));
+  for (int i = 0; i < 6; ++i) convert_through(harness, random_frame(PixelLayout::RGBP, 160, 90));
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+  GstStructure *stats = nullptr;
+  g_object_get(harness.element(), "stats", &stats, nullptr);
+  ASSERT_NE(stats, nullptr);
+  guint64 frames = 0;
+  double mean = 0, min = 0, max = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "frames", &frames));
+  EXPECT_TRUE(gst_structure_get_double(stats, "gpu-time-mean-us", &mean));
+  EXPECT_TRUE(gst_structure_get_double(stats, "gpu-time-min-us", &min));
+  EXPECT_TRUE(gst_structure_get_double(stats, "gpu-time-max-us", &max));
+  EXPECT_EQ(frames, 6u);
+  EXPECT_GT(min, 0.0);
+  EXPECT_LE(min, mean);
+  EXPECT_LE(mean, max);
+  guint in_flight = 99;
+  EXPECT_TRUE(gst_structure_get_uint(stats, "in-flight", &in_flight));
+  EXPECT_EQ(in_flight, 0u);
+  gst_structure_free(stats);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, InFlight, ::testing::Values("cpu", "cuda"),
+                         [](const auto &info) { return std::string(info.param); });
+
+// ------------------------------------------------ pinned memory
+
+// Upstream that asks gets a pool of pinned memory, and frames written there
+// convert correctly; downstream without a pool gets pinned output buffers.
+TEST(PinnedPool, OfferedUpstreamAndUsedForOutput) {
+  SKIP_WITHOUT_GPU();
+  Harness harness({"backend=cuda"});
+  const std::string caps_text = caps_string("RGBx", 641, 481);
+  harness.set_caps(caps_text);
+  GstCaps *caps = gst_caps_from_string(caps_text.c_str());
+  GstQuery *query = gst_query_new_allocation(caps, TRUE);
+  ASSERT_TRUE(gst_pad_peer_query(harness.h->srcpad, query));
+  ASSERT_GE(gst_query_get_n_allocation_pools(query), 1u);
+  GstBufferPool *pool;
+  guint size, min, max;
+  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
+  ASSERT_NE(pool, nullptr);
+  GstAllocator *allocator;
+  GstAllocationParams params;
+  gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
+  ASSERT_NE(allocator, nullptr);
+  EXPECT_STREQ(allocator->mem_type, "CudaGrayPinned");
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, size, min, max);
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+
+  for (int i = 0; i < 4; ++i) {
+    GstBuffer *buf = nullptr;
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buf, nullptr), GST_FLOW_OK);
+    GstVideoInfo info;
+    gst_video_info_from_caps(&info, caps);
+    GstVideoFrame frame;
+    ASSERT_TRUE(gst_video_frame_map(&frame, &info, buf, GST_MAP_WRITE));
+    EXPECT_TRUE(is_pinned(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)));
+    TestFrame f = random_frame(PixelLayout::RGBx, 641, 481, Rows::Tight);
+    f.stride[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0);
+    f.bytes.resize(f.stride[0] * 481);
+    fill_random(f.bytes);
+    memcpy(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0), f.bytes.data(), f.bytes.size());
+    gst_video_frame_unmap(&frame);
+    ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK);
+    ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_gap(i * GST_SECOND, 0)));  // drains
+    GstBuffer *out = gst_harness_pull(harness.h);
+    GstMapInfo map;
+    gst_buffer_map(out, &map, GST_MAP_READ);
+    EXPECT_TRUE(is_pinned(map.data)) << "output buffer not from the pinned pool";
+    gst_buffer_unmap(out, &map);
+    EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])));
+    gst_buffer_unref(out);
+  }
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  gst_object_unref(allocator);
+  gst_query_unref(query);
+  gst_caps_unref(caps);
+}
+
+// A live source needs no frames held: max-inflight=0 then means 1.
+TEST(InFlightAuto, LiveUpstreamAddsNoLatency) {
+  SKIP_WITHOUT_GPU();
+  Harness harness({"backend=cuda"});  // the harness source reports itself live
+  gst_harness_set_upstream_latency(harness.h, 0);
+  harness.set_caps(caps_string("RGB", 64, 48));
+  convert_through(harness, random_frame(PixelLayout::RGB, 64, 48));
+  GstQuery *query = gst_query_new_latency();
+  ASSERT_TRUE(gst_pad_peer_query(harness.h->sinkpad, query));
+  GstClockTime min;
+  gst_query_parse_latency(query, nullptr, &min, nullptr);
+  EXPECT_EQ(min, 0u);
+  gst_query_unref(query);
 }

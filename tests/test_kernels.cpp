@@ -47,7 +47,7 @@ TEST(Weights, CustomRoundsEachCoefficient) {
 TEST(Weights, WhiteStaysWhiteAndBlackStaysBlack) {
   for (const WeightChoice &c : kWeightChoices) {
     SCOPED_TRACE(c.name);
-    TestFrame f = random_frame(PixelLayout::RGB, 2, 1, false);
+    TestFrame f = random_frame(PixelLayout::RGB, 2, 1, Rows::Tight);
     f.bytes = {255, 255, 255, 0, 0, 0};
     const GrayImage out = cpu_reference(f, c);
     EXPECT_EQ(out.at(0, 0), 255);
@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, CpuReference, ::testing::ValuesIn(kAllLayou
 // All 2^24 RGB triples in one 4096x4096 frame: the fixed-point result is
 // within 1 of the exact weighted sum rounded, and equals the formula.
 TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {
-  TestFrame f = random_frame(PixelLayout::RGB, 4096, 4096, false);
+  TestFrame f = random_frame(PixelLayout::RGB, 4096, 4096, Rows::Tight);
   for (uint32_t i = 0; i < (1u << 24); ++i) {
     f.bytes[3 * i] = i >> 16;
     f.bytes[3 * i + 1] = (i >> 8) & 255;

@@ -95,7 +95,7 @@ TEST(FilePipeline, DefaultInputGivesGrayVideoAndPng) {
   ASSERT_NE(first, nullptr);
   GstMapInfo map;
   gst_buffer_map(gst_sample_get_buffer(first), &map, GST_MAP_READ);
-  TestFrame rgb = random_frame(PixelLayout::RGB, 640, 480, false);
+  TestFrame rgb = random_frame(PixelLayout::RGB, 640, 480, Rows::Tight);
   rgb.bytes.assign(map.data, map.data + map.size);
   gst_buffer_unmap(gst_sample_get_buffer(first), &map);
   EXPECT_TRUE(same_pixels(snapshot, cpu_reference(rgb, kWeightChoices[1])));

@@ -1,0 +1,41 @@
+// The CPU backend: converts at submit, so every frame is ready at once.
+#include <chrono>
+
+#include "gray.h"
+#include "timing.h"
+
+namespace cudagray {
+
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  const char *name() const override { return "cpu"; }
+  bool configure(PixelLayout, int, int, int, std::string *) override { return true; }
+  bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w, std::string *) override {
+    const auto start = std::chrono::steady_clock::now();
+    convert_cpu(in, out, w);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    stats_.add(took.count(), 0, 0);
+    ++in_flight_;
+    return true;
+  }
+  bool oldest_ready() override { return true; }
+  bool finish_oldest(std::string *) override {
+    --in_flight_;
+    return true;
+  }
+  void discard_all() override { in_flight_ = 0; }
+  int in_flight() const override { return in_flight_; }
+  TimingStats stats() const override { return stats_.get(); }
+
+ private:
+  int in_flight_ = 0;
+  StatsAccumulator stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace cudagray

@@ -1,0 +1,26 @@
+// Accumulates per-frame times into TimingStats.
+#pragma once
+
+#include <algorithm>
+
+#include "gray.h"
+
+namespace cudagray {
+
+class StatsAccumulator {
+ public:
+  void add(double device_us, double upload_us, double download_us) {
+    const uint64_t n = ++stats_.frames;
+    stats_.device_us_min = n == 1 ? device_us : std::min(stats_.device_us_min, device_us);
+    stats_.device_us_max = std::max(stats_.device_us_max, device_us);
+    stats_.device_us_mean += (device_us - stats_.device_us_mean) / n;
+    stats_.upload_us_mean += (upload_us - stats_.upload_us_mean) / n;
+    stats_.download_us_mean += (download_us - stats_.download_us_mean) / n;
+  }
+  TimingStats get() const { return stats_; }
+
+ private:
+  TimingStats stats_;
+};
+
+}  // namespace cudagray
