@@ -575,7 +575,7 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
   if (!GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
           decide_query, query))
     return FALSE;
-  if (!decide_query)            /* passthrough: downstream answered */
+  if (gst_base_transform_is_passthrough (trans))     /* downstream answered */
     return TRUE;
   gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
   if (backend_is_cuda (self) && gst_query_get_n_allocation_pools (query) == 0) {

@@ -407,8 +407,7 @@ TEST_P(InFlight, LatencyCountsHeldFrames) {
   Harness harness(settings(3));
   gst_harness_set_upstream_latency(harness.h, 5 * GST_MSECOND);
   harness.set_caps(caps_string("RGBx", 64, 48));
-  const TestFrame f = random_frame(PixelLayout::RGBx, 64, 48);
-  convert_through(harness, f);
+  ASSERT_EQ(gst_harness_push(harness.h, buffer_for(random_frame(PixelLayout::RGBx, 64, 48))), GST_FLOW_OK);
   GstQuery *query = gst_query_new_latency();
   ASSERT_TRUE(gst_pad_peer_query(harness.h->sinkpad, query));
   gboolean live;
@@ -422,8 +421,10 @@ TEST_P(InFlight, LatencyCountsHeldFrames) {
 TEST_P(InFlight, StatsCountFrames) {
   Harness harness(settings(2));
   harness.set_caps(caps_string("RGBP", 160, 90));
-  for (int i = 0; i < 6; ++i) convert_through(harness, random_frame(PixelLayout::RGBP, 160, 90));
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(gst_harness_push(harness.h, buffer_for(random_frame(PixelLayout::RGBP, 160, 90))), GST_FLOW_OK);
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+  EXPECT_EQ(gst_harness_buffers_received(harness.h), 6u);
   GstStructure *stats = nullptr;
   g_object_get(harness.element(), "stats", &stats, nullptr);
   ASSERT_NE(stats, nullptr);

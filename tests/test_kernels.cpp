@@ -1,6 +1,9 @@
 // The CPU reference against the documented formula; weights; parsing.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 #include "common.h"
 
@@ -104,29 +107,59 @@ TEST(ParseCoefficients, FormatRoundTrips) {
 
 class CpuReference : public ::testing::TestWithParam<PixelLayout> {};
 
-// Every pixel of random padded frames equals the formula evaluated in double
-// precision from the format's name; the output's row padding is not written.
+// Converts f with c's weights into an output with padded rows, and checks
+// every pixel against the formula evaluated in double precision from the
+// format's name, and that the output's row padding is not written.
+void expect_formula(const TestFrame &f, const WeightChoice &c) {
+  SCOPED_TRACE(std::to_string(f.width) + "x" + std::to_string(f.height) + " " + c.name);
+  GrayImage out(f.width, f.height, random_int(1, 33));
+  convert_cpu(f.view(), out.frame(), weights_of(c));
+  int wrong = 0;
+  for (int y = 0; y < f.height; ++y) {
+    for (int x = 0; x < f.width; ++x) {
+      int rgb[3];
+      pixel_rgb(f, x, y, rgb);
+      if (out.at(x, y) != formula_y(c, rgb) && wrong++ < 3)
+        ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y))
+                      << " expected " << formula_y(c, rgb);
+    }
+    for (size_t x = f.width; x < out.stride; ++x)
+      ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+// Every pixel of random padded frames equals the formula.
 TEST_P(CpuReference, MatchesFormulaOnEveryPixel) {
   for (const Size &size : kSizes) {
     const TestFrame f = random_frame(GetParam(), size.width, size.height);
-    for (const WeightChoice &c : kWeightChoices) {
-      SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " + c.name);
-      GrayImage out(size.width, size.height, random_int(1, 33));
-      convert_cpu(f.view(), out.frame(), weights_of(c));
-      int wrong = 0;
-      for (int y = 0; y < size.height; ++y) {
-        for (int x = 0; x < size.width; ++x) {
-          int rgb[3];
-          pixel_rgb(f, x, y, rgb);
-          if (out.at(x, y) != formula_y(c, rgb) && wrong++ < 3)
-            ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y))
-                          << " expected " << formula_y(c, rgb);
-        }
-        for (size_t x = size.width; x < out.stride; ++x)
-          ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
-      }
-      EXPECT_EQ(wrong, 0);
+    for (const WeightChoice &c : kWeightChoices) expect_formula(f, c);
+  }
+}
+
+// Custom weights at the ends of what they may be (each coefficient 0..64, so
+// a Q16 weight up to 64 * 65536 and the sum before the shift close to 2^32),
+// and random ones over that range, at every width up to 150: whatever blocks
+// of pixels a kernel works in, each way a row can end is covered.
+TEST_P(CpuReference, ExtremeWeightsAtEveryWidth) {
+  std::vector<WeightChoice> choices = {
+      {"64,64,64", Matrix::Custom, {64, 64, 64}}, {"0,0,0", Matrix::Custom, {0, 0, 0}},
+      {"0,64,0", Matrix::Custom, {0, 64, 0}},     {"64,0,0", Matrix::Custom, {64, 0, 0}},
+      {"0,0,64", Matrix::Custom, {0, 0, 64}},     {"1,1,1", Matrix::Custom, {1, 1, 1}},
+      {"0,1,0", Matrix::Custom, {0, 1, 0}},
+  };
+  for (double max : {0.5, 1.0, 4.0, kMaxCustomCoefficient}) {
+    for (int i = 0; i < 2; ++i) {
+      // Multiples of 2^-16: each weight is exactly k * 65536.
+      auto k = [max] { return random_int(0, static_cast<int>(max * 65536)) / 65536.0; };
+      const Coefficients random{k(), k(), k()};
+      choices.push_back({"random " + format_coefficients(random), Matrix::Custom, random});
     }
+  }
+  for (int width = 1; width <= 150; ++width) {
+    const TestFrame f = random_frame(GetParam(), width, 3);
+    for (const WeightChoice &c : choices) expect_formula(f, c);
+    if (::testing::Test::HasFailure()) return;
   }
 }
 
@@ -137,6 +170,28 @@ TEST_P(CpuReference, ThreadCountDoesNotMatter) {
   convert_cpu(f.view(), one.frame(), standard_weights(Matrix::BT709), 1);
   convert_cpu(f.view(), many.frame(), standard_weights(Matrix::BT709), 7);
   EXPECT_TRUE(same_pixels(one, many));
+}
+
+// Several threads converting at once, as several elements would: each frame
+// comes out as it does converted alone.
+TEST(CpuThreads, ConcurrentCallersGetExactResults) {
+  const TestFrame f = random_frame(PixelLayout::BGRx, 1920, 1080);
+  const Weights w = standard_weights(Matrix::BT601);
+  GrayImage expected(f.width, f.height);
+  convert_cpu(f.view(), expected.frame(), w, 1);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      GrayImage out(f.width, f.height);
+      for (int i = 0; i < 20; ++i) {
+        std::fill(out.bytes.begin(), out.bytes.end(), 0);
+        convert_cpu(f.view(), out.frame(), w, t % 2 ? 0 : 3);
+        wrong += out.bytes != expected.bytes;
+      }
+    });
+  for (std::thread &t : callers) t.join();
+  EXPECT_EQ(wrong, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, CpuReference, ::testing::ValuesIn(kAllLayouts),
