@@ -25,7 +25,16 @@ inline void check(cudaError_t err, const char *call) {
                              " (" + cudaGetErrorName(err) + ")");
   }
 }
-#define CUDAGRAY_CHECK(call) ::cudagray::check((call), #call)
+
+// Fault injection for tests (see inject_cuda_fault in gray.h): when a fault
+// is armed for this call's function, the call is skipped and fails instead.
+bool cuda_fault_due(const char *call);
+cudaError_t injected_cuda_error(const char *call);
+
+#define CUDAGRAY_CHECK(call)                                                                   \
+  ::cudagray::check(::cudagray::cuda_fault_due(#call) ? ::cudagray::injected_cuda_error(#call) \
+                                                      : (call),                                \
+                    #call)
 
 // Owns one handle; Release is the CUDA call that frees it.
 template <class Handle, cudaError_t (*Release)(Handle)>

@@ -19,6 +19,8 @@ void free_pinned(void *) {}
 
 bool is_pinned(const void *) { return false; }
 
+void inject_cuda_fault(const std::string &, int) {}
+
 int cuda_device_count(std::string *reason) {
   *reason = kNoCuda;
   return 0;

@@ -136,6 +136,15 @@ std::unique_ptr<Backend> make_cpu_backend();
 // plugin was built without CUDA.
 std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error);
 
+// Test-only fault injection: the nth next call of the named CUDA function
+// (as the backend writes it: "cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",
+// "convert_cuda" for the kernel launch, "cudaEventSynchronize", ...) fails
+// with cudaErrorMemoryAllocation (allocations) or cudaErrorLaunchFailure
+// (anything else), once. An empty name disarms. The environment variable
+// CUDAGRAY_INJECT_FAULT="name" or "name:nth" arms it at start-up. Off unless
+// armed; without CUDA it does nothing.
+void inject_cuda_fault(const std::string &function, int nth = 1);
+
 // Number of usable CUDA devices; 0 with a reason when there are none.
 int cuda_device_count(std::string *reason);
 

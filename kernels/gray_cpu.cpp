@@ -1,10 +1,20 @@
 // Formats, weights and the CPU backend: the reference every other path must
 // match bit for bit.
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "gray.h"
 #include "layouts.h"
@@ -37,18 +47,33 @@ struct LayoutTable {
   }
 };
 
+// ---------------------------------------------------------------- row kernels
+//
+// A kernel converts rows [y0, y1) of a frame of one layout, the layout coming
+// from dispatch_layout at compile time, so one template per instruction set
+// serves every format. All of them evaluate the formula itself in unsigned
+// 32-bit lanes, S = wR*R + wG*G + wB*B + 32768 and Y = min(255, S >> 16),
+// which is exact for every weight the API allows: each weight is at most
+// 64 * 65536, so S stays below 2^32.
+
+using RowsFn = void (*)(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0,
+                        int y1);
+
+// Portable: pixel by pixel, left to the compiler's vectoriser. The SIMD
+// kernels below use it for the few pixels at the end of a row that their
+// blocks do not cover.
+template <int Bpp, int R, int G, int B>
+void scalar_pixels(const uint8_t *src, uint8_t *dst, int x0, int x1, const Weights &w) {
+  for (int x = x0; x < x1; ++x) dst[x] = luma(src[x * Bpp + R], src[x * Bpp + G], src[x * Bpp + B], w);
+}
+
 template <int Bpp, int R, int G, int B>
 void convert_rows(PackedLayout<Bpp, R, G, B>, const InputFrame &in,
                   const GrayFrame &out, const Weights &w, int y0, int y1) {
   const Weights weights = w;  // a local copy lets the compiler keep it in registers
-  for (int y = y0; y < y1; ++y) {
-    const uint8_t *src = in.plane[0] + y * in.stride[0];
-    uint8_t *dst = out.data + y * out.stride;
-    for (int x = 0; x < in.width; ++x) {
-      const uint8_t *px = src + x * Bpp;
-      dst[x] = luma(px[R], px[G], px[B], weights);
-    }
-  }
+  for (int y = y0; y < y1; ++y)
+    scalar_pixels<Bpp, R, G, B>(in.plane[0] + y * in.stride[0], out.data + y * out.stride, 0,
+                                in.width, weights);
 }
 
 template <int R, int G, int B>
@@ -64,9 +89,406 @@ void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in,
   }
 }
 
-// Below this many pixels a frame is converted on the calling thread alone:
-// starting threads would cost more than it saves.
-constexpr long kPixelsPerThread = 1 << 16;
+template <class Layout>
+void rows_scalar(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
+  convert_rows(Layout{}, in, out, w, y0, y1);
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define CUDAGRAY_X86_SIMD 1
+// Compiled for these instruction sets whatever the build targets; used only
+// where the CPU running the code has them (detect_simd below).
+#define CUDAGRAY_AVX2 __attribute__((target("avx2")))
+#define CUDAGRAY_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define CUDAGRAY_ALWAYS_INLINE inline __attribute__((always_inline))
+
+// pshufb control for 16-byte lanes holding 4 pixels of Bpp bytes: byte
+// j*Bpp + C of the lane goes to the low byte of its 32-bit lane j, the other
+// three bytes are zeroed. 64 bytes, enough for a 512-bit register.
+struct ShuffleBytes {
+  alignas(64) int8_t b[64];
+};
+constexpr ShuffleBytes spread_channel(int bpp, int c) {
+  ShuffleBytes m{};
+  for (int i = 0; i < 64; ++i) m.b[i] = i % 4 == 0 ? static_cast<int8_t>(i % 16 / 4 * bpp + c) : -128;
+  return m;
+}
+template <int Bpp, int C>
+inline constexpr ShuffleBytes kSpread = spread_channel(Bpp, C);
+
+// ---- AVX2: 32 pixels a block, 8 in each register of 32-bit lanes.
+
+struct Avx2Weights {
+  __m256i r, g, b, half;
+};
+
+CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_sum(__m256i r, __m256i g, __m256i b,
+                                                       const Avx2Weights &w) {
+  const __m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(r, w.r), _mm256_mullo_epi32(g, w.g)),
+                                     _mm256_add_epi32(_mm256_mullo_epi32(b, w.b), w.half));
+  return _mm256_srli_epi32(s, 16);  // S >> 16: below 2^16
+}
+
+// Four registers of S >> 16 to 32 bytes, min(255, .) on the way.
+// packus_epi32 is exact (each value < 2^16); the 16-bit min makes
+// packus_epi16's signed view harmless.
+CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_pack(__m256i s0, __m256i s1, __m256i s2,
+                                                        __m256i s3) {
+  const __m256i max = _mm256_set1_epi16(255);
+  const __m256i lo = _mm256_min_epu16(_mm256_packus_epi32(s0, s1), max);
+  const __m256i hi = _mm256_min_epu16(_mm256_packus_epi32(s2, s3), max);
+  return _mm256_packus_epi16(lo, hi);
+}
+
+// Packed: register k holds pixels 4k..4k+3 in its low 128-bit lane and
+// 16+4k..16+4k+3 in its high lane, the order in which the in-lane packs above
+// put 32 pixels back in sequence. Each 4-pixel group is one 16-byte load
+// (for 3-byte pixels the last 4 bytes of it belong to the next group).
+template <int Bpp, int R, int G, int B>
+CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE void avx2_packed_block(const uint8_t *src, uint8_t *dst,
+                                                             const Avx2Weights &w) {
+  const __m256i mr = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSpread<Bpp, R>.b));
+  const __m256i mg = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSpread<Bpp, G>.b));
+  const __m256i mb = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSpread<Bpp, B>.b));
+  __m256i s[4];
+  for (int k = 0; k < 4; ++k) {
+    const __m256i px = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 4 * k * Bpp))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + (16 + 4 * k) * Bpp)), 1);
+    s[k] = avx2_sum(_mm256_shuffle_epi8(px, mr), _mm256_shuffle_epi8(px, mg),
+                    _mm256_shuffle_epi8(px, mb), w);
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst), avx2_pack(s[0], s[1], s[2], s[3]));
+}
+
+CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_widen8(const uint8_t *p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+}
+
+// Planar: register k holds pixels 8k..8k+7; one permutation restores the
+// order after the in-lane packs.
+CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE void avx2_planar_block(const uint8_t *r, const uint8_t *g,
+                                                             const uint8_t *b, uint8_t *dst,
+                                                             const Avx2Weights &w) {
+  __m256i s[4];
+  for (int k = 0; k < 4; ++k)
+    s[k] = avx2_sum(avx2_widen8(r + 8 * k), avx2_widen8(g + 8 * k), avx2_widen8(b + 8 * k), w);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst),
+                      _mm256_permutevar8x32_epi32(avx2_pack(s[0], s[1], s[2], s[3]), order));
+}
+
+CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE Avx2Weights avx2_weights(const Weights &w) {
+  return {_mm256_set1_epi32(static_cast<int>(w.r)), _mm256_set1_epi32(static_cast<int>(w.g)),
+          _mm256_set1_epi32(static_cast<int>(w.b)), _mm256_set1_epi32(32768)};
+}
+
+// Rows of whole blocks; a row's last block overlaps the one before it rather
+// than leaving a ragged end (rewriting a few outputs with the same values).
+// Rows narrower than a block go pixel by pixel.
+constexpr int kAvx2Block = 32;
+
+template <int Bpp, int R, int G, int B>
+CUDAGRAY_AVX2 void rows_avx2_packed(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                                    int y0, int y1) {
+  const Avx2Weights v = avx2_weights(w);
+  // A 3-byte block's last load reads 4 bytes past the block: stop 2 pixels
+  // short of the row's end and finish those pixel by pixel.
+  constexpr int kPad = Bpp == 3 ? 2 : 0;
+  const int last = in.width - kAvx2Block - kPad;
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t *src = in.plane[0] + y * in.stride[0];
+    uint8_t *dst = out.data + y * out.stride;
+    int x = 0;
+    if (last >= 0) {
+      for (; x < last; x += kAvx2Block) avx2_packed_block<Bpp, R, G, B>(src + x * Bpp, dst + x, v);
+      avx2_packed_block<Bpp, R, G, B>(src + last * Bpp, dst + last, v);
+      x = last + kAvx2Block;
+    }
+    scalar_pixels<Bpp, R, G, B>(src, dst, x, in.width, w);
+  }
+}
+
+template <int R, int G, int B>
+CUDAGRAY_AVX2 void rows_avx2_planar(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                                    int y0, int y1) {
+  const Avx2Weights v = avx2_weights(w);
+  const int last = in.width - kAvx2Block;
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t *r = in.plane[R] + y * in.stride[R];
+    const uint8_t *g = in.plane[G] + y * in.stride[G];
+    const uint8_t *b = in.plane[B] + y * in.stride[B];
+    uint8_t *dst = out.data + y * out.stride;
+    int x = 0;
+    if (last >= 0) {
+      for (; x < last; x += kAvx2Block) avx2_planar_block(r + x, g + x, b + x, dst + x, v);
+      avx2_planar_block(r + last, g + last, b + last, dst + last, v);
+      x = last + kAvx2Block;
+    }
+    for (; x < in.width; ++x) dst[x] = luma(r[x], g[x], b[x], w);
+  }
+}
+
+template <int Bpp, int R, int G, int B>
+RowsFn avx2_kernel(PackedLayout<Bpp, R, G, B>) { return &rows_avx2_packed<Bpp, R, G, B>; }
+template <int R, int G, int B>
+RowsFn avx2_kernel(PlanarLayout<R, G, B>) { return &rows_avx2_planar<R, G, B>; }
+
+// ---- AVX-512: 16 pixels a register; a row's end goes through masked loads
+// and stores, which touch no byte outside the row.
+
+// GCC 12 warns about the self-initialised placeholder inside its own AVX-512
+// intrinsics (GCC bug 105593); nothing in this code is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+struct Avx512Weights {
+  __m512i r, g, b, half;
+};
+
+// S >> 16 for 16 pixels, stored with unsigned saturation: min(255, .).
+CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_sum(__m512i r, __m512i g, __m512i b,
+                                                           const Avx512Weights &w) {
+  const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(r, w.r), _mm512_mullo_epi32(g, w.g)),
+                                     _mm512_add_epi32(_mm512_mullo_epi32(b, w.b), w.half));
+  return _mm512_srli_epi32(s, 16);
+}
+
+// 16 packed pixels: their Bpp*16 bytes spread so that each 128-bit lane holds
+// 4 whole pixels at its start, then one pshufb per channel.
+template <int Bpp, int R, int G, int B>
+CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_packed16(__m512i bytes, const Avx512Weights &w) {
+  if constexpr (Bpp == 3)
+    bytes = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12), bytes);
+  const __m512i mr = _mm512_load_si512(kSpread<Bpp, R>.b);
+  const __m512i mg = _mm512_load_si512(kSpread<Bpp, G>.b);
+  const __m512i mb = _mm512_load_si512(kSpread<Bpp, B>.b);
+  return avx512_sum(_mm512_shuffle_epi8(bytes, mr), _mm512_shuffle_epi8(bytes, mg),
+                    _mm512_shuffle_epi8(bytes, mb), w);
+}
+
+CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE Avx512Weights avx512_weights(const Weights &w) {
+  return {_mm512_set1_epi32(static_cast<int>(w.r)), _mm512_set1_epi32(static_cast<int>(w.g)),
+          _mm512_set1_epi32(static_cast<int>(w.b)), _mm512_set1_epi32(32768)};
+}
+
+template <int Bpp, int R, int G, int B>
+CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                                        int y0, int y1) {
+  const Avx512Weights v = avx512_weights(w);
+  // Full loads are 64 bytes: for 3-byte pixels 16 more than 16 pixels need.
+  constexpr int kPad = Bpp == 3 ? 6 : 0;
+  const int width = in.width;
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t *src = in.plane[0] + y * in.stride[0];
+    uint8_t *dst = out.data + y * out.stride;
+    int x = 0;
+    for (; x + 64 + kPad <= width; x += 64)
+      for (int k = 0; k < 4; ++k) {
+        const __m512i s = avx512_packed16<Bpp, R, G, B>(_mm512_loadu_si512(src + (x + 16 * k) * Bpp), v);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + x + 16 * k), _mm512_cvtusepi32_epi8(s));
+      }
+    for (; x + 16 + kPad <= width; x += 16) {
+      const __m512i s = avx512_packed16<Bpp, R, G, B>(_mm512_loadu_si512(src + x * Bpp), v);
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + x), _mm512_cvtusepi32_epi8(s));
+    }
+    for (; x < width; x += 16) {
+      const int n = std::min(16, width - x);
+      const __mmask64 bytes = n * Bpp == 64 ? ~__mmask64{0} : (__mmask64{1} << (n * Bpp)) - 1;
+      const __m512i s = avx512_packed16<Bpp, R, G, B>(_mm512_maskz_loadu_epi8(bytes, src + x * Bpp), v);
+      _mm512_mask_cvtusepi32_storeu_epi8(dst + x, static_cast<__mmask16>((1u << n) - 1), s);
+    }
+  }
+}
+
+CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_widen16(const uint8_t *p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+
+template <int R, int G, int B>
+CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                                        int y0, int y1) {
+  const Avx512Weights v = avx512_weights(w);
+  const int width = in.width;
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t *r = in.plane[R] + y * in.stride[R];
+    const uint8_t *g = in.plane[G] + y * in.stride[G];
+    const uint8_t *b = in.plane[B] + y * in.stride[B];
+    uint8_t *dst = out.data + y * out.stride;
+    int x = 0;
+    for (; x + 16 <= width; x += 16) {
+      const __m512i s = avx512_sum(avx512_widen16(r + x), avx512_widen16(g + x), avx512_widen16(b + x), v);
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + x), _mm512_cvtusepi32_epi8(s));
+    }
+    if (x < width) {
+      const auto n = static_cast<__mmask16>((1u << (width - x)) - 1);
+      const __m512i s = avx512_sum(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n, r + x)),
+                                   _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n, g + x)),
+                                   _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n, b + x)), v);
+      _mm512_mask_cvtusepi32_storeu_epi8(dst + x, n, s);
+    }
+  }
+}
+
+template <int Bpp, int R, int G, int B>
+RowsFn avx512_kernel(PackedLayout<Bpp, R, G, B>) { return &rows_avx512_packed<Bpp, R, G, B>; }
+template <int R, int G, int B>
+RowsFn avx512_kernel(PlanarLayout<R, G, B>) { return &rows_avx512_planar<R, G, B>; }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif  // x86 SIMD
+
+// The instruction sets the kernels may use: the best this CPU has, or less
+// when CUDAGRAY_CPU_SIMD=scalar|avx2 says so (to test every kernel on one
+// machine).
+enum class Simd { kScalar, kAvx2, kAvx512 };
+
+Simd detect_simd() {
+  Simd best = Simd::kScalar;
+#ifdef CUDAGRAY_X86_SIMD
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) best = Simd::kAvx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    best = Simd::kAvx512;
+#endif
+  const char *cap = std::getenv("CUDAGRAY_CPU_SIMD");
+  if (cap && std::strcmp(cap, "scalar") == 0) return Simd::kScalar;
+  if (cap && std::strcmp(cap, "avx2") == 0) return std::min(best, Simd::kAvx2);
+  return best;
+}
+
+RowsFn rows_kernel(PixelLayout layout) {
+  static const Simd simd = detect_simd();
+  return dispatch_layout(layout, [](auto l) -> RowsFn {
+#ifdef CUDAGRAY_X86_SIMD
+    if (simd == Simd::kAvx512) return avx512_kernel(l);
+    if (simd == Simd::kAvx2) return avx2_kernel(l);
+#endif
+    return &rows_scalar<decltype(l)>;
+  });
+}
+
+// ---------------------------------------------------------------- threads
+//
+// Helper threads that stay between frames: starting a thread costs tens of
+// microseconds, a sizeable part of a 1080p frame that takes a few hundred.
+// A frame is cut into chunks of rows that the caller and the helpers claim in
+// turn, so a helper that wakes late just claims fewer (or none). One frame at
+// a time has the helpers; a frame converted meanwhile on another thread (a
+// second element, say) runs on its own thread alone.
+class RowPool {
+ public:
+  using ChunkFn = void (*)(const void *context, int chunk);
+
+  static RowPool &instance() {
+    static RowPool pool;
+    return pool;
+  }
+
+  // Runs fn(context, c) for every c in [0, chunks) on the calling thread and
+  // up to `helpers` pool threads, and returns once all have run. Returns
+  // false, having run none, when another caller has the pool.
+  bool run(ChunkFn fn, const void *context, int chunks, int helpers) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (static_cast<int>(threads_.size()) < helpers)  // started on first need
+        threads_.emplace_back([this, seen = generation_] { work(seen); });
+      fn_ = fn;
+      context_ = context;
+      chunks_ = chunks;
+      next_.store(0, std::memory_order_relaxed);
+      wanted_ = helpers;
+      joined_ = 0;
+      open_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    claim_chunks();
+    // Every chunk is claimed; wait for the helpers still converting one. A
+    // short spin first: they finish within a chunk's time (a few
+    // microseconds), usually well before a sleeping thread would be woken.
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (inside_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < spin_until)
+      std::this_thread::yield();
+    std::unique_lock<std::mutex> lock(mutex_);
+    open_ = false;  // helpers that wake from now on leave this frame alone
+    done_.wait(lock, [this] { return inside_.load(std::memory_order_relaxed) == 0; });
+    return true;
+  }
+
+  ~RowPool() {
+    std::lock_guard<std::mutex> busy(busy_);  // let a frame in progress finish
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread &t : threads_) t.join();
+  }
+
+ private:
+  RowPool() = default;
+
+  void claim_chunks() {
+    for (int c; (c = next_.fetch_add(1, std::memory_order_relaxed)) < chunks_;) fn_(context_, c);
+  }
+
+  void work(uint64_t seen) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (!open_ || joined_ >= wanted_) continue;
+      ++joined_;
+      inside_.fetch_add(1, std::memory_order_relaxed);
+      lock.unlock();
+      claim_chunks();
+      lock.lock();
+      if (inside_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_one();
+    }
+  }
+
+  std::mutex busy_;   // held by the caller whose frame has the helpers
+  std::mutex mutex_;  // guards everything below but next_ and inside_'s reads
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  uint64_t generation_ = 0;  // one more for every frame
+  bool stop_ = false;
+  bool open_ = false;  // helpers may still join the current frame
+  int wanted_ = 0, joined_ = 0;
+  ChunkFn fn_ = nullptr;
+  const void *context_ = nullptr;
+  int chunks_ = 0;
+  std::atomic<int> next_{0};    // the next unclaimed chunk
+  std::atomic<int> inside_{0};  // helpers converting a chunk of this frame
+};
+
+// Work is split into chunks of about this many pixels (whole rows)...
+constexpr long kPixelsPerChunk = 1 << 15;
+// ...and a thread is added for every this many pixels of the frame: below
+// that, waking a helper costs more than it saves.
+constexpr long kPixelsPerThread = 1 << 18;
+constexpr int kMaxThreads = 16;
+
+struct FrameJob {
+  RowsFn rows;
+  const InputFrame *in;
+  const GrayFrame *out;
+  Weights w;
+  int chunk_rows;
+  static void run_chunk(const void *context, int chunk) {
+    const auto &job = *static_cast<const FrameJob *>(context);
+    const int y0 = chunk * job.chunk_rows;
+    job.rows(*job.in, *job.out, job.w, y0, std::min(job.in->height, y0 + job.chunk_rows));
+  }
+};
 
 }  // namespace
 
@@ -141,23 +563,17 @@ std::string format_coefficients(const Coefficients &k) {
 
 void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
                  int threads) {
-  auto rows = [&](int y0, int y1) {
-    dispatch_layout(in.layout, [&](auto layout) { convert_rows(layout, in, out, w, y0, y1); });
-  };
+  if (in.width <= 0 || in.height <= 0) return;
+  const RowsFn rows = rows_kernel(in.layout);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const long pixels = static_cast<long>(in.width) * in.height;
-  threads = static_cast<int>(std::clamp<long>(pixels / kPixelsPerThread, 1, threads));
-  threads = std::min(threads, in.height);
-  if (threads <= 1) {
-    rows(0, in.height);
-    return;
-  }
-  // Bands of whole rows; the calling thread takes the first one.
-  std::vector<std::thread> helpers;
-  auto band_start = [&](int i) { return static_cast<int>(static_cast<long>(in.height) * i / threads); };
-  for (int i = 1; i < threads; ++i) helpers.emplace_back(rows, band_start(i), band_start(i + 1));
-  rows(0, band_start(1));
-  for (auto &t : helpers) t.join();
+  threads = static_cast<int>(std::clamp<long>(pixels / kPixelsPerThread, 1, std::min(threads, kMaxThreads)));
+  const int chunk_rows = static_cast<int>(std::clamp<long>(kPixelsPerChunk / in.width, 1, in.height));
+  const int chunks = (in.height + chunk_rows - 1) / chunk_rows;
+  threads = std::min(threads, chunks);
+  const FrameJob job{rows, &in, &out, w, chunk_rows};
+  if (threads > 1 && RowPool::instance().run(&FrameJob::run_chunk, &job, chunks, threads - 1)) return;
+  rows(in, out, w, 0, in.height);
 }
 
 }  // namespace cudagray

@@ -1,6 +1,9 @@
 // CUDA kernels and the CUDA backend.
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "cuda_check.h"
@@ -381,14 +384,69 @@ cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_ou
 
 void *alloc_pinned(size_t bytes, std::string *error) {
   void *p = nullptr;
-  const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
-  if (err == cudaSuccess) return p;
-  cudaGetLastError();
-  *error = std::string("cudaHostAlloc failed: ") + cudaGetErrorString(err);
-  return nullptr;
+  try {
+    CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    return p;
+  } catch (const CudaError &e) {
+    *error = e.what();
+    return nullptr;
+  }
 }
 
 void free_pinned(void *memory) { cudaFreeHost(memory); }
+
+namespace {
+
+// The armed fault: a function name and how many of its calls to let pass.
+struct ArmedFault {
+  std::mutex lock;
+  std::atomic<bool> armed{false};
+  std::string function;
+  int calls_left = 0;
+
+  ArmedFault() {
+    if (const char *spec = std::getenv("CUDAGRAY_INJECT_FAULT")) {
+      const std::string text(spec);
+      const size_t colon = text.find(':');
+      arm(text.substr(0, colon), colon == std::string::npos ? 1 : std::atoi(text.c_str() + colon + 1));
+    }
+  }
+  void arm(const std::string &name, int nth) {
+    std::lock_guard<std::mutex> hold(lock);
+    function = name;
+    calls_left = nth;
+    armed = !name.empty() && nth > 0;
+  }
+};
+
+ArmedFault &armed_fault() {
+  static ArmedFault fault;
+  return fault;
+}
+
+std::string function_of(const char *call) {
+  const std::string text(call);
+  return text.substr(0, text.find('('));
+}
+
+}  // namespace
+
+void inject_cuda_fault(const std::string &function, int nth) { armed_fault().arm(function, nth); }
+
+bool cuda_fault_due(const char *call) {
+  ArmedFault &fault = armed_fault();
+  if (!fault.armed.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> hold(fault.lock);
+  if (!fault.armed || function_of(call) != fault.function || --fault.calls_left > 0) return false;
+  fault.armed = false;
+  return true;
+}
+
+cudaError_t injected_cuda_error(const char *call) {
+  const std::string function = function_of(call);
+  return function == "cudaMalloc" || function == "cudaHostAlloc" ? cudaErrorMemoryAllocation
+                                                                  : cudaErrorLaunchFailure;
+}
 
 bool is_pinned(const void *memory) {
   cudaPointerAttributes attr;

@@ -664,6 +664,10 @@ submit_frame (GstCudaGray * self, GstBuffer * inbuf)
   GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
       (trans, inbuf, &outbuf);
   if (ret != GST_FLOW_OK) {
+    if (ret != GST_FLOW_FLUSHING)
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
+          ("the buffer pool could not allocate; free host memory"));
     gst_buffer_unref (inbuf);
     return ret;
   }
