@@ -41,8 +41,9 @@ TEST_P(Fault, EndsInAnErrorAndTheNextRunIsClean) {
     // A failed pinned allocation surfaces from whichever element owns the
     // pool, in that element's words; every other fault is reported by
     // cudagray naming the call.
-    if (std::string(GetParam()) != "cudaHostAlloc")
+    if (std::string(GetParam()) != "cudaHostAlloc") {
       EXPECT_NE(faulty.errors[0].find(GetParam()), std::string::npos) << faulty.errors[0];
+    }
     const PipelineRun again = run_pipeline(kPipeline);
     EXPECT_TRUE(again.reached_eos);
     EXPECT_TRUE(again.errors.empty());
