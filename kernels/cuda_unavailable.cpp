@@ -19,7 +19,7 @@ void free_pinned(void *) {}
 
 bool is_pinned(const void *) { return false; }
 
-void inject_cuda_fault(const std::string &, int) {}
+void inject_cuda_fault(const std::string &) {}
 
 int cuda_device_count(std::string *reason) {
   *reason = kNoCuda;

@@ -140,10 +140,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error);
 // (as the backend writes it: "cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",
 // "convert_cuda" for the kernel launch, "cudaEventSynchronize", ...) fails
 // with cudaErrorMemoryAllocation (allocations) or cudaErrorLaunchFailure
-// (anything else), once. An empty name disarms. The environment variable
-// CUDAGRAY_INJECT_FAULT="name" or "name:nth" arms it at start-up. Off unless
-// armed; without CUDA it does nothing.
-void inject_cuda_fault(const std::string &function, int nth = 1);
+// (anything else), once. spec is "name" or "name:nth"; an empty spec
+// disarms. The element arms it at each start from the environment variable
+// CUDAGRAY_INJECT_FAULT, and disarms it when that is unset. Without CUDA it
+// does nothing.
+void inject_cuda_fault(const std::string &spec);
 
 // Number of usable CUDA devices; 0 with a reason when there are none.
 int cuda_device_count(std::string *reason);

@@ -404,13 +404,6 @@ struct ArmedFault {
   std::string function;
   int calls_left = 0;
 
-  ArmedFault() {
-    if (const char *spec = std::getenv("CUDAGRAY_INJECT_FAULT")) {
-      const std::string text(spec);
-      const size_t colon = text.find(':');
-      arm(text.substr(0, colon), colon == std::string::npos ? 1 : std::atoi(text.c_str() + colon + 1));
-    }
-  }
   void arm(const std::string &name, int nth) {
     std::lock_guard<std::mutex> hold(lock);
     function = name;
@@ -431,7 +424,10 @@ std::string function_of(const char *call) {
 
 }  // namespace
 
-void inject_cuda_fault(const std::string &function, int nth) { armed_fault().arm(function, nth); }
+void inject_cuda_fault(const std::string &spec) {
+  const size_t colon = spec.find(':');
+  armed_fault().arm(spec.substr(0, colon), colon == std::string::npos ? 1 : std::atoi(spec.c_str() + colon + 1));
+}
 
 bool cuda_fault_due(const char *call) {
   ArmedFault &fault = armed_fault();

@@ -300,6 +300,9 @@ gst_cuda_gray_start (GstBaseTransform * trans)
   self->stats_in_flight = 0;
   GST_OBJECT_UNLOCK (self);
 
+  /* testing only: make a chosen CUDA call fail (see inject_cuda_fault) */
+  cudagray::inject_cuda_fault (GST_STR_NULL (g_getenv ("CUDAGRAY_INJECT_FAULT")));
+
   if (choice == GST_CUDA_GRAY_BACKEND_CPU) {
     backend = cudagray::make_cpu_backend ();
   } else {

@@ -33,9 +33,9 @@ TEST_P(Fault, EndsInAnErrorAndTheNextRunIsClean) {
 
   for (int nth : {1, 5}) {
     SCOPED_TRACE(std::string(GetParam()) + " call " + std::to_string(nth));
-    inject_cuda_fault(GetParam(), nth);
+    g_setenv("CUDAGRAY_INJECT_FAULT", (std::string(GetParam()) + ":" + std::to_string(nth)).c_str(), TRUE);
     const PipelineRun faulty = run_pipeline(kPipeline);
-    inject_cuda_fault("");
+    g_unsetenv("CUDAGRAY_INJECT_FAULT");
     EXPECT_FALSE(faulty.reached_eos);
     ASSERT_EQ(faulty.errors.size(), 1u);
     // A failed pinned allocation surfaces from whichever element owns the
