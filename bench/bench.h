@@ -1,0 +1,123 @@
+// cudagray-bench: what every part of the benchmark shares. The rows, the
+// options, and the helpers that time a loop and make random frames.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gray.h"
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+using cudagray::PixelLayout;
+
+struct FrameSize {
+  std::string name;  // "1080p"
+  int width, height;
+  size_t pixels() const { return static_cast<size_t>(width) * height; }
+};
+
+// What the command line chose.
+struct Options {
+  std::vector<FrameSize> sizes;
+  std::vector<PixelLayout> formats;  // of the kernel rows
+  std::vector<std::string> groups;   // kernel copy raw element latency cpu npp
+  double seconds = 0.5;              // measured time per row (after warm-up)
+  size_t rotate_bytes = 256u << 20;  // frames rotated per row: at least this much
+  int device = 0;                    // CUDA device
+  std::string csv = "bench-results.csv";
+  std::string npp_lib;               // explicit libnppicc path, if any
+  bool wants(const std::string &group) const;
+};
+
+// One line of the table: one thing measured at one size. The measuring code
+// names what the row is compared with (ceiling, peer) by key; report.cpp
+// turns keys into ratios once every row is in.
+struct Row {
+  FrameSize size;
+  std::string group;   // ceiling, kernel, npp, element, latency, cpu
+  std::string key;     // unique within a size: "kernel:RGB", "raw:pinned", ...
+  std::string what;    // readable name
+  std::string format;  // input format, or "" when none applies
+  double us = 0;       // µs per frame (latency rows: the median)
+  double bytes = 0;    // bytes per frame counted for GB/s
+  long frames = 0;     // frames (or operations) measured
+  std::string ceiling; // key of the row this one is a ratio to ("" none)
+  std::string peer;    // key of a peer row ("" none)
+  bool versus_videoconvert = true;  // print the ratio to videoconvert all cores
+  std::string skipped; // non-empty: not measured, and why
+  std::string note;
+};
+
+Row skipped_row(const FrameSize &size, const std::string &group, const std::string &key,
+                const std::string &what, const std::string &why);
+
+// Thrown by a measurement that cannot apply here (the row reads "n/a: ...");
+// any other exception marks the row "failed: ...".
+struct Unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Measures one row: measure (when given) fills in row or throws. Prints a
+// progress line on stderr and appends the row to rows.
+void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure);
+
+// ---- timing ---------------------------------------------------------------
+
+struct Budget {
+  double seconds;      // total measured time, split over repeats
+  long min_iterations; // per repeat
+  long max_iterations; // per repeat
+  int repeats;         // the result is the median repeat
+};
+
+// run(n) performs n more iterations and returns the seconds they took. Warms
+// up, sizes n from a short probe so that the repeats fill budget.seconds, and
+// returns the median seconds per iteration; *iterations gets the total.
+double seconds_per_iteration(const std::function<double(long n)> &run, const Budget &budget,
+                             long *iterations = nullptr);
+
+double median(std::vector<double> values);
+double percentile(std::vector<double> values, double p);  // p in [0, 1]
+double seconds_since(Clock::time_point start);
+
+// ---- frames ---------------------------------------------------------------
+
+// How many frames of frame_bytes to rotate over so that together they exceed
+// budget_bytes (and so any cache); at least 4.
+size_t rotation_count(size_t frame_bytes, size_t budget_bytes);
+
+// Fills bytes with a fast pseudo-random sequence that depends on seed only.
+void fill_random(void *bytes, size_t size, uint64_t seed);
+
+// Host memory that is plain pageable malloc memory, page-aligned and touched.
+struct PageableBlock {
+  explicit PageableBlock(size_t bytes);
+  ~PageableBlock();
+  PageableBlock(const PageableBlock &) = delete;
+  PageableBlock &operator=(const PageableBlock &) = delete;
+  uint8_t *data;
+  size_t size;
+};
+
+// Input bytes of one frame of layout (tight rows, planes back to back).
+size_t frame_bytes(PixelLayout layout, const FrameSize &size);
+const char *layout_name(PixelLayout layout);
+
+std::string format_double(double value, int decimals);
+
+// ---- report (report.cpp) --------------------------------------------------
+
+// The table on out, one block per size, then what the ratios mean.
+void print_table(std::FILE *out, const std::vector<Row> &rows);
+// One line per row; throws std::runtime_error when the file cannot be written.
+void write_csv(const std::string &path, const std::vector<Row> &rows);
+
+}  // namespace bench

@@ -1,0 +1,60 @@
+// The rows measured with CUDA directly: ceilings, the kernel alone, NPP.
+// Compiled only when the project is built with CUDA (CUDAGRAY_HAVE_CUDA).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "bench.h"
+
+namespace bench {
+
+// Makes options.device current. False, with a reason, when it cannot be used;
+// otherwise *description names the GPU.
+bool cuda_open(int device, std::string *description, std::string *reason);
+
+// Per size: same-traffic device copies, pinned H2D and D2H (group "copy"),
+// and the cudagray kernel alone for each of options.formats ("kernel").
+void device_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
+
+// Raw CUDA loops, 3 streams: pinned host RGB → device → kernel → pinned host
+// GRAY8 ("raw:pinned", the element's ceiling), and the same fed through a
+// memcpy from pageable memory into pinned staging ("raw:staging").
+void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
+
+// One frame at a time on one stream, synchronised: the latency ceiling.
+void raw_latency_row(const FrameSize &size, const Options &options, std::vector<Row> *rows);
+
+// nppiRGBToGray (C3C1R and AC4C1R) loaded at run time; npp.cpp.
+void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
+
+// What CUDA knows of a host pointer: "pinned", "pageable", "device", ...
+std::string host_memory_kind(const void *pointer);
+
+// ---- shared by cuda_rows.cpp and npp.cpp ----------------------------------
+
+// One operation on the stream (a kernel, a copy...), for frame index i.
+// Throws on failure.
+using Operation = std::function<void(long i, cudaStream_t stream)>;
+
+struct OperationTiming {
+  double us = 0;     // median µs per operation
+  long operations = 0;
+  std::string how;   // "CUDA graph of N" or why not
+};
+
+// Times back-to-back operations with CUDA events. Captures a batch of them
+// in a CUDA graph (at least `rotation` operations, so every rotated frame is
+// used) so that host launch overhead does not hide the device time; falls
+// back to plain launches when capture fails. best_of_both (for ceilings)
+// times plain launches too and keeps the faster.
+OperationTiming time_operations(cudaStream_t stream, long rotation, const Operation &op,
+                                const Options &options, bool best_of_both = false);
+
+// Device bytes to rotate over so that nothing stays in L2.
+size_t device_rotation_bytes(const Options &options);
+
+}  // namespace bench

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Plots a cudagray-bench CSV: frames per second of every measured row, one
+panel per frame size, log scale, coloured by kind of row.
+
+    bench/plot.py bench-results.csv bench-results.png
+"""
+import csv
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLOURS = {
+    "element": "tab:green",
+    "kernel": "tab:blue",
+    "npp": "tab:purple",
+    "copy": "tab:gray",
+    "raw": "tab:orange",
+    "cpu": "tab:red",
+}
+LATENCY_NAMES = {
+    "raw:latency": "raw CUDA",
+    "latency:pinned": "cudagray, pinned pool",
+    "latency:pageable": "cudagray, pageable",
+}
+
+
+def label(row):
+    return row["what"] + (f" {row['format']}" if row["format"] else "")
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.exit(__doc__)
+    csv_path, png_path = argv[1], argv[2]
+    with open(csv_path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+
+    sizes = []
+    for r in rows:
+        if r["size"] not in sizes:
+            sizes.append(r["size"])
+    panels = []
+    for size in sizes:
+        bars = [r for r in rows if r["size"] == size and r["group"] != "latency"]
+        latency = [r for r in rows if r["size"] == size and r["group"] == "latency"]
+        if bars or latency:
+            panels.append((size, bars, latency))
+
+    if not panels:
+        fig, ax = plt.subplots(figsize=(8, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"nothing measured in {csv_path}", ha="center", va="center")
+        fig.savefig(png_path, dpi=120)
+        return
+
+    heights = [max(len(bars), 1) * 0.32 + 1.0 for _, bars, _ in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, sum(heights)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, (size, bars, latency) in zip(axes[:, 0], panels):
+        fps = [float(r["fps"]) for r in bars]
+        y = range(len(bars))
+        ax.barh(list(y), fps, color=[COLOURS.get(r["group"], "tab:olive") for r in bars])
+        ax.set_yticks(list(y))
+        ax.set_yticklabels([label(r) for r in bars], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.grid(axis="x", which="both", alpha=0.3)
+        for i, value in enumerate(fps):
+            ax.text(value, i, f" {value:,.0f}", va="center", fontsize=7)
+        if fps:
+            ax.set_xlim(min(fps) / 2, max(fps) * 4)
+        first = next(r for r in rows if r["size"] == size)
+        dims = f"{first['width']}x{first['height']}"
+        title = (size if size == dims else f"{size} ({dims})") + ": frames per second, log scale"
+        if latency:
+            title += "\nsingle-frame latency (median): " + ", ".join(
+                f"{LATENCY_NAMES.get(r['key'], r['what'])} {float(r['us_per_frame']):.0f} us"
+                for r in latency)
+        ax.set_title(title, fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("frames per second")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,170 @@
+// Rows as they come (progress on stderr), and at the end the table and the
+// CSV, with every ratio worked out from the rows' keys.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "bench.h"
+
+namespace bench {
+
+namespace {
+
+// Throughput (or, for latency rows, latency) relative to other rows:
+// other.us / row.us, so above 1 means better than the reference.
+struct Ratios {
+  double ceiling = NAN, videoconvert = NAN, peer = NAN;
+};
+
+const char *kVideoconvertAll = "videoconvert:all";
+
+const Row *find_measured(const std::vector<Row> &rows, const std::string &size, const std::string &key) {
+  if (key.empty()) return nullptr;
+  for (const Row &r : rows)
+    if (r.size.name == size && r.key == key && r.skipped.empty()) return &r;
+  return nullptr;
+}
+
+Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
+  Ratios ratios;
+  if (!row.skipped.empty()) return ratios;
+  auto versus = [&](const std::string &key) {
+    const Row *other = find_measured(rows, row.size.name, key);
+    return other ? other->us / row.us : NAN;
+  };
+  ratios.ceiling = versus(row.ceiling);
+  ratios.peer = versus(row.peer);
+  if (row.versus_videoconvert && row.key != kVideoconvertAll) ratios.videoconvert = versus(kVideoconvertAll);
+  return ratios;
+}
+
+bool is_latency(const Row &row) { return row.group == "latency"; }
+double fps_of(const Row &row) { return is_latency(row) ? NAN : 1e6 / row.us; }
+double gbps_of(const Row &row) { return is_latency(row) ? NAN : row.bytes / row.us / 1e3; }
+
+std::string number(double value) {
+  if (std::isnan(value)) return "-";
+  const double a = std::fabs(value);
+  return format_double(value, a < 10 ? 2 : a < 1000 ? 1 : 0);
+}
+
+std::string ratio_text(double ratio, const std::string &of) {
+  if (std::isnan(ratio)) return "-";
+  return format_double(ratio, 2) + (of.empty() ? "" : " " + of);
+}
+
+std::string size_title(const FrameSize &size) {
+  const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
+  return size.name == dims ? dims : dims + " (" + size.name + ")";
+}
+
+std::string csv_field(const std::string &text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string csv_number(double value, int decimals) {
+  return std::isnan(value) ? "" : format_double(value, decimals);
+}
+
+}  // namespace
+
+void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure) {
+  if (measure) {
+    try {
+      measure(row);
+      if (!(row.us > 0)) row.skipped = "failed: nothing was measured";
+    } catch (const Unavailable &e) {
+      row.skipped = std::string("n/a: ") + e.what();
+    } catch (const std::exception &e) {
+      row.skipped = std::string("failed: ") + e.what();
+    }
+  }
+  const std::string what = row.what + (row.format.empty() ? "" : " " + row.format);
+  if (row.skipped.empty())
+    std::fprintf(stderr, "[%s] %s: %s us%s\n", row.size.name.c_str(), what.c_str(), number(row.us).c_str(),
+                 is_latency(row) ? " latency" : "/frame");
+  else
+    std::fprintf(stderr, "[%s] %s: %s\n", row.size.name.c_str(), what.c_str(), row.skipped.c_str());
+  rows->push_back(std::move(row));
+}
+
+void print_table(std::FILE *out, const std::vector<Row> &rows) {
+  size_t what_width = 4;  // skipped rows may overflow: their text follows anyway
+  for (const Row &r : rows)
+    if (r.skipped.empty()) what_width = std::max(what_width, r.what.size());
+  const int w = static_cast<int>(what_width);
+  std::vector<std::string> sizes;
+  for (const Row &r : rows)
+    if (std::find(sizes.begin(), sizes.end(), r.size.name) == sizes.end()) sizes.push_back(r.size.name);
+
+  for (const std::string &size : sizes) {
+    const Row *first = nullptr;
+    for (const Row &r : rows)
+      if (r.size.name == size && !first) first = &r;
+    std::fprintf(out, "\n== %s ==\n", size_title(first->size).c_str());
+    std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, "what", "format", "us/frame", "fps",
+                 "GB/s", "x ceiling", "x vc-all", "x peer");
+    for (const Row &r : rows) {
+      if (r.size.name != size) continue;
+      if (!r.skipped.empty()) {
+        std::fprintf(out, "%-*s  %-6s %s\n", w, r.what.c_str(), r.format.c_str(), r.skipped.c_str());
+        continue;
+      }
+      const Ratios ratios = ratios_of(r, rows);
+      std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, r.what.c_str(), r.format.c_str(),
+                   number(r.us).c_str(), number(fps_of(r)).c_str(), number(gbps_of(r)).c_str(),
+                   ratio_text(ratios.ceiling, r.ceiling).c_str(), ratio_text(ratios.videoconvert, "").c_str(),
+                   ratio_text(ratios.peer, r.peer).c_str());
+    }
+  }
+
+  std::fprintf(out,
+               "\nus/frame: mean time per frame in steady state (latency rows: median single-frame latency).\n"
+               "GB/s: input plus GRAY8 output bytes per second (copies: bytes read plus written;\n"
+               "transfers: bytes moved).\n"
+               "x ...: reference time / this time, so above 1 is faster than the reference.\n"
+               "  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or 4-byte pixels\n"
+               "  raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned GRAY8, 3 streams\n"
+               "  raw:staging       the same, each frame first memcpy'd from pageable memory into pinned staging\n"
+               "  raw:latency       raw CUDA, one frame at a time, synchronised\n"
+               "  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores\n"
+               "  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R\n");
+
+  bool heading = false;
+  for (const Row &r : rows) {
+    // Routine notes (how kernels were timed, how many frames rotated) stay in
+    // the CSV; the table lists those of the ceilings, the element, NPP and
+    // anything unusual.
+    const bool routine = (r.group == "kernel" || r.group == "cpu" || r.group == "raw") &&
+                         r.note.find("warning") == std::string::npos &&
+                         r.note.find("no CUDA graph") == std::string::npos;
+    if (r.note.empty() || routine || !r.skipped.empty()) continue;
+    if (!heading) std::fprintf(out, "\nNotes:\n");
+    heading = true;
+    std::fprintf(out, "  [%s] %s%s: %s\n", r.size.name.c_str(), r.what.c_str(),
+                 r.format.empty() ? "" : (" " + r.format).c_str(), r.note.c_str());
+  }
+}
+
+void write_csv(const std::string &path, const std::vector<Row> &rows) {
+  std::ofstream csv(path);
+  if (!csv) throw std::runtime_error("cannot write " + path);
+  csv << "size,width,height,group,key,what,format,frames,us_per_frame,fps,gb_per_s,"
+         "ceiling,x_ceiling,x_videoconvert_all,peer,x_peer,status,note\n";
+  for (const Row &r : rows) {
+    const bool ok = r.skipped.empty();
+    const Ratios ratios = ratios_of(r, rows);
+    csv << csv_field(r.size.name) << ',' << r.size.width << ',' << r.size.height << ',' << r.group << ','
+        << r.key << ',' << csv_field(r.what) << ',' << r.format << ',' << (ok ? std::to_string(r.frames) : "")
+        << ',' << (ok ? csv_number(r.us, 3) : "") << ',' << (ok ? csv_number(fps_of(r), 2) : "") << ','
+        << (ok ? csv_number(gbps_of(r), 3) : "") << ',' << r.ceiling << ',' << csv_number(ratios.ceiling, 4)
+        << ',' << csv_number(ratios.videoconvert, 4) << ',' << r.peer << ',' << csv_number(ratios.peer, 4)
+        << ',' << csv_field(ok ? "ok" : r.skipped) << ',' << csv_field(r.note) << '\n';
+  }
+  if (!csv.flush()) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace bench
