@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -487,4 +489,82 @@ TEST(Comparison, OpenCvFormulaDiffersByOneOnFewTriples) {
   EXPECT_EQ(up, 19756);
   EXPECT_EQ(down, 19379);
   EXPECT_EQ(other, 0);
+}
+
+// ---- the README's properties table against the element
+
+namespace {
+std::string default_text(GParamSpec *spec) {
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, spec->value_type);
+  g_param_value_set_default(spec, &v);
+  std::string text;
+  if (G_IS_PARAM_SPEC_ENUM(spec)) {
+    GEnumValue *e = g_enum_get_value(G_PARAM_SPEC_ENUM(spec)->enum_class, g_value_get_enum(&v));
+    text = e ? e->value_nick : "";
+  } else if (G_VALUE_HOLDS_STRING(&v)) {
+    text = g_value_get_string(&v) ? std::string("\"") + g_value_get_string(&v) + "\"" : "";
+  } else if (G_VALUE_HOLDS_BOXED(&v)) {
+    text = "";
+  } else {
+    gchar *s = g_strdup_value_contents(&v);
+    text = s;
+    g_free(s);
+  }
+  g_value_unset(&v);
+  return text;
+}
+}  // namespace
+
+// Each property the element has, apart from those of every element (name,
+// parent, qos), is a row of the README's table with the default it has.
+TEST(Readme, PropertiesTableMatchesTheElement) {
+  GError *error = nullptr;
+  gchar *text = nullptr;
+  ASSERT_TRUE(g_file_get_contents((source_dir() + "/README.md").c_str(), &text, nullptr, &error));
+  const std::string readme = text;
+  g_free(text);
+  const size_t start = readme.find("\n## Properties\n");
+  ASSERT_NE(start, std::string::npos);
+  const std::string section = readme.substr(start, readme.find("\n## ", start + 1) - start);
+  std::map<std::string, std::string> rows;  // property: default cell
+  size_t pos = 0;
+  while ((pos = section.find("\n| `", pos)) != std::string::npos) {
+    const size_t end = section.find('\n', pos + 1);
+    std::vector<std::string> cells;
+    std::string line = section.substr(pos + 1, end - pos - 1), cell;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|') {
+        cells.push_back(cell);
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    auto strip = [](std::string s) {
+      std::string out;
+      for (char c : s)
+        if (c != '`') out += c;
+      const size_t a = out.find_first_not_of(' '), b = out.find_last_not_of(' ');
+      return a == std::string::npos ? std::string() : out.substr(a, b - a + 1);
+    };
+    if (cells.size() >= 3) rows[strip(cells[0])] = strip(cells[2]);
+    pos = end;
+  }
+  GstElement *gray = gst_element_factory_make("cudagray", nullptr);
+  ASSERT_NE(gray, nullptr);
+  guint n = 0;
+  GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(gray), &n);
+  std::set<std::string> listed;
+  for (guint i = 0; i < n; ++i) {
+    const std::string name = specs[i]->name;
+    if (name == "name" || name == "parent" || name == "qos") continue;
+    listed.insert(name);
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(rows.count(name)) << "the README's properties table has no row for " << name;
+    EXPECT_EQ(rows[name], default_text(specs[i])) << "default in the README's table";
+  }
+  g_free(specs);
+  for (const auto &[name, cell] : rows) EXPECT_TRUE(listed.count(name)) << "README lists " << name << ", which cudagray lacks";
+  gst_object_unref(gray);
 }
