@@ -95,6 +95,8 @@ struct TimingStats {
   uint64_t frames = 0;
   double device_us_mean = 0, device_us_min = 0, device_us_max = 0;
   double upload_us_mean = 0, download_us_mean = 0;
+  // Frames whose input or output was not pinned and went through staging.
+  uint64_t staged_inputs = 0, staged_outputs = 0;
 };
 
 // A place to convert frames. The element picks one at start and never asks

@@ -176,7 +176,7 @@ struct Slot {
   EventOwner upload_start, upload_end, kernel_start, kernel_end, download_start, download_end;
   EventOwner strip_done[kMaxStrips];
   GrayFrame out{};
-  bool out_staged = false;
+  bool in_staged = false, out_staged = false;
 };
 
 // Frames go host → device → kernel → host on kStreams streams, up to
@@ -312,7 +312,7 @@ class CudaBackend final : public Backend {
         });
       }
       stats_.add(elapsed_us(s.kernel_start, s.kernel_end), elapsed_us(s.upload_start, s.upload_end),
-                 elapsed_us(s.download_start, s.download_end));
+                 elapsed_us(s.download_start, s.download_end), s.in_staged, s.out_staged);
       return true;
     } catch (const CudaError &e) {
       *error = e.what();
@@ -336,6 +336,7 @@ class CudaBackend final : public Backend {
   void stage_input(Slot &s, const InputFrame &in, const uint8_t *source[3], size_t pitch[3]) {
     bool pinned = true;
     for (int p = 0; p < info_->planes; ++p) pinned = pinned && is_pinned(in.plane[p]);
+    s.in_staged = !pinned;
     if (pinned) {
       for (int p = 0; p < info_->planes; ++p) source[p] = in.plane[p], pitch[p] = in.stride[p];
       return;

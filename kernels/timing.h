@@ -9,7 +9,10 @@ namespace cudagray {
 
 class StatsAccumulator {
  public:
-  void add(double device_us, double upload_us, double download_us) {
+  void add(double device_us, double upload_us, double download_us, bool staged_input = false,
+           bool staged_output = false) {
+    stats_.staged_inputs += staged_input;
+    stats_.staged_outputs += staged_output;
     const uint64_t n = ++stats_.frames;
     stats_.device_us_min = n == 1 ? device_us : std::min(stats_.device_us_min, device_us);
     stats_.device_us_max = std::max(stats_.device_us_max, device_us);

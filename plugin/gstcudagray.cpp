@@ -267,7 +267,10 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
               "gpu-time-max-us", G_TYPE_DOUBLE, s.device_us_max,
               "upload-time-mean-us", G_TYPE_DOUBLE, s.upload_us_mean,
               "download-time-mean-us", G_TYPE_DOUBLE, s.download_us_mean,
-              "in-flight", G_TYPE_UINT, (guint) self->stats_in_flight, NULL));
+              "in-flight", G_TYPE_UINT, (guint) self->stats_in_flight,
+              "staged-inputs", G_TYPE_UINT64, (guint64) s.staged_inputs,
+              "staged-outputs", G_TYPE_UINT64, (guint64) s.staged_outputs,
+              NULL));
       break;
     }
     default:
@@ -575,11 +578,9 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
     GstQuery * decide_query, GstQuery * query)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
-          decide_query, query))
-    return FALSE;
-  if (gst_base_transform_is_passthrough (trans))     /* downstream answered */
-    return TRUE;
+  if (gst_base_transform_is_passthrough (trans))     /* downstream answers */
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
+        decide_query, query);
   gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
   if (backend_is_cuda (self) && gst_query_get_n_allocation_pools (query) == 0) {
     GstCaps *caps;
@@ -871,7 +872,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           "Running figures since start: frames, gpu-time-mean-us / -min-us / "
           "-max-us (kernel time measured with CUDA events; conversion time on "
           "the CPU backend), upload-time-mean-us, download-time-mean-us, "
-          "in-flight", GST_TYPE_STRUCTURE,
+          "in-flight, staged-inputs / staged-outputs (frames whose memory was "
+          "not pinned and went through a staging copy)", GST_TYPE_STRUCTURE,
           (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -507,7 +507,7 @@ TEST(PinnedPool, UsedForOutputWhenDownstreamHasNone) {
   SKIP_WITHOUT_GPU();
   GstElement *pipeline = gst_parse_launch(
       "videotestsrc num-buffers=5 ! video/x-raw,format=BGR,width=320,height=240 ! "
-      "cudagray backend=cuda ! fakesink name=sink",
+      "cudagray backend=cuda name=gray ! fakesink name=sink",
       nullptr);
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   GstPad *pad = gst_element_get_static_pad(sink, "sink");
@@ -532,6 +532,18 @@ TEST(PinnedPool, UsedForOutputWhenDownstreamHasNone) {
   ASSERT_NE(msg, nullptr);
   EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
   gst_message_unref(msg);
+  // The element's own account: no frame went through a staging copy, since
+  // videotestsrc wrote into the pinned pool offered to it.
+  GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "gray");
+  GstStructure *stats = nullptr;
+  g_object_get(gray, "stats", &stats, nullptr);
+  guint64 staged_inputs = 99, staged_outputs = 99;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "staged-inputs", &staged_inputs));
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "staged-outputs", &staged_outputs));
+  EXPECT_EQ(staged_inputs, 0u);
+  EXPECT_EQ(staged_outputs, 0u);
+  gst_structure_free(stats);
+  gst_object_unref(gray);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   EXPECT_EQ(buffers, 5);
   EXPECT_EQ(pinned, 5);
