@@ -1,14 +1,10 @@
 // Formats, weights and the CPU backend: the reference every other path must
 // match bit for bit.
 #include <algorithm>
-#include <atomic>
 #include <charconv>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -18,6 +14,7 @@
 
 #include "gray.h"
 #include "layouts.h"
+#include "parallel.h"
 
 namespace cudagray {
 
@@ -372,123 +369,11 @@ RowsFn rows_kernel(PixelLayout layout) {
   });
 }
 
-// ---------------------------------------------------------------- threads
-//
-// Helper threads that stay between frames: starting a thread costs tens of
-// microseconds, a sizeable part of a 1080p frame that takes a few hundred.
-// A frame is cut into chunks of rows that the caller and the helpers claim in
-// turn, so a helper that wakes late just claims fewer (or none). One frame at
-// a time has the helpers; a frame converted meanwhile on another thread (a
-// second element, say) runs on its own thread alone.
-class RowPool {
- public:
-  using ChunkFn = void (*)(const void *context, int chunk);
-
-  static RowPool &instance() {
-    static RowPool pool;
-    return pool;
-  }
-
-  // Runs fn(context, c) for every c in [0, chunks) on the calling thread and
-  // up to `helpers` pool threads, and returns once all have run. Returns
-  // false, having run none, when another caller has the pool.
-  bool run(ChunkFn fn, const void *context, int chunks, int helpers) {
-    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-    if (!busy.owns_lock()) return false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      while (static_cast<int>(threads_.size()) < helpers)  // started on first need
-        threads_.emplace_back([this, seen = generation_] { work(seen); });
-      fn_ = fn;
-      context_ = context;
-      chunks_ = chunks;
-      next_.store(0, std::memory_order_relaxed);
-      wanted_ = helpers;
-      joined_ = 0;
-      open_ = true;
-      ++generation_;
-    }
-    wake_.notify_all();
-    claim_chunks();
-    // Every chunk is claimed; wait for the helpers still converting one. A
-    // short spin first: they finish within a chunk's time (a few
-    // microseconds), usually well before a sleeping thread would be woken.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (inside_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < spin_until)
-      std::this_thread::yield();
-    std::unique_lock<std::mutex> lock(mutex_);
-    open_ = false;  // helpers that wake from now on leave this frame alone
-    done_.wait(lock, [this] { return inside_.load(std::memory_order_relaxed) == 0; });
-    return true;
-  }
-
-  ~RowPool() {
-    std::lock_guard<std::mutex> busy(busy_);  // let a frame in progress finish
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread &t : threads_) t.join();
-  }
-
- private:
-  RowPool() = default;
-
-  void claim_chunks() {
-    for (int c; (c = next_.fetch_add(1, std::memory_order_relaxed)) < chunks_;) fn_(context_, c);
-  }
-
-  void work(uint64_t seen) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (!open_ || joined_ >= wanted_) continue;
-      ++joined_;
-      inside_.fetch_add(1, std::memory_order_relaxed);
-      lock.unlock();
-      claim_chunks();
-      lock.lock();
-      if (inside_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_one();
-    }
-  }
-
-  std::mutex busy_;   // held by the caller whose frame has the helpers
-  std::mutex mutex_;  // guards everything below but next_ and inside_'s reads
-  std::condition_variable wake_, done_;
-  std::vector<std::thread> threads_;
-  uint64_t generation_ = 0;  // one more for every frame
-  bool stop_ = false;
-  bool open_ = false;  // helpers may still join the current frame
-  int wanted_ = 0, joined_ = 0;
-  ChunkFn fn_ = nullptr;
-  const void *context_ = nullptr;
-  int chunks_ = 0;
-  std::atomic<int> next_{0};    // the next unclaimed chunk
-  std::atomic<int> inside_{0};  // helpers converting a chunk of this frame
-};
-
 // Work is split into chunks of about this many pixels (whole rows)...
 constexpr long kPixelsPerChunk = 1 << 15;
 // ...and a thread is added for every this many pixels of the frame: below
 // that, waking a helper costs more than it saves.
 constexpr long kPixelsPerThread = 1 << 18;
-constexpr int kMaxThreads = 16;
-
-struct FrameJob {
-  RowsFn rows;
-  const InputFrame *in;
-  const GrayFrame *out;
-  Weights w;
-  int chunk_rows;
-  static void run_chunk(const void *context, int chunk) {
-    const auto &job = *static_cast<const FrameJob *>(context);
-    const int y0 = chunk * job.chunk_rows;
-    job.rows(*job.in, *job.out, job.w, y0, std::min(job.in->height, y0 + job.chunk_rows));
-  }
-};
 
 }  // namespace
 
@@ -569,11 +454,7 @@ void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
   const long pixels = static_cast<long>(in.width) * in.height;
   threads = static_cast<int>(std::clamp<long>(pixels / kPixelsPerThread, 1, std::min(threads, kMaxThreads)));
   const int chunk_rows = static_cast<int>(std::clamp<long>(kPixelsPerChunk / in.width, 1, in.height));
-  const int chunks = (in.height + chunk_rows - 1) / chunk_rows;
-  threads = std::min(threads, chunks);
-  const FrameJob job{rows, &in, &out, w, chunk_rows};
-  if (threads > 1 && RowPool::instance().run(&FrameJob::run_chunk, &job, chunks, threads - 1)) return;
-  rows(in, out, w, 0, in.height);
+  parallel_rows(in.height, chunk_rows, threads, [&](int y0, int y1) { rows(in, out, w, y0, y1); });
 }
 
 }  // namespace cudagray

@@ -306,10 +306,7 @@ class CudaBackend final : public Backend {
       for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(cudaEventSynchronize(s.strip_done[i].get()));
       if (s.out_staged) {
         const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
-        parallel_rows(height_, static_cast<size_t>(width_) * height_, 0, [&](int y0, int y1) {
-          for (int y = y0; y < y1; ++y)
-            std::memcpy(s.out.data + y * s.out.stride, result + y * out_pitch_, width_);
-        });
+        copy_rows(result, out_pitch_, s.out.data, s.out.stride, width_, height_);
       }
       stats_.add(elapsed_us(s.kernel_start, s.kernel_end), elapsed_us(s.upload_start, s.upload_end),
                  elapsed_us(s.download_start, s.download_end), s.in_staged, s.out_staged);
@@ -348,11 +345,8 @@ class CudaBackend final : public Backend {
       pitch[p] = in_pitch_;
     }
     // Split over threads: one core's memcpy is well below what DMA takes.
-    parallel_rows(height_, row_bytes_ * height_ * info_->planes, 0, [&](int y0, int y1) {
-      for (int p = 0; p < info_->planes; ++p)
-        for (int y = y0; y < y1; ++y)
-          std::memcpy(staging + p * plane_bytes_ + y * in_pitch_, in.plane[p] + y * in.stride[p], row_bytes_);
-    });
+    for (int p = 0; p < info_->planes; ++p)
+      copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_, height_);
   }
 
   int device_;

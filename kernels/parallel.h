@@ -1,31 +1,25 @@
-// Row-parallel work on the host: a frame's rows cut into bands, one per
-// hardware thread, the calling thread taking the first band.
+// Row-parallel work on the host, on a small pool of threads that stay
+// between frames (starting a thread costs tens of microseconds).
 #pragma once
 
-#include <algorithm>
-#include <thread>
-#include <vector>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 
 namespace cudagray {
 
-// Below this many bytes of work per thread, starting a thread costs more
-// than it saves.
-constexpr size_t kBytesPerThread = 1 << 18;
+// Cap on the threads any one job uses.
+constexpr int kMaxThreads = 16;
 
-template <class Fn>
-void parallel_rows(int rows, size_t bytes, int max_threads, Fn &&band) {
-  if (max_threads <= 0) max_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = static_cast<int>(
-      std::clamp<size_t>(bytes / kBytesPerThread, 1, std::min(max_threads, std::max(rows, 1))));
-  if (threads == 1) {
-    band(0, rows);
-    return;
-  }
-  auto start = [&](int i) { return static_cast<int>(static_cast<long long>(rows) * i / threads); };
-  std::vector<std::thread> helpers;
-  for (int i = 1; i < threads; ++i) helpers.emplace_back([&, i] { band(start(i), start(i + 1)); });
-  band(0, start(1));
-  for (auto &t : helpers) t.join();
-}
+// Runs band(y0, y1) over rows [0, rows), cut into bands of chunk_rows rows,
+// on the calling thread and up to threads - 1 pool threads; returns when every
+// band has run. While another caller has the pool, runs on the calling
+// thread alone.
+void parallel_rows(int rows, int chunk_rows, int threads, const std::function<void(int, int)> &band);
+
+// Copies rows of row_bytes bytes between buffers with the given strides,
+// over several threads when there is enough to copy.
+void copy_rows(const uint8_t *src, size_t src_stride, uint8_t *dst, size_t dst_stride,
+               size_t row_bytes, int rows);
 
 }  // namespace cudagray
