@@ -2,10 +2,12 @@
  *
  * A frame's path, each step in one place:
  *   caps          transform_caps / set_caps: pixel layout, backend sized
- *   frame map     submit_frame: the buffer is checked to hold every row
+ *   output buffer decide_allocation: downstream's pool, else our pinned one
+ *   frame map     transform: the buffer is checked to hold every row
  *   convert       Backend::submit: upload, kernel, download queued on CUDA
  *                 streams (rows converted at once on the CPU)
- *   output        finish_oldest: the oldest frame's result, pushed in order
+ *   output        generate_output / finish_oldest: the oldest frame's
+ *                 result, pushed in order
  * Up to max-inflight frames are in flight; serialized events (EOS, caps,
  * segment, gap) drain them first, flushes and stop discard them. GRAY8 input
  * passes through untouched.
@@ -653,28 +655,19 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
   return FALSE;
 }
 
-/* Starts converting inbuf (ours from here on) into a new output buffer. */
+/* Starts converting inbuf into outbuf: both stay mapped, and referenced, until
+ * the frame is finished (finish_oldest) or dropped (discard_in_flight). */
 static GstFlowReturn
-submit_frame (GstCudaGray * self, GstBuffer * inbuf)
+gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
 {
-  GstBaseTransform *trans = GST_BASE_TRANSFORM (self);
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
-  GstBuffer *outbuf = NULL;
   InFlight f;
   cudagray::InputFrame in;
   GstVideoInfo out_info;
   std::string error;
 
-  GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
-      (trans, inbuf, &outbuf);
-  if (ret != GST_FLOW_OK) {
-    if (ret != GST_FLOW_FLUSHING)
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
-          ("the buffer pool could not allocate; free host memory"));
-    gst_buffer_unref (inbuf);
-    return ret;
-  }
   if (!map_input_frame (inbuf, &s.in_info, s.layout, &f.in_map, &in, &error)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Input buffer does not hold a %dx%d %s frame: %s",
@@ -682,8 +675,6 @@ submit_frame (GstCudaGray * self, GstBuffer * inbuf)
             GST_VIDEO_INFO_NAME (&s.in_info), error.c_str ()),
         ("upstream sent a buffer that does not match the caps it "
             "negotiated"));
-    gst_buffer_unref (outbuf);
-    gst_buffer_unref (inbuf);
     return GST_FLOW_ERROR;
   }
   gst_video_info_set_format (&out_info, GST_VIDEO_FORMAT_GRAY8,
@@ -692,11 +683,10 @@ submit_frame (GstCudaGray * self, GstBuffer * inbuf)
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("Could not map the output buffer for writing"), (NULL));
     gst_buffer_unmap (inbuf, &f.in_map);
-    gst_buffer_unref (outbuf);
-    gst_buffer_unref (inbuf);
     return GST_FLOW_ERROR;
   }
-  f.in = inbuf;
+  f.in = gst_buffer_ref (inbuf);
+  gst_buffer_ref (outbuf);      /* after mapping it for writing */
   const cudagray::GrayFrame out {
   static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&f.out, 0)),
         (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&f.out, 0)};
@@ -771,8 +761,18 @@ gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   *outbuf = NULL;
   if (trans->queued_buf) {
     GstBuffer *inbuf = trans->queued_buf;
+    GstBuffer *out = NULL;
     trans->queued_buf = NULL;
-    const GstFlowReturn ret = submit_frame (self, inbuf);
+    GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
+        (trans, inbuf, &out);
+    if (ret == GST_FLOW_OK)
+      ret = gst_cuda_gray_transform (trans, inbuf, out);
+    else if (ret != GST_FLOW_FLUSHING)
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
+          ("the buffer pool could not allocate; free host memory"));
+    gst_clear_buffer (&out);
+    gst_buffer_unref (inbuf);
     if (ret != GST_FLOW_OK)
       return ret;
   }
@@ -893,6 +893,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_decide_allocation);
+  /* transform starts a frame, generate_output hands finished ones out */
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
