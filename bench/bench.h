@@ -34,6 +34,7 @@ struct Options {
   int device = 0;                    // CUDA device
   std::string csv = "bench-results.csv";
   std::string npp_lib;               // explicit libnppicc path, if any
+  std::vector<int> inflight;         // extra max-inflight values for the pinned-pool element rows
   bool wants(const std::string &group) const;
 };
 

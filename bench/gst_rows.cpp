@@ -588,30 +588,35 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
   }
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 7000);
-  for (const bool pinned : {true, false}) {
-    for (const bool one : {true, false}) {
-      Row row;
-      row.size = size;
-      row.group = "element";
-      row.key = std::string("element:") + (pinned ? "pinned" : "pageable") + (one ? ":1" : ":default");
-      row.what = std::string("cudagray cuda, ") + (pinned ? "upstream in its pinned pool" : "pageable upstream") +
-                 ", max-inflight " +
-                 (one ? "1" : elements.max_inflight ? "default (" + elements.max_inflight_default + ")" : "(none)");
-      row.format = "RGB";
-      row.bytes = 4.0 * size.pixels();
-      row.ceiling = "raw:pinned";
-      if (!pinned) row.peer = "raw:staging";
-      record(rows, row, [&](Row &r) {
-        BenchPipeline p(cudagray_cuda(options), size);
-        if (one) p.set_dut_property("max-inflight", "1");
-        p.play();
-        Feed feed(p, pinned, pageable, size, options, false);
-        const Measured m = time_throughput(p, feed, options, kElementAhead);
-        r.us = m.us;
-        r.frames = m.frames;
-        r.note = join({feed.note(), stats_note(p.dut(), elements), warnings_note(p)});
-      });
-    }
+  // max-inflight values: 1, the default (0), then any asked for (pinned pool only)
+  std::vector<std::pair<bool, int>> cases;
+  for (const bool pinned : {true, false})
+    for (const int n : {1, 0}) cases.push_back({pinned, n});
+  for (const int n : options.inflight) cases.push_back({true, n});
+  for (const auto &[pinned, inflight] : cases) {
+    Row row;
+    row.size = size;
+    row.group = "element";
+    row.key = std::string("element:") + (pinned ? "pinned" : "pageable") +
+              (inflight == 0 ? ":default" : ":" + std::to_string(inflight));
+    row.what = std::string("cudagray cuda, ") + (pinned ? "upstream in its pinned pool" : "pageable upstream") +
+               ", max-inflight " +
+               (inflight > 0 ? std::to_string(inflight)
+                             : elements.max_inflight ? "default (" + elements.max_inflight_default + ")" : "(none)");
+    row.format = "RGB";
+    row.bytes = 4.0 * size.pixels();
+    row.ceiling = "raw:pinned";
+    if (!pinned) row.peer = "raw:staging";
+    record(rows, row, [&](Row &r) {
+      BenchPipeline p(cudagray_cuda(options), size);
+      if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
+      p.play();
+      Feed feed(p, pinned, pageable, size, options, false);
+      const Measured m = time_throughput(p, feed, options, kElementAhead);
+      r.us = m.us;
+      r.frames = m.frames;
+      r.note = join({feed.note(), stats_note(p.dut(), elements), warnings_note(p)});
+    });
   }
 }
 

@@ -27,6 +27,7 @@ const char kUsage[] =
     "  --seconds S      measured time per row, after warm-up (default 0.5)\n"
     "  --quick          --seconds 0.2 and kernel formats RGB,RGBx,RGBP unless given\n"
     "  --rotate-mb M    frames rotated per row add up to at least M MiB (default 256)\n"
+    "  --inflight LIST  also time the pinned-pool element at these max-inflight values\n"
     "  --device N       CUDA device (default 0)\n"
     "  --csv PATH       CSV output (default bench-results.csv)\n"
     "  --npp-lib PATH   libnppicc to load instead of searching for it\n"
@@ -139,6 +140,12 @@ Options parse_options(int argc, char **argv) {
       if (!(o.seconds > 0)) throw std::invalid_argument("--seconds must be positive");
     } else if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--inflight") {
+      for (const std::string &n : split(next())) {
+        const double v = number_arg(arg, n);
+        if (!(v >= 1 && v <= 16)) throw std::invalid_argument("--inflight values must be 1..16");
+        o.inflight.push_back(static_cast<int>(v));
+      }
     } else if (arg == "--rotate-mb") {
       const double mib = number_arg(arg, next());
       if (!(mib > 0)) throw std::invalid_argument("--rotate-mb must be positive");
