@@ -588,11 +588,12 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
   }
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 7000);
-  // max-inflight values: 1, the default (0), then any asked for (pinned pool only)
+  // max-inflight values: 1, the default (0), then any asked for
   std::vector<std::pair<bool, int>> cases;
   for (const bool pinned : {true, false})
     for (const int n : {1, 0}) cases.push_back({pinned, n});
-  for (const int n : options.inflight) cases.push_back({true, n});
+  for (const bool pinned : {true, false})
+    for (const int n : options.inflight) cases.push_back({pinned, n});
   for (const auto &[pinned, inflight] : cases) {
     Row row;
     row.size = size;

@@ -27,7 +27,7 @@ const char kUsage[] =
     "  --seconds S      measured time per row, after warm-up (default 0.5)\n"
     "  --quick          --seconds 0.2 and kernel formats RGB,RGBx,RGBP unless given\n"
     "  --rotate-mb M    frames rotated per row add up to at least M MiB (default 256)\n"
-    "  --inflight LIST  also time the pinned-pool element at these max-inflight values\n"
+    "  --inflight LIST  also time the element rows at these max-inflight values\n"
     "  --device N       CUDA device (default 0)\n"
     "  --csv PATH       CSV output (default bench-results.csv)\n"
     "  --npp-lib PATH   libnppicc to load instead of searching for it\n"
