@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
   }
   void discard_all() override { in_flight_ = 0; }
   int in_flight() const override { return in_flight_; }
+  int device_id() const override { return -1; }
   TimingStats stats() const override { return stats_.get(); }
 
  private:

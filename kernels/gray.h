@@ -120,6 +120,8 @@ class Backend {
   // Forgets every unfinished frame, after the device has let go of them.
   virtual void discard_all() = 0;
   virtual int in_flight() const = 0;
+  // The CUDA device the backend converts on, or -1 for the CPU.
+  virtual int device_id() const = 0;
   virtual TimingStats stats() const = 0;
 };
 

@@ -343,6 +343,7 @@ class CudaBackend final : public Backend {
   }
 
   int in_flight() const override { return static_cast<int>(count_); }
+  int device_id() const override { return device_; }
   TimingStats stats() const override { return stats_.get(); }
 
  private:

@@ -99,6 +99,7 @@ struct _GstCudaGray
   guint max_inflight;
   cudagray::TimingStats stats;
   gint stats_in_flight;
+  gint stats_device_id;
   GstClockTime added_latency;
 
   Streaming *streaming;
@@ -270,6 +271,7 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
               "upload-time-mean-us", G_TYPE_DOUBLE, s.upload_us_mean,
               "download-time-mean-us", G_TYPE_DOUBLE, s.download_us_mean,
               "in-flight", G_TYPE_UINT, (guint) self->stats_in_flight,
+              "cuda-device-id", G_TYPE_INT, self->stats_device_id,
               "staged-inputs", G_TYPE_UINT64, (guint64) s.staged_inputs,
               "staged-outputs", G_TYPE_UINT64, (guint64) s.staged_outputs,
               NULL));
@@ -334,7 +336,11 @@ gst_cuda_gray_start (GstBaseTransform * trans)
       backend = cudagray::make_cpu_backend ();
     }
   }
-  GST_INFO_OBJECT (self, "using the %s backend", backend->name ());
+  GST_INFO_OBJECT (self, "using the %s backend (CUDA device %d)",
+      backend->name (), backend->device_id ());
+  GST_OBJECT_LOCK (self);
+  self->stats_device_id = backend->device_id ();
+  GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
 
@@ -872,8 +878,9 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           "Running figures since start: frames, gpu-time-mean-us / -min-us / "
           "-max-us (kernel time measured with CUDA events; conversion time on "
           "the CPU backend), upload-time-mean-us, download-time-mean-us, "
-          "in-flight, staged-inputs / staged-outputs (frames whose memory was "
-          "not pinned and went through a staging copy)", GST_TYPE_STRUCTURE,
+          "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
+          "staged-inputs / staged-outputs (frames whose memory was not pinned "
+          "and went through a staging copy)", GST_TYPE_STRUCTURE,
           (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -913,6 +920,7 @@ gst_cuda_gray_init (GstCudaGray * self)
   self->matrix = DEFAULT_MATRIX;
   self->custom = cudagray::standard_coefficients (cudagray::Matrix::BT601);
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
+  self->stats_device_id = -1;
   self->streaming = new Streaming ();
   gst_video_info_init (&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */

@@ -1,5 +1,7 @@
 // The cudagray element through GstHarness: conversion on both backends,
 // caps, properties and bad input.
+#include <thread>
+
 #include "gst_helpers.h"
 
 using namespace cudagray;
@@ -281,6 +283,12 @@ TEST(CudaBackend, AutoPicksTheGpuWithoutWarning) {
   const TestFrame f = random_frame(PixelLayout::RGB, 64, 48);
   EXPECT_TRUE(same_pixels(convert_through(harness, f), cpu_reference(f, kWeightChoices[0])));
   EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING), "");
+  GstStructure *stats = nullptr;
+  g_object_get(harness.element(), "stats", &stats, nullptr);
+  int device = -2;
+  EXPECT_TRUE(gst_structure_get_int(stats, "cuda-device-id", &device));
+  EXPECT_EQ(device, 0);  // the first usable device
+  gst_structure_free(stats);
 }
 
 TEST(CudaBackend, DeviceBeyondTheLastIsAnError) {
@@ -566,4 +574,37 @@ TEST(InFlightAuto, LiveUpstreamAddsNoLatency) {
   gst_query_parse_latency(query, nullptr, &min, nullptr);
   EXPECT_EQ(min, 0u);
   gst_query_unref(query);
+}
+
+// Two elements on two GPUs at once in one process, each converting its own
+// random frames correctly on the device it was given.
+TEST(TwoGpus, ElementsOnDifferentDevicesConvertAtOnce) {
+  SKIP_WITHOUT_GPU();
+  std::string reason;
+  const int count = cuda_device_count(&reason);
+  if (count < 2) GTEST_SKIP() << "needs two GPUs, found " << count;
+  auto convert_on = [](int device) {
+    Harness harness({"backend=cuda", "cuda-device-id=" + std::to_string(device), "max-inflight=3"});
+    harness.set_caps(caps_string("BGRx", 1280, 720));
+    std::vector<TestFrame> frames;
+    for (int i = 0; i < 20; ++i) {
+      frames.push_back(random_frame(PixelLayout::BGRx, 1280, 720));
+      EXPECT_EQ(gst_harness_push(harness.h, buffer_for(frames.back())), GST_FLOW_OK);
+    }
+    EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+    for (const TestFrame &f : frames) {
+      GstBuffer *out = gst_harness_pull(harness.h);
+      EXPECT_TRUE(same_pixels(gray_of(out, f.width, f.height), cpu_reference(f, kWeightChoices[0])));
+      gst_buffer_unref(out);
+    }
+    GstStructure *stats = nullptr;
+    g_object_get(harness.element(), "stats", &stats, nullptr);
+    int used = -2;
+    EXPECT_TRUE(gst_structure_get_int(stats, "cuda-device-id", &used));
+    EXPECT_EQ(used, device);
+    gst_structure_free(stats);
+  };
+  std::thread first(convert_on, 0), second(convert_on, 1);
+  first.join();
+  second.join();
 }

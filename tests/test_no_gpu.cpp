@@ -25,6 +25,12 @@ TEST(NoGpu, AutoFallsBackToTheCpuWithOneWarning) {
     EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING),
               "No usable CUDA device, converting on the CPU instead: " + hidden_gpu_reason());
     EXPECT_EQ(harness.pop_message(GST_MESSAGE_WARNING), "");
+    GstStructure *stats = nullptr;
+    g_object_get(harness.element(), "stats", &stats, nullptr);
+    int used = -2;
+    EXPECT_TRUE(gst_structure_get_int(stats, "cuda-device-id", &used));
+    EXPECT_EQ(used, -1);  // the CPU
+    gst_structure_free(stats);
   }
 }
 
