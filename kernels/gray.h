@@ -10,6 +10,10 @@
 //     wG = round(kG * 65536) for custom weights
 //   Y = min(255, (wR*R + wG*G + wB*B + 32768) >> 16)
 // round() is round-half-away-from-zero; arithmetic is unsigned 32-bit.
+//
+// YUV input (Luma layout): gray is the luma plane. Full range: copied.
+// Limited range: Y = clamp(round((Y' - 16) * 255 / 219), 0, 255), computed
+// exactly in integers as (2 * 255 * (Y' - 16) + 219) / 438 for 16 < Y' < 235.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +30,7 @@ enum class PixelLayout {
   RGB, BGR,                                     // 3 bytes per pixel
   RGBA, BGRA, RGBx, BGRx, xRGB, xBGR, ARGB, ABGR,  // 4 bytes, 4th ignored
   RGBP, BGRP, GBR,                              // 3 planes
+  Luma,  // YUV: gray is the luma plane (plane 0, 1 byte per pixel)
 };
 
 struct LayoutInfo {
@@ -36,6 +41,7 @@ struct LayoutInfo {
 };
 
 const LayoutInfo &layout_info(PixelLayout layout);
+// Every RGB-family layout (Luma aside).
 constexpr PixelLayout kAllLayouts[] = {
     PixelLayout::RGB,  PixelLayout::BGR,  PixelLayout::RGBA, PixelLayout::BGRA,
     PixelLayout::RGBx, PixelLayout::BGRx, PixelLayout::xRGB, PixelLayout::xBGR,
@@ -74,6 +80,9 @@ struct InputFrame {
   int width, height;
   const uint8_t *plane[3];
   size_t stride[3];
+  // Luma only: the luma plane holds limited-range values (16..235), which
+  // are expanded to full range; full-range luma is copied as it is.
+  bool limited_range = false;
 };
 
 struct GrayFrame {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,14 +24,14 @@ namespace {
 // Each layout's description, derived from dispatch_layout so that the table
 // and the kernels cannot disagree.
 struct LayoutTable {
-  static constexpr int kCount = sizeof(kAllLayouts) / sizeof(kAllLayouts[0]);
+  static constexpr int kCount = static_cast<int>(PixelLayout::Luma) + 1;
   LayoutInfo info[kCount];
   LayoutTable() {
     static const char *const names[kCount] = {"RGB",  "BGR",  "RGBA", "BGRA", "RGBx",
                                               "BGRx", "xRGB", "xBGR", "ARGB", "ABGR",
-                                              "RGBP", "BGRP", "GBR"};
+                                              "RGBP", "BGRP", "GBR",  "Luma"};
     for (int i = 0; i < kCount; ++i) {
-      info[i] = dispatch_layout(kAllLayouts[i], [](auto l) { return describe(l); });
+      info[i] = dispatch_layout(static_cast<PixelLayout>(i), [](auto l) { return describe(l); });
       info[i].name = names[i];
     }
   }
@@ -42,6 +43,7 @@ struct LayoutTable {
   static LayoutInfo describe(PlanarLayout<R, G, B>) {
     return {nullptr, 3, 1, R, G, B};
   }
+  static LayoutInfo describe(LumaLayout) { return {nullptr, 1, 1, 0, 0, 0}; }
 };
 
 // ---------------------------------------------------------------- row kernels
@@ -83,6 +85,21 @@ void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in,
     const uint8_t *__restrict b = in.plane[B] + y * in.stride[B];
     uint8_t *__restrict dst = out.data + y * out.stride;
     for (int x = 0; x < in.width; ++x) dst[x] = luma(r[x], g[x], b[x], weights);
+  }
+}
+
+// Luma: rows copied, or expanded from limited range (the compiler vectorises
+// the loop; the SIMD kernels below have nothing to add).
+void convert_rows(LumaLayout, const InputFrame &in, const GrayFrame &out, const Weights &, int y0,
+                  int y1) {
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t *__restrict src = in.plane[0] + y * in.stride[0];
+    uint8_t *__restrict dst = out.data + y * out.stride;
+    if (!in.limited_range) {
+      std::memcpy(dst, src, in.width);
+      continue;
+    }
+    for (int x = 0; x < in.width; ++x) dst[x] = expand_limited(src[x]);
   }
 }
 
@@ -362,8 +379,10 @@ RowsFn rows_kernel(PixelLayout layout) {
   static const Simd simd = detect_simd();
   return dispatch_layout(layout, [](auto l) -> RowsFn {
 #ifdef CUDAGRAY_X86_SIMD
-    if (simd == Simd::kAvx512) return avx512_kernel(l);
-    if (simd == Simd::kAvx2) return avx2_kernel(l);
+    if constexpr (!std::is_same_v<decltype(l), LumaLayout>) {
+      if (simd == Simd::kAvx512) return avx512_kernel(l);
+      if (simd == Simd::kAvx2) return avx2_kernel(l);
+    }
 #endif
     return &rows_scalar<decltype(l)>;
   });

@@ -105,6 +105,34 @@ __global__ void planar_kernel(const uint8_t *__restrict__ r, size_t r_pitch,
   }
 }
 
+// Luma: copied, or expanded from limited range.
+template <int Chunk>
+__global__ void luma_kernel(const uint8_t *__restrict__ in, size_t in_pitch,
+                            uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
+                            int chunks, bool limited) {
+  int row, x0;
+  if (!chunk_of_thread<Chunk>(height, chunks, &row, &x0)) return;
+  const uint8_t *src = in + row * in_pitch + x0;
+  uint8_t *dst = out + row * out_pitch + x0;
+  if (Chunk == kWideChunk && x0 + Chunk <= width) {
+    const uint4 v = load16(src);
+    uint32_t words[4] = {v.x, v.y, v.z, v.w};
+    if (limited) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        uint32_t w = 0;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) w |= uint32_t(expand_limited((words[i] >> (8 * b)) & 0xFF)) << (8 * b);
+        words[i] = w;
+      }
+    }
+    store16(dst, words);
+  } else {
+    const int n = min(Chunk, width - x0);
+    for (int x = 0; x < n; ++x) dst[x] = limited ? expand_limited(src[x]) : src[x];
+  }
+}
+
 bool aligned16(const void *p, size_t pitch) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0 && pitch % 16 == 0;
 }
@@ -141,6 +169,16 @@ void launch(PlanarLayout<R, G, B>, const InputFrame &in, const GrayFrame &out,
     planar_kernel<decltype(chunk)::value><<<grid, kThreadsPerBlock, 0, stream>>>(
         in.plane[R], in.stride[R], in.plane[G], in.stride[G], in.plane[B], in.stride[B],
         out.data, out.stride, in.width, in.height, chunks, w);
+  });
+}
+
+void launch(LumaLayout, const InputFrame &in, const GrayFrame &out, const Weights &,
+            cudaStream_t stream) {
+  const bool wide = aligned16(in.plane[0], in.stride[0]) && aligned16(out.data, out.stride);
+  launch_chunked(wide, in, [&](auto chunk, int chunks, dim3 grid) {
+    luma_kernel<decltype(chunk)::value><<<grid, kThreadsPerBlock, 0, stream>>>(
+        in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, chunks,
+        in.limited_range);
   });
 }
 
@@ -278,7 +316,7 @@ class CudaBackend final : public Backend {
       for (int i = 0; i < strips_; ++i) {
         const bool first = i == 0, last = i == strips_ - 1;
         cudaStream_t work = work_streams_[next_stream_++ % kStreams].get();
-        InputFrame strip{layout_, width_, strip_height(i), {}, {}};
+        InputFrame strip{layout_, width_, strip_height(i), {}, {}, in.limited_range};
         for (int p = 0; p < info_->planes; ++p) {
           strip.plane[p] = device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;
           strip.stride[p] = in_pitch_;

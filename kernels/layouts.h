@@ -21,6 +21,13 @@ CUDAGRAY_HOST_DEVICE uint8_t luma(uint32_t r, uint32_t g, uint32_t b,
   return static_cast<uint8_t>(y > 255u ? 255u : y);
 }
 
+// Limited-range luma (16..235) to full range, exactly as documented in gray.h.
+CUDAGRAY_HOST_DEVICE uint8_t expand_limited(uint32_t y) {
+  if (y <= 16u) return 0;
+  if (y >= 235u) return 255;
+  return static_cast<uint8_t>((2u * 255u * (y - 16u) + 219u) / 438u);
+}
+
 // Bpp bytes per pixel in one plane; R, G, B are byte offsets in the pixel.
 template <int Bpp, int R, int G, int B>
 struct PackedLayout {
@@ -32,6 +39,9 @@ template <int R, int G, int B>
 struct PlanarLayout {
   static constexpr int r = R, g = G, b = B;
 };
+
+// YUV's luma plane: plane 0, one byte per pixel.
+struct LumaLayout {};
 
 // Calls f with the layout's compile-time description; the single table that
 // says where each format keeps its channels.
@@ -51,6 +61,7 @@ decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
     case PixelLayout::RGBP: return f(PlanarLayout<0, 1, 2>{});
     case PixelLayout::BGRP: return f(PlanarLayout<2, 1, 0>{});
     case PixelLayout::GBR: return f(PlanarLayout<2, 0, 1>{});
+    case PixelLayout::Luma: return f(LumaLayout{});
   }
   return f(PackedLayout<3, 0, 1, 2>{});  // unreachable: every enumerator is handled
 }

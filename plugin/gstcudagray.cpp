@@ -53,9 +53,11 @@ enum
   PROP_STATS,
 };
 
-/* Converted formats, in order of preference when upstream can offer several. */
+/* Converted formats, in order of preference when upstream can offer several:
+ * RGB family (luma computed), then YUV (luma plane copied or expanded). */
 #define CONVERTED_FORMATS \
-  "RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, RGBP, BGRP, GBR"
+  "RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, RGBP, BGRP, GBR, " \
+  "I420, YV12, NV12, NV21, Y444, Y42B"
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -169,6 +171,12 @@ layout_for_format (GstVideoFormat format, cudagray::PixelLayout * layout)
     case GST_VIDEO_FORMAT_RGBP: *layout = PixelLayout::RGBP; return TRUE;
     case GST_VIDEO_FORMAT_BGRP: *layout = PixelLayout::BGRP; return TRUE;
     case GST_VIDEO_FORMAT_GBR: *layout = PixelLayout::GBR; return TRUE;
+    case GST_VIDEO_FORMAT_I420:
+    case GST_VIDEO_FORMAT_YV12:
+    case GST_VIDEO_FORMAT_NV12:
+    case GST_VIDEO_FORMAT_NV21:
+    case GST_VIDEO_FORMAT_Y444:
+    case GST_VIDEO_FORMAT_Y42B: *layout = PixelLayout::Luma; return TRUE;
     default: return FALSE;
   }
 }
@@ -414,7 +422,7 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
       gst_caps_append_structure (passthrough, same);
       GValue formats = G_VALUE_INIT;
       GValue name = G_VALUE_INIT;
-      gst_value_list_init (&formats, 13);
+      gst_value_list_init (&formats, 19);
       g_value_init (&name, G_TYPE_STRING);
       gchar **names = g_strsplit (CONVERTED_FORMATS, ", ", -1);
       for (gchar ** n = names; *n; n++) {
@@ -619,11 +627,12 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
     cudagray::InputFrame * frame, std::string * why)
 {
   const GstVideoMeta *meta = gst_buffer_get_video_meta (buffer);
-  const guint n_planes = GST_VIDEO_INFO_N_PLANES (info);
+  const cudagray::LayoutInfo & layout_desc = cudagray::layout_info (layout);
+  const guint n_planes = layout_desc.planes;     /* YUV: the luma plane only */
   gchar *text = NULL;
 
   if (meta && (meta->format != GST_VIDEO_INFO_FORMAT (info)
-          || meta->n_planes != n_planes
+          || meta->n_planes != GST_VIDEO_INFO_N_PLANES (info)
           || (gint) meta->width != GST_VIDEO_INFO_WIDTH (info)
           || (gint) meta->height != GST_VIDEO_INFO_HEIGHT (info))) {
     *why = std::string ("its video meta describes a ") +
@@ -636,9 +645,9 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
     return FALSE;
   }
   *frame = cudagray::InputFrame { layout, GST_VIDEO_INFO_WIDTH (info),
-      GST_VIDEO_INFO_HEIGHT (info), {}, {}};
-  const guint64 row_bytes = (guint64) frame->width *
-      cudagray::layout_info (layout).bytes_per_pixel;
+      GST_VIDEO_INFO_HEIGHT (info), {}, {},
+      GST_VIDEO_INFO_COLORIMETRY (info).range != GST_VIDEO_COLOR_RANGE_0_255};
+  const guint64 row_bytes = (guint64) frame->width * layout_desc.bytes_per_pixel;
   for (guint p = 0; p < n_planes && !text; p++) {
     const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET (info, p);
     const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE (info, p);

@@ -178,3 +178,37 @@ TEST(CudaBackendErrors, MissingDeviceIsNamed) {
     EXPECT_NE(make_cuda_backend(device, &error), nullptr) << error;
   }
 }
+
+// The luma plane of YUV frames: copied or expanded, bit for bit as the CPU,
+// on both kernel paths.
+TEST(CudaLuma, BitIdenticalToCpuFullAndLimited) {
+  SKIP_WITHOUT_GPU();
+  for (Rows rows : {Rows::Padded, Rows::Aligned16}) {
+    for (const Size &size : kSizes) {
+      const TestFrame f = random_frame(PixelLayout::Luma, size.width, size.height, rows);
+      for (bool limited : {false, true}) {
+        SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) +
+                     (limited ? " limited" : " full") + (rows == Rows::Aligned16 ? " aligned" : " padded"));
+        TestFrame g = f;
+        GrayImage gpu(size.width, size.height, rows == Rows::Aligned16 ? (16 - size.width % 16) % 16 : 3);
+        void *in_dev = nullptr, *out_dev = nullptr;
+        ASSERT_CUDA(cudaMalloc(&in_dev, g.bytes.size()));
+        ASSERT_CUDA(cudaMalloc(&out_dev, gpu.bytes.size()));
+        ASSERT_CUDA(cudaMemcpy(in_dev, g.bytes.data(), g.bytes.size(), cudaMemcpyHostToDevice));
+        ASSERT_CUDA(cudaMemset(out_dev, GrayImage::kSentinel, gpu.bytes.size()));
+        InputFrame in = g.view(static_cast<const uint8_t *>(in_dev));
+        in.limited_range = limited;
+        ASSERT_CUDA(convert_cuda(in, {static_cast<uint8_t *>(out_dev), gpu.stride}, standard_weights(Matrix::BT601), 0));
+        ASSERT_CUDA(cudaMemcpy(gpu.bytes.data(), out_dev, gpu.bytes.size(), cudaMemcpyDeviceToHost));
+        ASSERT_CUDA(cudaFree(in_dev));
+        ASSERT_CUDA(cudaFree(out_dev));
+        InputFrame host = g.view();
+        host.limited_range = limited;
+        GrayImage cpu(size.width, size.height, gpu.stride - size.width);
+        convert_cpu(host, cpu.frame(), standard_weights(Matrix::BT601));
+        EXPECT_TRUE(same_pixels(gpu, cpu));
+        EXPECT_EQ(gpu.bytes, cpu.bytes);  // padding untouched on both
+      }
+    }
+  }
+}

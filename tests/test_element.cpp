@@ -109,7 +109,9 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
   EXPECT_TRUE(accepts(caps_string("GRAY8", 64, 48)));
   EXPECT_TRUE(accepts(caps_string("RGB", 16384, 16384)));
   EXPECT_TRUE(accepts(caps_string("RGB", 1, 1)));
-  for (const char *format : {"I420", "NV12", "YUY2", "GRAY16_LE", "RGB16", "ARGB64", "r210"})
+  for (const char *format : {"I420", "YV12", "NV12", "NV21", "Y444", "Y42B"})
+    EXPECT_TRUE(accepts(caps_string(format, 64, 48))) << format;
+  for (const char *format : {"YUY2", "UYVY", "P010_10LE", "GRAY16_LE", "RGB16", "ARGB64", "r210"})
     EXPECT_FALSE(accepts(caps_string(format, 64, 48))) << format;
   EXPECT_FALSE(accepts(caps_string("RGB", 16385, 48)));
   EXPECT_FALSE(accepts(caps_string("RGB", 64, 16385)));
@@ -120,8 +122,8 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
 
 TEST(Caps, RefusedFormatIsNotNegotiated) {
   Harness harness({"backend=cpu"});
-  harness.set_caps(caps_string("I420", 64, 48));
-  std::vector<uint8_t> bytes(64 * 48 * 3 / 2);
+  harness.set_caps(caps_string("YUY2", 64, 48));
+  std::vector<uint8_t> bytes(64 * 48 * 2);
   fill_random(bytes);
   EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
             GST_FLOW_NOT_NEGOTIATED);
@@ -137,7 +139,7 @@ TEST(Caps, UpstreamQuerySeesConvertedFormatsFirst) {
   const GstStructure *first = gst_caps_get_structure(caps, 0);
   const GValue *formats = gst_structure_get_value(first, "format");
   ASSERT_TRUE(GST_VALUE_HOLDS_LIST(formats));
-  EXPECT_EQ(gst_value_list_get_size(formats), 13u);
+  EXPECT_EQ(gst_value_list_get_size(formats), 19u);  // 13 RGB-family and 6 YUV
   for (PixelLayout layout : kAllLayouts) {
     GValue v = G_VALUE_INIT;
     g_value_init(&v, G_TYPE_STRING);
@@ -607,4 +609,83 @@ TEST(TwoGpus, ElementsOnDifferentDevicesConvertAtOnce) {
   std::thread first(convert_on, 0), second(convert_on, 1);
   first.join();
   second.join();
+}
+
+// ------------------------------------------------ YUV input: the luma plane
+
+namespace {
+
+struct YuvCase {
+  const char *backend;
+  const char *format;
+  bool limited;
+};
+
+std::vector<YuvCase> yuv_cases() {
+  std::vector<YuvCase> cases;
+  for (const char *backend : {"cpu", "cuda"})
+    for (const char *format : {"I420", "YV12", "NV12", "NV21", "Y444", "Y42B"})
+      for (bool limited : {true, false}) cases.push_back({backend, format, limited});
+  return cases;
+}
+
+class Yuv : public ::testing::TestWithParam<YuvCase> {
+ protected:
+  void SetUp() override {
+    if (std::string(GetParam().backend) == "cuda") SKIP_WITHOUT_GPU();
+  }
+};
+
+}  // namespace
+
+// Random frames in GStreamer's own layout for the format (chroma planes and
+// all): out comes the luma plane, copied (full range) or expanded (limited).
+TEST_P(Yuv, GrayIsTheLumaPlane) {
+  const auto [backend, format, limited] = GetParam();
+  for (const Size &size : kSizes) {
+    SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height));
+    const std::string caps = caps_string(format, size.width, size.height) +
+                             (limited ? ",colorimetry=bt601" : ",colorimetry=1:4:0:0");
+    Harness harness({std::string("backend=") + backend});
+    harness.set_caps(caps);
+    GstVideoInfo info;
+    GstCaps *parsed = gst_caps_from_string(caps.c_str());
+    ASSERT_TRUE(gst_video_info_from_caps(&info, parsed));
+    gst_caps_unref(parsed);
+    ASSERT_EQ(info.colorimetry.range, limited ? GST_VIDEO_COLOR_RANGE_16_235 : GST_VIDEO_COLOR_RANGE_0_255);
+    std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+    fill_random(bytes);
+    TestFrame luma = random_frame(PixelLayout::Luma, size.width, size.height, Rows::Tight);
+    luma.offset[0] = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
+    luma.stride[0] = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
+    luma.bytes = bytes;
+    ASSERT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_OK);
+    ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
+    const GrayImage gray = gray_of(out, size.width, size.height);
+    gst_buffer_unref(out);
+    int wrong = 0;
+    for (int y = 0; y < size.height; ++y)
+      for (int x = 0; x < size.width; ++x) {
+        const int v = bytes[luma.offset[0] + y * luma.stride[0] + x];
+        const int expected = limited ? static_cast<int>(std::clamp(std::round((v - 16) * 255.0 / 219.0), 0.0, 255.0)) : v;
+        wrong += gray.at(x, y) != expected;
+      }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Yuv, ::testing::ValuesIn(yuv_cases()), [](const auto &info) {
+  return std::string(info.param.backend) + "_" + info.param.format + (info.param.limited ? "_limited" : "_full");
+});
+
+// A decoder's I420 goes straight in: no videoconvert between them.
+TEST(YuvPipeline, DecodedVideoNeedsNoVideoconvert) {
+  const PipelineRun run = run_pipeline(
+      "videotestsrc num-buffers=5 ! video/x-raw,format=I420,width=320,height=240 ! "
+      "cudagray backend=cpu ! video/x-raw,format=GRAY8 ! fakesink");
+  EXPECT_TRUE(run.reached_eos);
+  EXPECT_TRUE(run.errors.empty());
 }

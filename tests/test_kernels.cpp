@@ -226,3 +226,51 @@ TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {
     EXPECT_EQ(off_formula, 0);
   }
 }
+
+// ------------------------------------------------ YUV: the luma plane
+
+namespace {
+
+// The documented expansion, evaluated independently in double precision.
+int expanded(int y) {
+  return static_cast<int>(std::clamp(std::round((y - 16) * 255.0 / 219.0), 0.0, 255.0));
+}
+
+}  // namespace
+
+TEST(Luma, LimitedRangeExpandsEveryValueAsDocumented) {
+  TestFrame f = random_frame(PixelLayout::Luma, 256, 1, Rows::Tight);
+  for (int v = 0; v < 256; ++v) f.bytes[v] = static_cast<uint8_t>(v);
+  InputFrame in = f.view();
+  in.limited_range = true;
+  GrayImage out(256, 1);
+  convert_cpu(in, out.frame(), standard_weights(Matrix::BT601));
+  for (int v = 0; v < 256; ++v) EXPECT_EQ(out.at(v, 0), expanded(v)) << "Y' = " << v;
+  EXPECT_EQ(out.at(16, 0), 0);
+  EXPECT_EQ(out.at(235, 0), 255);
+  EXPECT_EQ(out.at(126, 0), 128);  // (126 - 16) * 255 / 219 = 128.08
+}
+
+TEST(Luma, EveryPixelOfPaddedFramesFullAndLimited) {
+  for (const Size &size : kSizes) {
+    const TestFrame f = random_frame(PixelLayout::Luma, size.width, size.height);
+    for (bool limited : {false, true}) {
+      SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) +
+                   (limited ? " limited" : " full"));
+      InputFrame in = f.view();
+      in.limited_range = limited;
+      GrayImage out(size.width, size.height, random_int(1, 33));
+      convert_cpu(in, out.frame(), standard_weights(Matrix::BT601));
+      int wrong = 0;
+      for (int y = 0; y < size.height; ++y) {
+        for (int x = 0; x < size.width; ++x) {
+          const int v = f.bytes[f.offset[0] + y * f.stride[0] + x];
+          wrong += out.at(x, y) != (limited ? expanded(v) : v);
+        }
+        for (size_t x = size.width; x < out.stride; ++x)
+          ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+  }
+}
