@@ -1,0 +1,257 @@
+// Helpers for the reliability and stress tests: bus messages with their debug
+// text, pipelines driven by hand, frame counting and hashing at a pad, and the
+// process's open files and threads.
+#pragma once
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gst_helpers.h"
+
+namespace cudagray::test {
+
+// An error or warning as posted: the message for users and the debug text,
+// which is where cudagray says what to do.
+struct BusMessage {
+  std::string source, text, debug;
+  bool is_error = false;
+};
+
+// Pops every message of the given types (errors, warnings or both) in order.
+// gst_bus_pop_filtered drops what does not match, so ask for both at once
+// when both matter.
+inline std::vector<BusMessage> pop_messages(GstBus *bus, GstMessageType types) {
+  std::vector<BusMessage> found;
+  while (GstMessage *msg = gst_bus_pop_filtered(bus, types)) {
+    GError *err = nullptr;
+    gchar *debug = nullptr;
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, &debug);
+    else gst_message_parse_warning(msg, &err, &debug);
+    found.push_back({GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message, debug ? debug : "",
+                     GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR});
+    g_error_free(err);
+    g_free(debug);
+    gst_message_unref(msg);
+  }
+  return found;
+}
+
+// Errors and warnings, popped together and kept apart.
+struct BusLog {
+  std::vector<BusMessage> errors, warnings;
+  explicit BusLog(GstBus *bus) {
+    for (BusMessage &m : pop_messages(bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING)))
+      (m.is_error ? errors : warnings).push_back(m);
+  }
+};
+
+inline std::string describe(const std::vector<BusMessage> &messages) {
+  std::string text;
+  for (const BusMessage &m : messages) text += "\n  [" + m.source + "] " + m.text + " | " + m.debug;
+  return text;
+}
+
+// How much longer the stress tests run: CUDAGRAY_STRESS_SCALE=10 runs ten
+// times the counts; 0.01 a hundredth (under valgrind). Never below one.
+inline long scaled(long count) {
+  const char *text = std::getenv("CUDAGRAY_STRESS_SCALE");
+  const double scale = text ? std::atof(text) : 1.0;
+  return std::max(1L, static_cast<long>(count * (scale > 0 ? scale : 1.0)));
+}
+
+// Resident memory of this process in KiB.
+inline long rss_kib() {
+  long pages = 0, resident = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// Entries in a /proc/self directory: open files ("fd") or threads ("task").
+inline int proc_entries(const char *what) {
+  const std::string path = std::string("/proc/self/") + what;
+  DIR *dir = opendir(path.c_str());
+  if (!dir) return -1;
+  int n = 0;
+  while (dirent *e = readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  closedir(dir);
+  return n;
+}
+
+// FNV-1a over the visible pixels of GRAY8 rows (padding left out).
+inline uint64_t fnv_rows(const uint8_t *data, size_t stride, int width, int height) {
+  uint64_t h = 1469598103934665603ull;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) h = (h ^ data[y * stride + x]) * 1099511628211ull;
+  return h;
+}
+
+inline uint64_t gray_hash(GstBuffer *buf, int width, int height) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) return 0;
+  const uint64_t h = fnv_rows(static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)),
+                              GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), width, height);
+  gst_video_frame_unmap(&frame);
+  return h;
+}
+
+// Counts the buffers that reach a pad and, when asked, hashes each frame.
+struct PadCounter {
+  std::atomic<long> buffers{0};
+  int width = 0, height = 0;  // hash frames of this size when width > 0
+  std::vector<uint64_t> hashes;
+  GstClockTime last_pts = GST_CLOCK_TIME_NONE;
+  bool pts_decreased = false;
+
+  void attach(GstElement *element, const char *pad_name) {
+    GstPad *pad = gst_element_get_static_pad(element, pad_name);
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, &PadCounter::probe, this, nullptr);
+    gst_object_unref(pad);
+  }
+  static GstPadProbeReturn probe(GstPad *, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<PadCounter *>(data);
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
+    if (self->width > 0) self->hashes.push_back(gray_hash(buf, self->width, self->height));
+    const GstClockTime pts = GST_BUFFER_PTS(buf);
+    if (GST_CLOCK_TIME_IS_VALID(self->last_pts) && GST_CLOCK_TIME_IS_VALID(pts) && pts < self->last_pts)
+      self->pts_decreased = true;
+    self->last_pts = pts;
+    self->buffers.fetch_add(1, std::memory_order_release);
+    return GST_PAD_PROBE_OK;
+  }
+};
+
+// Checks every frame through a cudagray against the CPU reference (BT.601
+// weights, RGB-family input) without keeping frames: at the element's sink
+// pad each input is converted by convert_cpu and hashed; at its source pad
+// each output must hash the same, in order.
+struct FrameChecker {
+  std::mutex lock;
+  std::deque<uint64_t> expected;
+  long checked = 0, mismatched = 0, unexpected = 0;
+
+  void attach(GstElement *gray) {
+    GstPad *sink = gst_element_get_static_pad(gray, "sink");
+    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, &FrameChecker::on_input, this, nullptr);
+    gst_object_unref(sink);
+    GstPad *src = gst_element_get_static_pad(gray, "src");
+    gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, &FrameChecker::on_output, this, nullptr);
+    gst_object_unref(src);
+  }
+  static GstPadProbeReturn on_input(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<FrameChecker *>(data);
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    GstVideoInfo vinfo;
+    uint64_t h = 0;
+    if (caps && gst_video_info_from_caps(&vinfo, caps)) {
+      GstVideoFrame frame;
+      if (gst_video_frame_map(&frame, &vinfo, GST_PAD_PROBE_INFO_BUFFER(info), GST_MAP_READ)) {
+        const std::string format = GST_VIDEO_INFO_NAME(&vinfo);
+        PixelLayout layout = PixelLayout::RGB;
+        for (PixelLayout l : kAllLayouts)
+          if (format == layout_info(l).name) layout = l;
+        InputFrame in{layout, vinfo.width, vinfo.height, {}, {}};
+        for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
+          in.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+          in.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+        }
+        std::vector<uint8_t> out(static_cast<size_t>(vinfo.width) * vinfo.height);
+        convert_cpu(in, {out.data(), static_cast<size_t>(vinfo.width)}, standard_weights(Matrix::BT601), 1);
+        h = fnv_rows(out.data(), vinfo.width, vinfo.width, vinfo.height);
+        gst_video_frame_unmap(&frame);
+      }
+    }
+    if (caps) gst_caps_unref(caps);
+    std::lock_guard<std::mutex> hold(self->lock);
+    self->expected.push_back(h);
+    return GST_PAD_PROBE_OK;
+  }
+  static GstPadProbeReturn on_output(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<FrameChecker *>(data);
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    GstVideoInfo vinfo;
+    const bool ok = caps && gst_video_info_from_caps(&vinfo, caps);
+    if (caps) gst_caps_unref(caps);
+    const uint64_t h = ok ? gray_hash(GST_PAD_PROBE_INFO_BUFFER(info), vinfo.width, vinfo.height) : 1;
+    std::lock_guard<std::mutex> hold(self->lock);
+    if (self->expected.empty()) {
+      ++self->unexpected;
+      return GST_PAD_PROBE_OK;
+    }
+    if (self->expected.front() != h) ++self->mismatched;
+    self->expected.pop_front();
+    ++self->checked;
+    return GST_PAD_PROBE_OK;
+  }
+};
+
+// A pipeline from a description, owned, with its bus.
+struct Pipeline {
+  GstElement *pipeline = nullptr;
+  GstBus *bus = nullptr;
+  explicit Pipeline(const std::string &description) {
+    GError *error = nullptr;
+    pipeline = gst_parse_launch(description.c_str(), &error);
+    if (!pipeline) {
+      ADD_FAILURE() << "cannot parse \"" << description << "\": " << error->message;
+      g_error_free(error);
+      return;
+    }
+    bus = gst_element_get_bus(pipeline);
+  }
+  ~Pipeline() {
+    if (!pipeline) return;
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(bus);
+    gst_object_unref(pipeline);
+  }
+  Pipeline(const Pipeline &) = delete;
+  Pipeline &operator=(const Pipeline &) = delete;
+
+  GstElement *by_name(const char *name) const {
+    GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), name);
+    if (e) gst_object_unref(e);  // the bin keeps it alive
+    return e;
+  }
+  // Waits for EOS or an error; returns the message type, or 0 on timeout.
+  GstMessageType wait_end(GstClockTime timeout, std::vector<BusMessage> *errors = nullptr) const {
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, timeout,
+                                                 GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    if (!msg) return GstMessageType(0);
+    const GstMessageType type = GST_MESSAGE_TYPE(msg);
+    if (type == GST_MESSAGE_ERROR && errors) {
+      GError *err = nullptr;
+      gchar *debug = nullptr;
+      gst_message_parse_error(msg, &err, &debug);
+      errors->push_back({GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message, debug ? debug : "", true});
+      g_error_free(err);
+      g_free(debug);
+    }
+    gst_message_unref(msg);
+    return type;
+  }
+};
+
+// Waits until counter reaches at least n; false after timeout_ms.
+inline bool wait_for(const std::atomic<long> &counter, long n, int timeout_ms) {
+  for (int waited = 0; counter.load(std::memory_order_acquire) < n; waited += 1) {
+    if (waited >= timeout_ms) return false;
+    g_usleep(1000);
+  }
+  return true;
+}
+
+}  // namespace cudagray::test
