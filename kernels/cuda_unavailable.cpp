@@ -5,7 +5,7 @@ namespace cudagray {
 
 static const char kNoCuda[] = "this build of cudagray has no CUDA support (configured with -Dcuda=disabled or without nvcc)";
 
-std::unique_ptr<Backend> make_cuda_backend(int, std::string *error) {
+std::unique_ptr<Backend> make_cuda_backend(int, std::string *error, bool) {
   *error = kNoCuda;
   return nullptr;
 }

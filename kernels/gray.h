@@ -83,6 +83,8 @@ struct InputFrame {
   // Luma only: the luma plane holds limited-range values (16..235), which
   // are expanded to full range; full-range luma is copied as it is.
   bool limited_range = false;
+  // The planes are device memory of the backend's CUDA context: no upload.
+  bool on_device = false;
 };
 
 struct GrayFrame {
@@ -106,6 +108,8 @@ struct TimingStats {
   double upload_us_mean = 0, download_us_mean = 0;
   // Frames whose input or output was not pinned and went through staging.
   uint64_t staged_inputs = 0, staged_outputs = 0;
+  // Frames read straight from GPU memory (no upload).
+  uint64_t device_inputs = 0;
 };
 
 // A place to convert frames. The element picks one at start and never asks
@@ -146,8 +150,11 @@ std::unique_ptr<Backend> make_cpu_backend();
 
 // device_id < 0 picks the first usable device. Returns nullptr and a reason
 // (naming the CUDA error) when no such device can be used, or when the
-// plugin was built without CUDA.
-std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error);
+// plugin was built without CUDA. With in_current_context, the backend works
+// in the CUDA context current on the calling thread (device_id is ignored),
+// and every later call must be made with that context current.
+std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error,
+                                           bool in_current_context = false);
 
 // Test-only fault injection: the nth next call of the named CUDA function
 // (as the backend writes it: "cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",

@@ -219,7 +219,7 @@ struct Slot {
   EventOwner upload_start, kernel_start, kernel_end, download_start;
   EventOwner strip_uploaded[kMaxStrips], strip_done[kMaxStrips];
   GrayFrame out{};
-  bool in_staged = false, out_staged = false;
+  bool in_staged = false, out_staged = false, on_device = false;
 };
 
 // Frames go host → device (upload stream) → kernel → host (work streams),
@@ -227,8 +227,12 @@ struct Slot {
 // pageable memory through the slot's pinned staging buffers.
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {
-    CUDAGRAY_CHECK(cudaSetDevice(device_));
+  // in_current_context: work in the CUDA context current on the calling
+  // thread (one shared with other GStreamer CUDA elements) instead of the
+  // device's primary context; the caller makes it current around every call.
+  CudaBackend(int device, bool in_current_context)
+      : device_(device), in_current_context_(in_current_context) {
+    select_device();
     upload_stream_ = make_stream();
     for (auto &s : work_streams_) s = make_stream();
   }
@@ -241,7 +245,7 @@ class CudaBackend final : public Backend {
     discard_all();
     slots_.clear();  // free before allocating, so that large frames fit
     try {
-      CUDAGRAY_CHECK(cudaSetDevice(device_));
+      select_device();
       info_ = &layout_info(layout);
       layout_ = layout;
       width_ = width;
@@ -285,11 +289,17 @@ class CudaBackend final : public Backend {
       return false;
     }
     try {
-      CUDAGRAY_CHECK(cudaSetDevice(device_));
+      select_device();
       Slot &s = slots_[(first_ + count_) % slots_.size()];
       const uint8_t *source[3];
       size_t source_pitch[3];
-      stage_input(s, in, source, source_pitch);
+      s.on_device = in.on_device;
+      if (in.on_device) {  // already on the GPU: the kernel reads it where it is
+        for (int p = 0; p < info_->planes; ++p) source[p] = in.plane[p], source_pitch[p] = in.stride[p];
+        s.in_staged = false;
+      } else {
+        stage_input(s, in, source, source_pitch);
+      }
       s.out = out;
       s.out_staged = !is_pinned(out.data);
       if (s.out_staged && !s.staging_out.get()) s.staging_out = make_pinned_memory(out_pitch_ * height_);
@@ -306,7 +316,7 @@ class CudaBackend final : public Backend {
       cudaStream_t up = upload_stream_.get();
       CUDAGRAY_CHECK(cudaEventRecord(s.upload_start.get(), up));
       for (int i = 0; i < strips_; ++i) {
-        for (int p = 0; p < info_->planes; ++p)
+        for (int p = 0; p < info_->planes && !in.on_device; ++p)
           CUDAGRAY_CHECK(cudaMemcpy2DAsync(device_in + p * plane_bytes_ + strip_start(i) * in_pitch_, in_pitch_,
                                            source[p] + strip_start(i) * source_pitch[p], source_pitch[p],
                                            row_bytes_, strip_height(i), cudaMemcpyHostToDevice, up));
@@ -318,8 +328,9 @@ class CudaBackend final : public Backend {
         cudaStream_t work = work_streams_[next_stream_++ % kStreams].get();
         InputFrame strip{layout_, width_, strip_height(i), {}, {}, in.limited_range};
         for (int p = 0; p < info_->planes; ++p) {
-          strip.plane[p] = device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;
-          strip.stride[p] = in_pitch_;
+          strip.plane[p] = in.on_device ? source[p] + strip_start(i) * source_pitch[p]
+                                        : device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;
+          strip.stride[p] = in.on_device ? source_pitch[p] : in_pitch_;
         }
         CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.strip_uploaded[i].get(), 0));
         if (first) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_start.get(), work));
@@ -356,7 +367,7 @@ class CudaBackend final : public Backend {
     first_ = (first_ + 1) % slots_.size();
     --count_;
     try {
-      CUDAGRAY_CHECK(cudaSetDevice(device_));
+      select_device();
       for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(cudaEventSynchronize(s.strip_done[i].get()));
       if (s.out_staged) {
         const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
@@ -364,7 +375,8 @@ class CudaBackend final : public Backend {
       }
       stats_.add(elapsed_us(s.kernel_start, s.kernel_end),
                  elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]),
-                 elapsed_us(s.download_start, s.strip_done[strips_ - 1]), s.in_staged, s.out_staged);
+                 elapsed_us(s.download_start, s.strip_done[strips_ - 1]), s.in_staged, s.out_staged,
+                 s.on_device);
       return true;
     } catch (const CudaError &e) {
       *error = e.what();
@@ -373,7 +385,7 @@ class CudaBackend final : public Backend {
   }
 
   void discard_all() override {
-    cudaSetDevice(device_);
+    if (!in_current_context_) cudaSetDevice(device_);
     cudaStreamSynchronize(upload_stream_.get());
     for (auto &stream : work_streams_) cudaStreamSynchronize(stream.get());
     cudaGetLastError();
@@ -406,7 +418,13 @@ class CudaBackend final : public Backend {
       copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_, height_);
   }
 
+  // cudaSetDevice would make the primary context current: not in a shared one.
+  void select_device() {
+    if (!in_current_context_) CUDAGRAY_CHECK(cudaSetDevice(device_));
+  }
+
   int device_;
+  bool in_current_context_;
   StreamOwner upload_stream_;
   StreamOwner work_streams_[kStreams];
   unsigned next_stream_ = 0;
@@ -518,7 +536,17 @@ int cuda_device_count(std::string *reason) {
   return count;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error) {
+std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error, bool in_current_context) {
+  if (in_current_context) {
+    try {
+      int device = -1;
+      CUDAGRAY_CHECK(cudaGetDevice(&device));
+      return std::make_unique<CudaBackend>(device, true);
+    } catch (const CudaError &e) {
+      *error = e.what();
+      return nullptr;
+    }
+  }
   const int count = cuda_device_count(error);
   if (count == 0) return nullptr;
   if (device_id >= count) {
@@ -531,7 +559,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error) {
   for (int device = first; device <= last; ++device) {
     try {
       open_device(device);
-      return std::make_unique<CudaBackend>(device);
+      return std::make_unique<CudaBackend>(device, false);
     } catch (const CudaError &e) {
       *error = "CUDA device " + std::to_string(device) + ": " + e.what();
     }

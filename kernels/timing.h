@@ -10,7 +10,8 @@ namespace cudagray {
 class StatsAccumulator {
  public:
   void add(double device_us, double upload_us, double download_us, bool staged_input = false,
-           bool staged_output = false) {
+           bool staged_output = false, bool device_input = false) {
+    stats_.device_inputs += device_input;
     stats_.staged_inputs += staged_input;
     stats_.staged_outputs += staged_output;
     const uint64_t n = ++stats_.frames;

@@ -26,6 +26,12 @@
 #include "gray.h"
 #include "gstcudagraypinned.h"
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
+
 GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
 
@@ -59,11 +65,22 @@ enum
   "RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, RGBP, BGRP, GBR, " \
   "I420, YV12, NV12, NV21, Y444, Y42B"
 
+#define SIZES_AND_RATES \
+  "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], " \
+  "framerate = (fraction) [ 0, MAX ]"
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+/* Frames already on the GPU (cudaupload, NVDEC decoders): no upload. */
+#define CUDA_MEMORY_CAPS "; video/x-raw(" GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY \
+  "), format = (string) { " CONVERTED_FORMATS " }, " SIZES_AND_RATES
+#else
+#define CUDA_MEMORY_CAPS ""
+#endif
+
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
     GST_STATIC_CAPS ("video/x-raw, format = (string) { " CONVERTED_FORMATS
-        ", GRAY8 }, width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], "
-        "framerate = (fraction) [ 0, MAX ]"));
+        ", GRAY8 }, " SIZES_AND_RATES CUDA_MEMORY_CAPS));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
@@ -87,6 +104,7 @@ struct Streaming
   GstVideoInfo in_info;
   cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
   int max_in_flight = 1;        /* max-inflight with auto resolved */
+  bool cuda_input = false;      /* caps say memory:CUDAMemory */
 };
 
 struct _GstCudaGray
@@ -105,6 +123,35 @@ struct _GstCudaGray
   GstClockTime added_latency;
 
   Streaming *streaming;
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  /* The pipeline's shared CUDA context, once CUDA memory is negotiated; the
+   * backend then works in it, and every backend call is made inside it. */
+  GstCudaContext *cuda_ctx;
+#endif
+};
+
+/* Makes the shared CUDA context current for its lifetime, when there is one. */
+class CudaScope
+{
+public:
+  explicit CudaScope (GstCudaGray * self)
+  {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    if (self->cuda_ctx && gst_cuda_context_push (self->cuda_ctx))
+      pushed_ = true;
+#endif
+  }
+  ~CudaScope ()
+  {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    if (pushed_)
+      gst_cuda_context_pop (NULL);
+#endif
+  }
+  CudaScope (const CudaScope &) = delete;
+  CudaScope & operator= (const CudaScope &) = delete;
+private:
+  bool pushed_ = false;
 };
 
 #define gst_cuda_gray_parent_class parent_class
@@ -282,6 +329,7 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
               "cuda-device-id", G_TYPE_INT, self->stats_device_id,
               "staged-inputs", G_TYPE_UINT64, (guint64) s.staged_inputs,
               "staged-outputs", G_TYPE_UINT64, (guint64) s.staged_outputs,
+              "device-inputs", G_TYPE_UINT64, (guint64) s.device_inputs,
               NULL));
       break;
     }
@@ -356,6 +404,7 @@ gst_cuda_gray_start (GstBaseTransform * trans)
 static void
 discard_in_flight (GstCudaGray * self)
 {
+  CudaScope scope (self);
   Streaming & s = *self->streaming;
   if (s.backend)
     s.backend->discard_all ();
@@ -375,7 +424,14 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
   discard_in_flight (self);
-  self->streaming->backend.reset ();
+  {
+    CudaScope scope (self);     /* its memory belongs to the shared context */
+    self->streaming->backend.reset ();
+  }
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  gst_clear_object (&self->cuda_ctx);
+#endif
+  self->streaming->cuda_input = false;
   gst_video_info_init (&self->streaming->in_info);
   return TRUE;
 }
@@ -392,16 +448,27 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
 
   for (guint i = 0; i < gst_caps_get_size (caps); i++) {
     GstCapsFeatures *features = gst_caps_get_features (caps, i);
-    if (features && !gst_caps_features_is_any (features)
-        && !gst_caps_features_is_equal (features,
-            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+    const gboolean system_memory = !features || gst_caps_features_is_any (features)
+        || gst_caps_features_is_equal (features,
+        GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    const gboolean cuda_memory = features
+        && gst_caps_features_contains (features,
+        GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
+#else
+    const gboolean cuda_memory = FALSE;
+#endif
+    if (!system_memory && !cuda_memory)
       continue;
     const GstStructure *in = gst_caps_get_structure (caps, i);
     const GValue *format = gst_structure_get_value (in, "format");
     const gboolean fixed_gray8 = format && gst_value_compare (format, &gray8)
         == GST_VALUE_EQUAL;
 
-    if (direction == GST_PAD_SINK) {
+    /* GRAY8 in CUDA memory is not taken: passthrough is system memory only */
+    if (direction == GST_PAD_SINK && !system_memory && fixed_gray8)
+      continue;
+    if (direction == GST_PAD_SINK && system_memory) {
       if (!format || gst_value_can_intersect (format, &gray8)) {
         GstStructure *same = gst_structure_copy (in);
         gst_structure_set_value (same, "format", &gray8);
@@ -432,8 +499,17 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
       g_strfreev (names);
       g_value_unset (&name);
       gst_structure_take_value (s, "format", &formats);
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+      /* the same formats already on the GPU, after those in system memory */
+      GstStructure *on_gpu = gst_structure_copy (s);
+      result = gst_caps_merge_structure (result, s);
+      s = NULL;
+      result = gst_caps_merge_structure_full (result, on_gpu,
+          gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
+#endif
     }
-    result = gst_caps_merge_structure (result, s);
+    if (s)
+      result = gst_caps_merge_structure (result, s);
   }
   g_value_unset (&gray8);
   result = gst_caps_merge (result, passthrough);
@@ -449,16 +525,19 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
   return result;
 }
 
-/* GstBaseTransform answers a sink caps query with downstream's own caps
- * first, so that it can pass through. Here that would let an upstream able to
- * make GRAY8 (videotestsrc, videoconvert) do the conversion instead of us:
- * move the GRAY8 structures behind the converted formats. */
 /* Adds the frames we may hold back to the latency upstream reports. */
 static gboolean
 gst_cuda_gray_query (GstBaseTransform * trans, GstPadDirection direction,
     GstQuery * query)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  /* neighbours asking for a CUDA context get ours, so that one is shared */
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
+      && gst_cuda_handle_context_query (GST_ELEMENT (self), query,
+          self->cuda_ctx))
+    return TRUE;
+#endif
   if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction, query))
     return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
@@ -487,6 +566,68 @@ upstream_is_live (GstBaseTransform * trans)
     gst_query_parse_latency (query, &live, NULL, NULL);
   gst_query_unref (query);
   return live;
+}
+
+/* For caps in memory:CUDAMemory: finds the pipeline's CUDA context (or makes
+ * one) and moves the backend into it, so that the kernel reads upstream's
+ * device memory where it is. Anything else keeps the backend as it is. */
+static gboolean
+use_cuda_memory (GstCudaGray * self, GstCaps * incaps)
+{
+  Streaming & s = *self->streaming;
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  GstCapsFeatures *features = gst_caps_get_features (incaps, 0);
+  s.cuda_input = features && gst_caps_features_contains (features,
+      GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
+  if (!s.cuda_input || self->cuda_ctx)
+    return TRUE;
+  if (!backend_is_cuda (self)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("CUDA memory input needs the CUDA backend"),
+        ("backend=cpu cannot read memory:CUDAMemory; add cudadownload before "
+            "cudagray, or set backend=auto or cuda"));
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  const gint wanted = self->cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+  if (!gst_cuda_ensure_element_context (GST_ELEMENT (self), wanted,
+          &self->cuda_ctx)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No CUDA context for CUDA memory input"),
+        ("no element shared one and none could be made on device %d", wanted));
+    return FALSE;
+  }
+  guint device = 0;
+  g_object_get (self->cuda_ctx, "cuda-device-id", &device, NULL);
+  if (wanted >= 0 && (guint) wanted != device) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("cuda-device-id=%d, but the pipeline's CUDA memory is on device %u",
+            wanted, device),
+        ("unset cuda-device-id, or put upstream's CUDA elements on device %d",
+            wanted));
+    gst_clear_object (&self->cuda_ctx);
+    return FALSE;
+  }
+  std::string error;
+  s.backend.reset ();           /* in its own (primary) context, so first */
+  CudaScope scope (self);
+  s.backend = cudagray::make_cuda_backend (-1, &error, true);
+  if (!s.backend) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not use the pipeline's CUDA context: %s", error.c_str ()),
+        (NULL));
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "CUDA memory input: working in the shared CUDA "
+      "context of device %u", device);
+  GST_OBJECT_LOCK (self);
+  self->stats_device_id = device;
+  GST_OBJECT_UNLOCK (self);
+#else
+  s.cuda_input = false;
+#endif
+  return TRUE;
 }
 
 static gboolean
@@ -529,7 +670,10 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   }
   if (!layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &s.layout))
     return FALSE;
+  if (!use_cuda_memory (self, incaps))
+    return FALSE;
 
+  CudaScope scope (self);
   std::string error;
   if (!s.backend->configure (s.layout, in_info.width, in_info.height,
           s.max_in_flight, &error)) {
@@ -540,9 +684,10 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
         ("free GPU memory, use smaller frames, or set backend=cpu"));
     return FALSE;
   }
-  GST_INFO_OBJECT (self, "converting %dx%d %s to GRAY8 on the %s backend, "
+  GST_INFO_OBJECT (self, "converting %dx%d %s (%s) to GRAY8 on the %s backend, "
       "up to %d frames in flight", in_info.width, in_info.height,
-      GST_VIDEO_INFO_NAME (&in_info), s.backend->name (), s.max_in_flight);
+      GST_VIDEO_INFO_NAME (&in_info), s.cuda_input ? "CUDA memory" :
+      "system memory", s.backend->name (), s.max_in_flight);
   return TRUE;
 }
 
@@ -598,11 +743,16 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
     return GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
         decide_query, query);
   gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
-  if (backend_is_cuda (self) && gst_query_get_n_allocation_pools (query) == 0) {
-    GstCaps *caps;
-    gst_query_parse_allocation (query, &caps, NULL);
+  GstCaps *caps;
+  gst_query_parse_allocation (query, &caps, NULL);
+  GstCapsFeatures *features = caps ? gst_caps_get_features (caps, 0) : NULL;
+  const gboolean system_memory = !features
+      || gst_caps_features_is_equal (features,
+      GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
+  /* CUDA memory comes from upstream's own CUDA pool */
+  if (system_memory && backend_is_cuda (self)
+      && gst_query_get_n_allocation_pools (query) == 0)
     add_pinned_pool (self, query, caps);
-  }
   return TRUE;
 }
 
@@ -623,7 +773,7 @@ gst_cuda_gray_decide_allocation (GstBaseTransform * trans, GstQuery * query)
 
 static gboolean
 map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
-    cudagray::PixelLayout layout, GstMapInfo * map,
+    cudagray::PixelLayout layout, GstMapFlags flags, GstMapInfo * map,
     cudagray::InputFrame * frame, std::string * why)
 {
   const GstVideoMeta *meta = gst_buffer_get_video_meta (buffer);
@@ -640,7 +790,7 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
         " " + gst_video_format_to_string (meta->format) + " frame";
     return FALSE;
   }
-  if (!gst_buffer_map (buffer, map, GST_MAP_READ)) {
+  if (!gst_buffer_map (buffer, map, flags)) {
     *why = "it could not be mapped for reading";
     return FALSE;
   }
@@ -670,6 +820,29 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
   return FALSE;
 }
 
+/* Whether the kernel can read inbuf on the GPU: CUDA memory of the context
+ * the backend works in. CUDA memory of another context is read through a
+ * host mapping instead (GstCudaMemory downloads it). */
+static bool
+reads_on_device (GstCudaGray * self, GstBuffer * inbuf)
+{
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  if (!self->streaming->cuda_input || !self->cuda_ctx)
+    return false;
+  for (guint i = 0; i < gst_buffer_n_memory (inbuf); i++) {
+    GstMemory *mem = gst_buffer_peek_memory (inbuf, i);
+    if (!gst_is_cuda_memory (mem)
+        || GST_CUDA_MEMORY_CAST (mem)->context != self->cuda_ctx) {
+      GST_LOG_OBJECT (self, "input not in our CUDA context: mapped on the host");
+      return false;
+    }
+  }
+  return gst_buffer_n_memory (inbuf) > 0;
+#else
+  return false;
+#endif
+}
+
 /* Starts converting inbuf into outbuf: both stay mapped, and referenced, until
  * the frame is finished (finish_oldest) or dropped (discard_in_flight). */
 static GstFlowReturn
@@ -682,8 +855,13 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   cudagray::InputFrame in;
   GstVideoInfo out_info;
   std::string error;
+  CudaScope scope (self);
 
-  if (!map_input_frame (inbuf, &s.in_info, s.layout, &f.in_map, &in, &error)) {
+  const bool on_device = reads_on_device (self, inbuf);
+  const GstMapFlags flags = (GstMapFlags) (GST_MAP_READ |
+      (on_device ? GST_MAP_CUDA : 0));
+  if (!map_input_frame (inbuf, &s.in_info, s.layout, flags, &f.in_map, &in,
+          &error)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Input buffer does not hold a %dx%d %s frame: %s",
             s.in_info.width, s.in_info.height,
@@ -700,6 +878,7 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     gst_buffer_unmap (inbuf, &f.in_map);
     return GST_FLOW_ERROR;
   }
+  in.on_device = on_device;
   f.in = gst_buffer_ref (inbuf);
   gst_buffer_ref (outbuf);      /* after mapping it for writing */
   const cudagray::GrayFrame out {
@@ -772,6 +951,7 @@ gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   if (gst_base_transform_is_passthrough (trans))
     return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
         outbuf);
+  CudaScope scope (self);
 
   *outbuf = NULL;
   if (trans->queued_buf) {
@@ -803,6 +983,7 @@ static GstFlowReturn
 drain_in_flight (GstCudaGray * self)
 {
   GstFlowReturn ret = GST_FLOW_OK;
+  CudaScope scope (self);
   GST_DEBUG_OBJECT (self, "draining %zu frames",
       self->streaming->in_flight.size ());
   while (ret == GST_FLOW_OK && !self->streaming->in_flight.empty ()) {
@@ -826,11 +1007,28 @@ gst_cuda_gray_sink_event (GstBaseTransform * trans, GstEvent * event)
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+/* A CUDA context handed down by the application or a neighbour. */
+static void
+gst_cuda_gray_set_context (GstElement * element, GstContext * context)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (element);
+  GST_OBJECT_LOCK (self);
+  const gint device_id = self->cuda_device_id;
+  GST_OBJECT_UNLOCK (self);
+  gst_cuda_handle_set_context (element, context, device_id, &self->cuda_ctx);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+#endif
+
 static void
 gst_cuda_gray_finalize (GObject * object)
 {
   GstCudaGray *self = GST_CUDA_GRAY (object);
   delete self->streaming;
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  gst_clear_object (&self->cuda_ctx);
+#endif
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -889,7 +1087,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           "the CPU backend), upload-time-mean-us, download-time-mean-us, "
           "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
           "staged-inputs / staged-outputs (frames whose memory was not pinned "
-          "and went through a staging copy)", GST_TYPE_STRUCTURE,
+          "and went through a staging copy), device-inputs (frames read from "
+          "CUDA memory where they were, no upload)", GST_TYPE_STRUCTURE,
           (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -899,6 +1098,9 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU",
       "cudagray developers");
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  element_class->set_context = GST_DEBUG_FUNCPTR (gst_cuda_gray_set_context);
+#endif
   trans_class->start = GST_DEBUG_FUNCPTR (gst_cuda_gray_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_gray_stop);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_caps);

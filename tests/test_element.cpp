@@ -115,7 +115,15 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
     EXPECT_FALSE(accepts(caps_string(format, 64, 48))) << format;
   EXPECT_FALSE(accepts(caps_string("RGB", 16385, 48)));
   EXPECT_FALSE(accepts(caps_string("RGB", 64, 16385)));
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  EXPECT_TRUE(accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
+  EXPECT_TRUE(accepts("video/x-raw(memory:CUDAMemory),format=NV12,width=64,height=48,framerate=30/1"));
+#else
   EXPECT_FALSE(accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
+#endif
+  // no passthrough of GRAY8 on the GPU: gray output is always in system memory
+  EXPECT_FALSE(accepts("video/x-raw(memory:CUDAMemory),format=GRAY8,width=64,height=48,framerate=30/1"));
+  EXPECT_FALSE(accepts("video/x-raw(memory:GLMemory),format=RGBA,width=64,height=48,framerate=30/1"));
   EXPECT_FALSE(accepts("audio/x-raw,format=S16LE,rate=48000,channels=2"));
   gst_object_unref(sink);
 }

@@ -1,0 +1,170 @@
+// Frames already on the GPU (memory:CUDAMemory from cudaupload and NVDEC):
+// converted where they are, in the pipeline's one CUDA context. Needs a GPU
+// and GStreamer's nvcodec plugin; skipped with the reason otherwise.
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+
+#include <cstdio>
+
+#include "gst_helpers.h"
+
+using namespace cudagray;
+using namespace cudagray::test;
+
+namespace {
+
+#define SKIP_WITHOUT_ELEMENT(name)                                                        \
+  do {                                                                                    \
+    GstElementFactory *factory = gst_element_factory_find(name);                          \
+    if (!factory) GTEST_SKIP() << name " is not available (GStreamer's nvcodec plugin)"; \
+    gst_object_unref(factory);                                                            \
+  } while (0)
+
+GstElement *by_name(GstElement *pipeline, const char *name) {
+  return gst_bin_get_by_name(GST_BIN(pipeline), name);
+}
+
+uint64_t stat_of(GstElement *gray, const char *field) {
+  GstStructure *stats = nullptr;
+  g_object_get(gray, "stats", &stats, nullptr);
+  guint64 value = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, field, &value)) << field;
+  gst_structure_free(stats);
+  return value;
+}
+
+// The GstCudaContext an element answers a context query with, or nullptr.
+GstObject *cuda_context_of(GstElement *element, const char *pad_name) {
+  GstPad *pad = gst_element_get_static_pad(element, pad_name);
+  GstQuery *query = gst_query_new_context("gst.cuda.context");
+  GstObject *found = nullptr;
+  if (gst_pad_query(pad, query)) {
+    GstContext *context = nullptr;
+    gst_query_parse_context(query, &context);
+    if (context) {
+      const GstStructure *s = gst_context_get_structure(context);
+      const GValue *v = gst_structure_get_value(s, "gst.cuda.context");
+      if (v) found = GST_OBJECT(g_value_get_object(v));
+    }
+  }
+  gst_query_unref(query);
+  gst_object_unref(pad);
+  return found;
+}
+
+}  // namespace
+
+// Every format cudaupload takes, random frames: cudaupload ! cudagray equals
+// the CPU reference, no frame is uploaded again, and both elements use one
+// CUDA context.
+TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  int formats_tested = 0;
+  for (PixelLayout layout : kAllLayouts) {
+    const char *format = layout_info(layout).name;
+    const std::string caps = caps_string(format, 641, 481);
+    GstElement *pipeline = gst_parse_launch(
+        ("appsrc name=src format=time caps=\"" + caps + "\" ! cudaupload name=up ! "
+         "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! appsink name=sink")
+            .c_str(),
+        nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement *upload = by_name(pipeline, "up");
+    GstPad *up_sink = gst_element_get_static_pad(upload, "sink");
+    GstCaps *wanted = gst_caps_from_string(caps.c_str());
+    GstCaps *taken = gst_pad_get_pad_template_caps(up_sink);
+    const bool supported = gst_caps_can_intersect(wanted, taken);
+    gst_caps_unref(wanted);
+    gst_caps_unref(taken);
+    gst_object_unref(up_sink);
+    if (!supported) {
+      std::printf("cudaupload does not take %s: not tested through CUDA memory\n", format);
+      gst_object_unref(upload);
+      gst_object_unref(pipeline);
+      continue;
+    }
+    SCOPED_TRACE(format);
+    ++formats_tested;
+    GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink"), *gray = by_name(pipeline, "gray");
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    std::vector<TestFrame> frames;
+    for (int i = 0; i < 5; ++i) {
+      frames.push_back(random_frame(layout, 641, 481));
+      GstBuffer *buf = buffer_for(frames.back());
+      GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+      ASSERT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+    }
+    gst_app_src_end_of_stream(GST_APP_SRC(src));
+    for (const TestFrame &f : frames) {
+      GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+      ASSERT_NE(sample, nullptr);
+      EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
+      gst_sample_unref(sample);
+    }
+    EXPECT_EQ(stat_of(gray, "device-inputs"), frames.size());
+    EXPECT_EQ(stat_of(gray, "staged-inputs"), 0u);
+    GstObject *ours = cuda_context_of(gray, "sink");
+    GstObject *theirs = cuda_context_of(upload, "src");
+    EXPECT_NE(ours, nullptr);
+    EXPECT_EQ(ours, theirs) << "cudaupload and cudagray use different CUDA contexts";
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    for (GstElement *e : {src, sink, gray, upload}) gst_object_unref(e);
+    gst_object_unref(pipeline);
+  }
+  EXPECT_GT(formats_tested, 0);
+}
+
+// NVDEC's NV12 in CUDA memory: gray equals a CPU decode of the same clip
+// (H.264 decoding is exact) expanded on the CPU.
+TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("nvh264dec");
+  SKIP_WITHOUT_ELEMENT("openh264dec");
+  gchar *dir = g_dir_make_tmp("cudagray-XXXXXX", nullptr);
+  const std::string clip = std::string(dir) + "/clip.h264";
+  const PipelineRun encode = run_pipeline(
+      "videotestsrc num-buffers=20 pattern=ball ! video/x-raw,format=I420,width=320,height=240 ! "
+      "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! filesink location=" + clip);
+  ASSERT_TRUE(encode.reached_eos);
+  auto decode = [&](const std::string &decoder) {
+    GstElement *pipeline = gst_parse_launch(
+        ("filesrc location=" + clip + " ! h264parse ! " + decoder + " ! cudagray name=gray ! appsink name=sink sync=false").c_str(),
+        nullptr);
+    GstElement *sink = by_name(pipeline, "sink");
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    std::vector<GrayImage> out;
+    while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+      out.push_back(gray_of(gst_sample_get_buffer(s), 320, 240));
+      gst_sample_unref(s);
+    }
+    GstElement *gray = by_name(pipeline, "gray");
+    const uint64_t on_gpu = stat_of(gray, "device-inputs");
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(gray);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+    return std::make_pair(out, on_gpu);
+  };
+  const auto [gpu, gpu_device_inputs] = decode("nvh264dec ! video/x-raw(memory:CUDAMemory)");
+  const auto [cpu, cpu_device_inputs] = decode("openh264dec");
+  ASSERT_EQ(gpu.size(), 20u);
+  ASSERT_EQ(cpu.size(), 20u);
+  for (size_t i = 0; i < gpu.size(); ++i) EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
+  EXPECT_EQ(gpu_device_inputs, 20u);
+  EXPECT_EQ(cpu_device_inputs, 0u);
+  g_free(dir);
+}
+
+// cuda-device-id naming another GPU than the pipeline's CUDA memory is an error.
+TEST(CudaMemory, DeviceMismatchIsAnError) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  std::string reason;
+  if (cuda_device_count(&reason) < 2) GTEST_SKIP() << "needs two GPUs to disagree on";
+  const PipelineRun run = run_pipeline(
+      "videotestsrc num-buffers=3 ! video/x-raw,format=RGBA ! cudaupload cuda-device-id=0 ! "
+      "cudagray cuda-device-id=1 ! fakesink");
+  ASSERT_FALSE(run.errors.empty());
+  EXPECT_EQ(run.errors[0], "cuda-device-id=1, but the pipeline's CUDA memory is on device 0");
+}
