@@ -138,6 +138,18 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
       out.push_back(gray_of(gst_sample_get_buffer(s), 320, 240));
       gst_sample_unref(s);
     }
+    GstBus *bus = gst_element_get_bus(pipeline);
+    if (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+      GError *err = nullptr;
+      gchar *debug = nullptr;
+      gst_message_parse_error(msg, &err, &debug);
+      ADD_FAILURE() << decoder << ": " << GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)) << ": " << err->message
+                    << " (" << (debug ? debug : "") << ")";
+      g_error_free(err);
+      g_free(debug);
+      gst_message_unref(msg);
+    }
+    gst_object_unref(bus);
     GstElement *gray = by_name(pipeline, "gray");
     const uint64_t on_gpu = stat_of(gray, "device-inputs");
     gst_element_set_state(pipeline, GST_STATE_NULL);
