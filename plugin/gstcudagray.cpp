@@ -244,6 +244,13 @@ gst_cuda_gray_set_property (GObject * object, guint prop_id,
 {
   GstCudaGray *self = GST_CUDA_GRAY (object);
 
+  /* GObject does not enforce GST_PARAM_MUTABLE_READY: say so instead of
+   * leaving the user to wonder why nothing changed */
+  if ((pspec->flags & GST_PARAM_MUTABLE_READY) && GST_STATE (self) > GST_STATE_READY)
+    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+        ("%s takes effect at the next start", pspec->name),
+        ("set it in the NULL or READY state"));
+
   switch (prop_id) {
     case PROP_BACKEND:
       GST_OBJECT_LOCK (self);
@@ -788,6 +795,9 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
     *why = std::string ("its video meta describes a ") +
         std::to_string (meta->width) + "x" + std::to_string (meta->height) +
         " " + gst_video_format_to_string (meta->format) + " frame";
+    if (meta->n_planes != GST_VIDEO_INFO_N_PLANES (info))
+      *why += " with " + std::to_string (meta->n_planes) + " plane(s), the caps " +
+          std::to_string (GST_VIDEO_INFO_N_PLANES (info));
     return FALSE;
   }
   if (!gst_buffer_map (buffer, map, flags)) {
@@ -802,13 +812,22 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
     const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET (info, p);
     const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE (info, p);
     const guint64 span = (guint64) MAX (stride, 0) * (frame->height - 1) + row_bytes;
-    if (stride < 0 || (guint64) stride < row_bytes || offset > map->size
-        || span > map->size - offset) {
+    if (stride < 0)
+      text = g_strdup_printf ("plane %u has a negative stride (%d): cudagray "
+          "takes rows top to bottom only", p, stride);
+    else if ((guint64) stride < row_bytes)
+      text = g_strdup_printf ("plane %u has a stride of %d bytes, shorter "
+          "than its %" G_GUINT64_FORMAT "-byte rows", p, stride, row_bytes);
+    else if (offset > map->size)
+      text = g_strdup_printf ("plane %u starts at byte %" G_GSIZE_FORMAT
+          ", past the end of the %" G_GSIZE_FORMAT "-byte buffer", p, offset,
+          map->size);
+    else if (span > map->size - offset)
       text = g_strdup_printf ("plane %u (offset %" G_GSIZE_FORMAT ", stride %d)"
           " needs %" G_GUINT64_FORMAT " bytes, the buffer has %" G_GSIZE_FORMAT,
           p, offset, stride, offset + span, map->size);
+    if (text)
       break;
-    }
     frame->plane[p] = map->data + offset;
     frame->stride[p] = stride;
   }
