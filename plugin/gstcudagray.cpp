@@ -839,6 +839,18 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
   return FALSE;
 }
 
+/* The error for an input buffer that does not hold its frame. */
+static GstFlowReturn
+refuse_input (GstCudaGray * self, const std::string & why)
+{
+  const GstVideoInfo *info = &self->streaming->in_info;
+  GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+      ("Input buffer does not hold a %dx%d %s frame: %s", info->width,
+          info->height, GST_VIDEO_INFO_NAME (info), why.c_str ()),
+      ("upstream sent a buffer that does not match the caps it negotiated"));
+  return GST_FLOW_ERROR;
+}
+
 /* Whether the kernel can read inbuf on the GPU: CUDA memory of the context
  * the backend works in. CUDA memory of another context is read through a
  * host mapping instead (GstCudaMemory downloads it). */
@@ -880,15 +892,8 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   const GstMapFlags flags = (GstMapFlags) (GST_MAP_READ |
       (on_device ? GST_MAP_CUDA : 0));
   if (!map_input_frame (inbuf, &s.in_info, s.layout, flags, &f.in_map, &in,
-          &error)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Input buffer does not hold a %dx%d %s frame: %s",
-            s.in_info.width, s.in_info.height,
-            GST_VIDEO_INFO_NAME (&s.in_info), error.c_str ()),
-        ("upstream sent a buffer that does not match the caps it "
-            "negotiated"));
-    return GST_FLOW_ERROR;
-  }
+          &error))
+    return refuse_input (self, error);
   gst_video_info_set_format (&out_info, GST_VIDEO_FORMAT_GRAY8,
       s.in_info.width, s.in_info.height);
   if (!gst_video_frame_map (&f.out, &out_info, outbuf, GST_MAP_WRITE)) {
@@ -967,9 +972,23 @@ gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
   GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
 
-  if (gst_base_transform_is_passthrough (trans))
+  if (gst_base_transform_is_passthrough (trans)) {
+    /* GRAY8 leaves untouched, but only if it holds the frame (its one plane
+     * checked like a luma plane) */
+    GstMapInfo map;
+    cudagray::InputFrame frame;
+    std::string error;
+    if (trans->queued_buf && !map_input_frame (trans->queued_buf, &s.in_info,
+            cudagray::PixelLayout::Luma, GST_MAP_READ, &map, &frame, &error)) {
+      gst_clear_buffer (&trans->queued_buf);
+      *outbuf = NULL;
+      return refuse_input (self, error);
+    }
+    if (trans->queued_buf)
+      gst_buffer_unmap (trans->queued_buf, &map);
     return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
         outbuf);
+  }
   CudaScope scope (self);
 
   *outbuf = NULL;
