@@ -416,6 +416,7 @@ TEST_P(ByBackend, InvalidWeightsInEveryStateWarnAndChangeNothing) {
     EXPECT_EQ(weights_of(e), "0.5,0.25,0.125");
   }
   gst_element_set_state(e, GST_STATE_NULL);
+  gst_bus_set_flushing(bus, TRUE);  // queued messages hold e, which holds bus
   gst_object_unref(bus);
   gst_object_unref(e);
 
@@ -470,6 +471,7 @@ TEST(PropertyValues, OutOfRangeValuesAreRefusedInEveryState) {
   gst_util_set_object_arg(G_OBJECT(e), "matrix", "");
   EXPECT_EQ(int_property(e, "matrix"), 0);
   gst_element_set_state(e, GST_STATE_NULL);
+  gst_bus_set_flushing(bus, TRUE);  // queued messages hold e, which holds bus
   gst_object_unref(bus);
   gst_object_unref(e);
 }
@@ -508,6 +510,7 @@ TEST(PropertyValues, DeviceBeyondTheCountFailsToStartWithAdvice) {
         EXPECT_EQ(warnings.size(), std::string(backend) == "auto" ? 1u : 0u) << describe(warnings);
       }
       gst_element_set_state(e, GST_STATE_NULL);
+      gst_bus_set_flushing(bus, TRUE);
       gst_object_unref(bus);
       gst_object_unref(e);
     }
