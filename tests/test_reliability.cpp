@@ -315,6 +315,21 @@ TEST_P(ByBackend, BuffersThatDoNotHoldTheFrameAreErrors) {
   }
 }
 
+// GRAY8 passes through untouched, but only once checked like every other
+// format: a short buffer is the same error (found by tests/fuzz/run; its
+// input is tests/fuzz/corpus/crash-passthrough-short).
+TEST_P(ByBackend, ShortGray8BufferInPassthroughIsAnError) {
+  Harness harness(settings(4));
+  harness.set_caps(caps_string("GRAY8", 33, 17));  // 36-byte rows: 612 bytes
+  std::vector<uint8_t> bytes(100);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_ERROR);
+  const BusLog log(harness.bus);
+  ASSERT_EQ(log.errors.size(), 1u) << "a 100-byte buffer passed through as a 33x17 GRAY8 frame";
+  EXPECT_EQ(log.errors[0].text, "Input buffer does not hold a 33x17 GRAY8 frame: plane 0 (offset 0, stride 36) "
+                                "needs 609 bytes, the buffer has 100");
+  EXPECT_EQ(gst_harness_try_pull(harness.h), nullptr);
+}
+
 // The edges that are fine: a plane ending at the buffer's last byte, a frame
 // spread over several memories, a buffer longer than the frame.
 TEST_P(ByBackend, BuffersAtTheEdgesConvert) {
