@@ -105,6 +105,9 @@ struct Streaming
   cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
   int max_in_flight = 1;        /* max-inflight with auto resolved */
   bool cuda_input = false;      /* caps say memory:CUDAMemory */
+  /* the last configuration failure posted, so that upstream's retries
+   * (one per buffer) do not repeat it */
+  std::string configure_error;
 };
 
 struct _GstCudaGray
@@ -439,6 +442,7 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
   gst_clear_object (&self->cuda_ctx);
 #endif
   self->streaming->cuda_input = false;
+  self->streaming->configure_error.clear ();
   gst_video_info_init (&self->streaming->in_info);
   return TRUE;
 }
@@ -684,13 +688,16 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   std::string error;
   if (!s.backend->configure (s.layout, in_info.width, in_info.height,
           s.max_in_flight, &error)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not prepare the %s backend for %dx%d %s frames: %s",
-            s.backend->name (), in_info.width, in_info.height,
-            GST_VIDEO_INFO_NAME (&in_info), error.c_str ()),
-        ("free GPU memory, use smaller frames, or set backend=cpu"));
+    if (error != s.configure_error)
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not prepare the %s backend for %dx%d %s frames: %s",
+              s.backend->name (), in_info.width, in_info.height,
+              GST_VIDEO_INFO_NAME (&in_info), error.c_str ()),
+          ("free GPU memory, use smaller frames, or set backend=cpu"));
+    s.configure_error = error;
     return FALSE;
   }
+  s.configure_error.clear ();
   GST_INFO_OBJECT (self, "converting %dx%d %s (%s) to GRAY8 on the %s backend, "
       "up to %d frames in flight", in_info.width, in_info.height,
       GST_VIDEO_INFO_NAME (&in_info), s.cuda_input ? "CUDA memory" :
@@ -855,18 +862,27 @@ refuse_input (GstCudaGray * self, const std::string & why)
  * the backend works in. CUDA memory of another context is read through a
  * host mapping instead (GstCudaMemory downloads it). */
 static bool
-reads_on_device (GstCudaGray * self, GstBuffer * inbuf)
+reads_on_device (GstCudaGray * self, GstBuffer * inbuf, std::string * mismatch)
 {
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   if (!self->streaming->cuda_input || !self->cuda_ctx)
     return false;
   for (guint i = 0; i < gst_buffer_n_memory (inbuf); i++) {
     GstMemory *mem = gst_buffer_peek_memory (inbuf, i);
-    if (!gst_is_cuda_memory (mem)
-        || GST_CUDA_MEMORY_CAST (mem)->context != self->cuda_ctx) {
-      GST_LOG_OBJECT (self, "input not in our CUDA context: mapped on the host");
+    if (!gst_is_cuda_memory (mem))
       return false;
-    }
+    GstCudaContext *theirs = GST_CUDA_MEMORY_CAST (mem)->context;
+    if (theirs == self->cuda_ctx)
+      continue;
+    guint their_device = 0, our_device = 0;
+    g_object_get (theirs, "cuda-device-id", &their_device, NULL);
+    g_object_get (self->cuda_ctx, "cuda-device-id", &our_device, NULL);
+    if (their_device != our_device)
+      *mismatch = "cuda-device-id=" + std::to_string (our_device) +
+          ", but the pipeline's CUDA memory is on device " +
+          std::to_string (their_device);
+    GST_LOG_OBJECT (self, "input in another CUDA context: mapped on the host");
+    return false;
   }
   return gst_buffer_n_memory (inbuf) > 0;
 #else
@@ -888,7 +904,14 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   std::string error;
   CudaScope scope (self);
 
-  const bool on_device = reads_on_device (self, inbuf);
+  std::string mismatch;
+  const bool on_device = reads_on_device (self, inbuf, &mismatch);
+  if (!mismatch.empty ()) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", mismatch.c_str ()),
+        ("unset cuda-device-id, or put upstream's CUDA elements on the same "
+            "device"));
+    return GST_FLOW_ERROR;
+  }
   const GstMapFlags flags = (GstMapFlags) (GST_MAP_READ |
       (on_device ? GST_MAP_CUDA : 0));
   if (!map_input_frame (inbuf, &s.in_info, s.layout, flags, &f.in_map, &in,

@@ -115,57 +115,48 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
   EXPECT_GT(formats_tested, 0);
 }
 
-// NVDEC's NV12 in CUDA memory: gray equals a CPU decode of the same clip
-// (H.264 decoding is exact) expanded on the CPU.
+// NVDEC's NV12 in CUDA memory: gray equals a CPU decode of the same stream
+// (H.264 decoding is exact) expanded on the CPU. One pipeline, the encoded
+// stream teed to both decoders.
 TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
   SKIP_WITHOUT_GPU();
   SKIP_WITHOUT_ELEMENT("nvh264dec");
   SKIP_WITHOUT_ELEMENT("openh264dec");
-  gchar *dir = g_dir_make_tmp("cudagray-XXXXXX", nullptr);
-  const std::string clip = std::string(dir) + "/clip.h264";
-  const PipelineRun encode = run_pipeline(
+  GstElement *pipeline = gst_parse_launch(
       "videotestsrc num-buffers=20 pattern=ball ! video/x-raw,format=I420,width=320,height=240 ! "
-      "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! filesink location=" + clip);
-  ASSERT_TRUE(encode.reached_eos);
-  auto decode = [&](const std::string &decoder) {
-    GstElement *pipeline = gst_parse_launch(
-        ("filesrc location=" + clip + " ! h264parse ! " + decoder + " ! cudagray name=gray ! appsink name=sink sync=false").c_str(),
-        nullptr);
-    GstElement *sink = by_name(pipeline, "sink");
-    gst_element_set_state(pipeline, GST_STATE_PLAYING);
-    std::vector<GrayImage> out;
+      "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! tee name=t "
+      "t. ! queue ! nvh264dec ! video/x-raw(memory:CUDAMemory) ! cudagray name=gpu ! appsink name=gpu_out sync=false "
+      "t. ! queue ! openh264dec ! cudagray backend=cpu name=cpu ! appsink name=cpu_out sync=false",
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *gpu_out = by_name(pipeline, "gpu_out"), *cpu_out = by_name(pipeline, "cpu_out");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  auto pull_all = [](GstElement *sink) {
+    std::vector<GrayImage> frames;
     while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
-      out.push_back(gray_of(gst_sample_get_buffer(s), 320, 240));
+      frames.push_back(gray_of(gst_sample_get_buffer(s), 320, 240));
       gst_sample_unref(s);
     }
-    GstBus *bus = gst_element_get_bus(pipeline);
-    if (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
-      GError *err = nullptr;
-      gchar *debug = nullptr;
-      gst_message_parse_error(msg, &err, &debug);
-      ADD_FAILURE() << decoder << ": " << GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)) << ": " << err->message
-                    << " (" << (debug ? debug : "") << ")";
-      g_error_free(err);
-      g_free(debug);
-      gst_message_unref(msg);
-    }
-    gst_object_unref(bus);
-    GstElement *gray = by_name(pipeline, "gray");
-    const uint64_t on_gpu = stat_of(gray, "device-inputs");
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(gray);
-    gst_object_unref(sink);
-    gst_object_unref(pipeline);
-    return std::make_pair(out, on_gpu);
+    return frames;
   };
-  const auto [gpu, gpu_device_inputs] = decode("nvh264dec ! video/x-raw(memory:CUDAMemory)");
-  const auto [cpu, cpu_device_inputs] = decode("openh264dec");
+  const std::vector<GrayImage> gpu = pull_all(gpu_out), cpu = pull_all(cpu_out);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  if (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+    GError *err = nullptr;
+    gst_message_parse_error(msg, &err, nullptr);
+    ADD_FAILURE() << GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)) << ": " << err->message;
+    g_error_free(err);
+    gst_message_unref(msg);
+  }
+  gst_object_unref(bus);
   ASSERT_EQ(gpu.size(), 20u);
   ASSERT_EQ(cpu.size(), 20u);
   for (size_t i = 0; i < gpu.size(); ++i) EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
-  EXPECT_EQ(gpu_device_inputs, 20u);
-  EXPECT_EQ(cpu_device_inputs, 0u);
-  g_free(dir);
+  GstElement *gray = by_name(pipeline, "gpu");
+  EXPECT_EQ(stat_of(gray, "device-inputs"), 20u);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  for (GstElement *e : {gray, gpu_out, cpu_out}) gst_object_unref(e);
+  gst_object_unref(pipeline);
 }
 
 // cuda-device-id naming another GPU than the pipeline's CUDA memory is an error.
