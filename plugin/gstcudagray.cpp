@@ -451,6 +451,10 @@ static GstCaps *
 gst_cuda_gray_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  GST_OBJECT_LOCK (self);
+  const gboolean cpu_only = self->backend_choice == GST_CUDA_GRAY_BACKEND_CPU;
+  GST_OBJECT_UNLOCK (self);
   GstCaps *result = gst_caps_new_empty ();
   GstCaps *passthrough = gst_caps_new_empty ();
   GValue gray8 = G_VALUE_INIT;
@@ -511,16 +515,14 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
       g_value_unset (&name);
       gst_structure_take_value (s, "format", &formats);
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-      /* the same formats already on the GPU, after those in system memory */
-      GstStructure *on_gpu = gst_structure_copy (s);
-      result = gst_caps_merge_structure (result, s);
-      s = NULL;
-      result = gst_caps_merge_structure_full (result, on_gpu,
-          gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
+      /* the same formats already on the GPU, first: an upstream that can
+       * keep frames there (NVDEC, cudaupload) then does; not for backend=cpu */
+      if (!cpu_only)
+        result = gst_caps_merge_structure_full (result, gst_structure_copy (s),
+            gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
 #endif
     }
-    if (s)
-      result = gst_caps_merge_structure (result, s);
+    result = gst_caps_merge_structure (result, s);
   }
   g_value_unset (&gray8);
   result = gst_caps_merge (result, passthrough);

@@ -167,7 +167,7 @@ TEST(CudaMemory, DeviceMismatchIsAnError) {
   if (cuda_device_count(&reason) < 2) GTEST_SKIP() << "needs two GPUs to disagree on";
   const PipelineRun run = run_pipeline(
       "videotestsrc num-buffers=3 ! video/x-raw,format=RGBA ! cudaupload cuda-device-id=0 ! "
-      "cudagray cuda-device-id=1 ! fakesink");
+      "video/x-raw(memory:CUDAMemory) ! cudagray cuda-device-id=1 ! fakesink");
   ASSERT_FALSE(run.errors.empty());
   EXPECT_EQ(run.errors[0], "cuda-device-id=1, but the pipeline's CUDA memory is on device 0");
 }
