@@ -3,10 +3,11 @@
 // two cudagray branches, every frame counted and checked against the CPU
 // reference, and open files, threads and memory compared before and after.
 // Each runs on the CPU backend here and on CUDA where there is a GPU.
-// CUDAGRAY_STRESS_SCALE multiplies the counts (10 for a long soak, 0.01 under
+// CUDAGRAY_STRESS_SCALE multiplies the counts (10 for a long soak, 0.1 under
 // valgrind). Figures are printed as "figure: ..." lines for
 // docs/reliability.md.
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "reliability_helpers.h"
@@ -78,7 +79,11 @@ TEST_P(Stress, StateCyclesMidStream) {
   EXPECT_LE(fds, fds_warm) << "open files grew";
   // GLib keeps up to 2 idle threads of GStreamer's task pool around.
   EXPECT_LE(threads, threads_warm + 2) << "threads grew";
-  EXPECT_LT(rss - rss_warm, 16 * 1024) << "resident memory grew by more than 16 MiB";
+  // valgrind holds freed blocks back (--freelist-vol, 20 MB): leaks are its
+  // own report there.
+  const char *preload = std::getenv("LD_PRELOAD");
+  if (!preload || !std::strstr(preload, "vgpreload"))
+    EXPECT_LT(rss - rss_warm, 16 * 1024) << "resident memory grew by more than 16 MiB";
   std::printf("figure: state cycles backend=%s: %ld cycles (%ld to EOS, 20 frames each, all arrived), %ld frames, "
               "%ld errors, fds %d -> %d, threads %d -> %d, RSS %ld -> %ld KiB, %.1f s\n",
               backend().c_str(), cycles, to_eos, frames, errors, fds_warm, fds, threads_warm, threads, rss_warm,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # valgrind memcheck over the CPU-backend tests: element, reliability, stress
-# (at 1/100 of its counts), no_gpu and the fuzz corpus replay.
+# (at 1/10 of its counts), no_gpu and the fuzz corpus replay.
 #
 #   tests/valgrind.sh [BUILD_DIR] [LOG_DIR]     (defaults: build, BUILD_DIR/valgrind)
 #
@@ -24,7 +24,7 @@ SUPPS=(--suppressions="$PWD/tests/valgrind.supp")
 [ -f "$GLIB_SUPP" ] && SUPPS+=(--suppressions="$GLIB_SUPP")
 
 export GST_PLUGIN_PATH_1_0="$PWD/$BUILD/plugin" GST_REGISTRY_1_0="$PWD/$BUILD/tests/registry.bin"
-export GST_DEBUG=0 G_SLICE=always-malloc G_DEBUG=gc-friendly CUDAGRAY_STRESS_SCALE=0.01
+export GST_DEBUG=0 G_SLICE=always-malloc G_DEBUG=gc-friendly CUDAGRAY_STRESS_SCALE=0.1
 export CUDAGRAY_SOURCE_DIR="$PWD" CUDA_VISIBLE_DEVICES=
 # The registry is made outside valgrind, once.
 "$BUILD/tests/test_element" --gtest_filter=Properties.Defaults >/dev/null 2>&1
