@@ -77,8 +77,10 @@ TEST_P(Stress, StateCyclesMidStream) {
   const int fds = proc_entries("fd"), threads = proc_entries("task");
   const long rss = rss_kib();
   EXPECT_LE(fds, fds_warm) << "open files grew";
-  // GLib keeps up to 2 idle threads of GStreamer's task pool around.
-  EXPECT_LE(threads, threads_warm + 2) << "threads grew";
+  // GStreamer's task pool and its async-call pool (GLib thread pools) each
+  // keep a few idle threads for a while: a small, bounded difference is
+  // theirs; a leak would grow with the cycle count (10^4 cycles: 5 -> 7).
+  EXPECT_LE(threads, threads_warm + 4) << "threads grew";
   // valgrind holds freed blocks back (--freelist-vol, 20 MB): leaks are its
   // own report there.
   const char *preload = std::getenv("LD_PRELOAD");
