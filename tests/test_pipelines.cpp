@@ -126,3 +126,28 @@ TEST(WebcamPipeline, FallsBackToLiveTestPattern) {
   EXPECT_NE(log.find("videotestsrc is-live=true"), std::string::npos) << log;
   EXPECT_NE(log.find("cudagray backend=cpu matrix=bt2020"), std::string::npos) << log;
 }
+
+// The GPU-decode script: with NVDEC it writes the gray video, every frame
+// decoded on the GPU; without it, it says what is missing and fails.
+TEST(GpuDecodePipeline, DecodesOnTheGpuOrSaysWhatIsMissing) {
+  TempDir dir;
+  const std::string clip = dir.path + "/in.mp4", out = dir.path + "/out.mp4";
+  std::string log;
+  ASSERT_EQ(shell("CUDAGRAY_FRAMES=30 '" + script("file") + "' - '" + clip + "' backend=cpu", &log), 0) << log;
+  log.clear();
+  GstElementFactory *nvdec = gst_element_factory_find("nvh264dec");
+  const int status = shell("'" + script("gpu-decode") + "' '" + clip + "' '" + out + "'", &log);
+  if (!nvdec) {
+    EXPECT_EQ(status, 1);
+    EXPECT_NE(log.find("error: nvh264dec not found: GPU decoding needs gst-plugins-bad's nvcodec and an NVIDIA driver"),
+              std::string::npos)
+        << log;
+    return;
+  }
+  gst_object_unref(nvdec);
+  ASSERT_EQ(status, 0) << log;
+  EXPECT_NE(log.find("nvh264dec ! video/x-raw\\(memory:CUDAMemory\\) ! cudagray"), std::string::npos) << log;
+  std::vector<GstSample *> frames = decode(out, "video/x-raw,format=I420");
+  EXPECT_EQ(frames.size(), 30u);
+  for (GstSample *f : frames) gst_sample_unref(f);
+}
