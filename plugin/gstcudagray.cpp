@@ -451,10 +451,12 @@ static GstCaps *
 gst_cuda_gray_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
   GstCudaGray *self = GST_CUDA_GRAY (trans);
   GST_OBJECT_LOCK (self);
   const gboolean cpu_only = self->backend_choice == GST_CUDA_GRAY_BACKEND_CPU;
   GST_OBJECT_UNLOCK (self);
+#endif
   GstCaps *result = gst_caps_new_empty ();
   GstCaps *passthrough = gst_caps_new_empty ();
   GValue gray8 = G_VALUE_INIT;
@@ -914,8 +916,12 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
             "device"));
     return GST_FLOW_ERROR;
   }
+#ifdef CUDAGRAY_HAVE_GST_CUDA
   const GstMapFlags flags = (GstMapFlags) (GST_MAP_READ |
       (on_device ? GST_MAP_CUDA : 0));
+#else
+  const GstMapFlags flags = GST_MAP_READ;
+#endif
   if (!map_input_frame (inbuf, &s.in_info, s.layout, flags, &f.in_map, &in,
           &error))
     return refuse_input (self, error);
