@@ -84,8 +84,9 @@ TEST_P(Stress, StateCyclesMidStream) {
   // valgrind holds freed blocks back (--freelist-vol, 20 MB): leaks are its
   // own report there.
   const char *preload = std::getenv("LD_PRELOAD");
-  if (!preload || !std::strstr(preload, "vgpreload"))
+  if (!preload || !std::strstr(preload, "vgpreload")) {
     EXPECT_LT(rss - rss_warm, 16 * 1024) << "resident memory grew by more than 16 MiB";
+  }
   std::printf("figure: state cycles backend=%s: %ld cycles (%ld to EOS, 20 frames each, all arrived), %ld frames, "
               "%ld errors, fds %d -> %d, threads %d -> %d, RSS %ld -> %ld KiB, %.1f s\n",
               backend().c_str(), cycles, to_eos, frames, errors, fds_warm, fds, threads_warm, threads, rss_warm,
