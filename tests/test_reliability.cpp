@@ -609,6 +609,12 @@ TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
     ASSERT_TRUE(gst_element_seek_simple(p.pipeline, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
                                         (i % 50) * GST_SECOND / 30))
         << "seek " << i;
+    // A flushing seek in PLAYING is asynchronous: the pipeline prerolls
+    // again. Sending the next event before that ends can deadlock in
+    // GStreamer itself (the pipeline's state lock against the preroll), so
+    // wait for it, as an application must.
+    ASSERT_EQ(gst_element_get_state(p.pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS)
+        << "the pipeline did not return to PLAYING after seek " << i;
     ASSERT_TRUE(wait_for(counter.buffers, before + 1, 10000)) << "no frame after seek " << i;
   }
   ASSERT_TRUE(gst_element_send_event(p.pipeline, gst_event_new_eos()));
