@@ -7,6 +7,7 @@
 // run on the CPU here and on CUDA where there is a GPU; without one the CUDA
 // cases are skipped with the reason. docs/reliability.md has the table.
 #include <climits>
+#include <mutex>
 #include <thread>
 
 #include "reliability_helpers.h"
@@ -623,54 +624,49 @@ TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
   EXPECT_GE(counter.buffers.load(), seeks + 10);
 }
 
-// flush-start from a second thread (as a flushing seek from the application
-// sends it) while the streaming thread pushes frames as fast as it can; the
-// streaming thread, seeing FLUSHING, sends flush-stop and a new segment and
-// goes on, as a source does. No deadlock, no error, and once the flushes
-// stop, every frame pushed comes out.
+// Flushes from a second thread while the streaming thread pushes frames as
+// fast as it can, the way a flushing seek does it: flush-start first (it
+// unblocks the streaming thread), then, holding the stream lock, flush-stop
+// and a new segment. No deadlock, no error, no flow return other than OK or
+// FLUSHING, and once the flushes stop every frame pushed comes out.
 TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
   Harness harness(settings(8));
   harness.set_caps(caps_string("RGB", 160, 120));
   std::vector<TestFrame> pool;
   for (int i = 0; i < 4; ++i) pool.push_back(random_frame(PixelLayout::RGB, 160, 120));
   std::atomic<bool> stop{false};
-  std::atomic<int> flushes_done{0};
+  std::mutex stream_lock;  // what GstPad's stream lock is to a source's task
   long ok = 0, flushing = 0, other = 0;
-  auto restart = [&] {
+  std::thread streaming([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      GstFlowReturn ret;
+      {
+        std::lock_guard<std::mutex> hold(stream_lock);
+        ret = gst_harness_push(harness.h, timed(buffer_for(pool[i % pool.size()]), i));
+      }
+      (ret == GST_FLOW_OK ? ok : ret == GST_FLOW_FLUSHING ? flushing : other)++;
+      if (ret == GST_FLOW_FLUSHING) g_usleep(100);  // a paused task lets the seek take the lock
+    }
+  });
+  auto flush = [&] {
+    EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_start()));
+    std::lock_guard<std::mutex> hold(stream_lock);
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_stop(TRUE)));
     GstSegment segment;
     gst_segment_init(&segment, GST_FORMAT_TIME);
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_segment(&segment)));
   };
-  std::thread streaming([&] {
-    for (int i = 0; !stop.load(); ++i) {
-      const GstFlowReturn ret = gst_harness_push(harness.h, timed(buffer_for(pool[i % pool.size()]), i));
-      (ret == GST_FLOW_OK ? ok : ret == GST_FLOW_FLUSHING ? flushing : other)++;
-      if (ret == GST_FLOW_FLUSHING) {
-        restart();
-        flushes_done.fetch_add(1);
-      }
-    }
-  });
   const int flushes = 100;
-  int sent = 0;
-  for (bool failed = false; sent < flushes && !failed; ++sent) {
-    g_usleep(500 + 37 * (sent % 20));
-    const int before = flushes_done.load();
-    EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_start())) << "flush " << sent;
-    for (int waited = 0; flushes_done.load() == before && !failed; ++waited) {
-      g_usleep(1000);
-      if (waited > 10000) failed = true;
-    }
-    EXPECT_FALSE(failed) << "the streaming thread did not see flush " << sent;
+  for (int i = 0; i < flushes; ++i) {
+    g_usleep(500 + 37 * (i % 20));
+    flush();
   }
   stop = true;
   streaming.join();
   EXPECT_GT(ok, 0);
   EXPECT_EQ(other, 0) << "a push returned neither OK nor FLUSHING";
   // One more flush drops what is still in flight; then the queue is emptied.
-  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_start()));
-  restart();
+  flush();
   while (GstBuffer *out = gst_harness_try_pull(harness.h)) gst_buffer_unref(out);
   std::vector<TestFrame> last;
   size_t next = 0;
@@ -682,7 +678,7 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
   expect_frames(harness, last, &next);
   EXPECT_EQ(next, last.size());
   EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
-  EXPECT_EQ(flushing, flushes) << "each flush-start refuses exactly one push";
+  EXPECT_GT(flushing, 0) << "no push met a flush";
   std::printf("%d flushes; pushes: %ld OK, %ld FLUSHING\n", flushes, ok, flushing);
 }
 
