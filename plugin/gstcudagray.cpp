@@ -850,6 +850,18 @@ map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
   return FALSE;
 }
 
+/* The error for a backend call that failed; the frames in flight are dropped. */
+static GstFlowReturn
+backend_failed (GstCudaGray * self, const char *doing, const std::string & why)
+{
+  GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+      ("The %s backend failed to %s: %s", self->streaming->backend->name (),
+          doing, why.c_str ()),
+      ("check the GPU with nvidia-smi, or set backend=cpu"));
+  discard_in_flight (self);
+  return GST_FLOW_ERROR;
+}
+
 /* The error for an input buffer that does not hold its frame. */
 static GstFlowReturn
 refuse_input (GstCudaGray * self, const std::string & why)
@@ -945,14 +957,8 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   GST_OBJECT_UNLOCK (self);
 
   s.in_flight.push_back (f);
-  if (!s.backend->submit (in, out, weights, &error)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("The %s backend failed to start converting a frame: %s",
-            s.backend->name (), error.c_str ()),
-        ("check the GPU with nvidia-smi, or set backend=cpu"));
-    discard_in_flight (self);
-    return GST_FLOW_ERROR;
-  }
+  if (!s.backend->submit (in, out, weights, &error))
+    return backend_failed (self, "start converting a frame", error);
   return GST_FLOW_OK;
 }
 
@@ -972,12 +978,7 @@ finish_oldest (GstCudaGray * self, GstBuffer ** outbuf)
   if (!ok) {
     gst_buffer_unref (*outbuf);
     *outbuf = NULL;
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("The %s backend failed to convert a frame: %s",
-            s.backend->name (), error.c_str ()),
-        ("check the GPU with nvidia-smi, or set backend=cpu"));
-    discard_in_flight (self);
-    return GST_FLOW_ERROR;
+    return backend_failed (self, "convert a frame", error);
   }
 
   const cudagray::TimingStats stats = s.backend->stats ();
