@@ -149,42 +149,50 @@ int input_bytes_per_pixel(PixelLayout layout) {
 
 std::string copy_key(int bytes_per_pixel) { return "copy:" + std::to_string(bytes_per_pixel) + "B"; }
 
-// Several streams, each with its own device frames: pinned (or staged)
-// host RGB → device → kernel → pinned host GRAY8, frames rotated by the
-// caller. The staging variant first memcpys each pageable frame into the
+// Where a raw loop's RGB frames are: pinned host memory, pageable host
+// memory (memcpy'd into pinned staging first), or already on the device.
+enum class RawSource { Pinned, Staging, Device };
+
+// Several streams, each with its own device frames: RGB (uploaded unless it
+// is on the device already) → kernel → pinned host GRAY8, frames rotated by
+// the caller. The staging variant first memcpys each pageable frame into the
 // lane's pinned staging buffer, once the lane's previous upload from it is
 // done.
 class RawLoop {
  public:
-  RawLoop(const FrameSize &size, int lanes, bool staging)
-      : size_(size), in_bytes_(3 * size.pixels()), out_bytes_(size.pixels()), staging_(staging) {
+  RawLoop(const FrameSize &size, int lanes, RawSource source)
+      : size_(size), in_bytes_(3 * size.pixels()), out_bytes_(size.pixels()), source_(source) {
     for (int l = 0; l < lanes; ++l) {
       Lane lane;
       lane.stream = cudagray::make_stream();
-      lane.in = cudagray::make_device_memory(in_bytes_);
+      if (source_ != RawSource::Device) lane.in = cudagray::make_device_memory(in_bytes_);
       lane.out = cudagray::make_device_memory(out_bytes_);
-      if (staging_) lane.staging = cudagray::make_pinned_memory(in_bytes_);
+      if (source_ == RawSource::Staging) lane.staging = cudagray::make_pinned_memory(in_bytes_);
       lane.uploaded = make_event();
       lanes_.push_back(std::move(lane));
     }
   }
 
-  void enqueue(long i, const uint8_t *host_in, uint8_t *host_out) {
+  // in: a host frame, or a device frame for RawSource::Device.
+  void enqueue(long i, const uint8_t *in, uint8_t *host_out) {
     Lane &lane = lanes_[static_cast<size_t>(i) % lanes_.size()];
-    const uint8_t *source = host_in;
-    if (staging_) {
-      if (lane.staging_used) CUDAGRAY_CHECK(cudaEventSynchronize(lane.uploaded.get()));
-      std::memcpy(lane.staging.get(), host_in, in_bytes_);
-      source = static_cast<const uint8_t *>(lane.staging.get());
+    const uint8_t *on_device = in;
+    if (source_ != RawSource::Device) {
+      const uint8_t *host = in;
+      if (source_ == RawSource::Staging) {
+        if (lane.staging_used) CUDAGRAY_CHECK(cudaEventSynchronize(lane.uploaded.get()));
+        std::memcpy(lane.staging.get(), in, in_bytes_);
+        host = static_cast<const uint8_t *>(lane.staging.get());
+      }
+      CUDAGRAY_CHECK(cudaMemcpyAsync(lane.in.get(), host, in_bytes_, cudaMemcpyHostToDevice,
+                                     lane.stream.get()));
+      if (source_ == RawSource::Staging) {
+        CUDAGRAY_CHECK(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
+        lane.staging_used = true;
+      }
+      on_device = static_cast<const uint8_t *>(lane.in.get());
     }
-    CUDAGRAY_CHECK(cudaMemcpyAsync(lane.in.get(), source, in_bytes_, cudaMemcpyHostToDevice,
-                                   lane.stream.get()));
-    if (staging_) {
-      CUDAGRAY_CHECK(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
-      lane.staging_used = true;
-    }
-    const cudagray::InputFrame frame =
-        frame_at(PixelLayout::RGB, size_, static_cast<const uint8_t *>(lane.in.get()));
+    const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, on_device);
     const cudagray::GrayFrame gray{static_cast<uint8_t *>(lane.out.get()),
                                    static_cast<size_t>(size_.width)};
     CUDAGRAY_CHECK(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
@@ -209,7 +217,7 @@ class RawLoop {
   };
   FrameSize size_;
   size_t in_bytes_, out_bytes_;
-  bool staging_;
+  RawSource source_;
   cudagray::Weights weights_ = cudagray::standard_weights(cudagray::Matrix::BT601);
   std::vector<Lane> lanes_;
 };
@@ -423,23 +431,42 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   staged.key = "raw:staging";
   staged.what = "raw CUDA, pageable via staging memcpy, 3 streams";
   staged.ceiling = "raw:pinned";
+  Row device = pinned;
+  device.key = "raw:device";
+  device.what = "raw CUDA, input on the device, pinned out, 3 streams";
+  device.bytes = 4.0 * n;
+  device.ceiling = "raw:pinned";
   const Budget budget{options.seconds, 20, 10000000, 3};
+  // Frames through a loop, rotated over inputs: µs per frame.
+  auto time_loop = [&](RawLoop &loop, const std::function<const uint8_t *(long)> &input,
+                       const PinnedRing &host_out, Row &r) {
+    long next = 0;
+    r.us = seconds_per_iteration([&](long frames) {
+      const Clock::time_point start = Clock::now();
+      for (long k = 0; k < frames; ++k, ++next) loop.enqueue(next, input(next), host_out.at(next));
+      loop.synchronize();
+      return seconds_since(start);
+    }, budget, &r.frames) * 1e6;
+  };
 
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_out(count, n, cudagray::make_pinned_memory);
     {
       const PinnedRing host_in = random_pinned_ring(count, 3 * n, 3000);
-      RawLoop loop(size, kRawStreams, false);
-      long next = 0;
+      RawLoop loop(size, kRawStreams, RawSource::Pinned);
       record(rows, pinned, [&](Row &r) {
-        r.us = seconds_per_iteration([&](long frames) {
-          const Clock::time_point start = Clock::now();
-          for (long k = 0; k < frames; ++k, ++next) loop.enqueue(next, host_in.at(next), host_out.at(next));
-          loop.synchronize();
-          return seconds_since(start);
-        }, budget, &r.frames) * 1e6;
+        time_loop(loop, [&](long i) { return host_in.at(i); }, host_out, r);
         r.note = std::to_string(count) + " pinned frames rotated";
+      });
+    }
+    {
+      const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
+      const DeviceRing device_in = random_device_ring(on_device, 3 * n, 3500);
+      RawLoop loop(size, kRawStreams, RawSource::Device);
+      record(rows, device, [&](Row &r) {
+        time_loop(loop, [&](long i) { return device_in.at(i); }, host_out, r);
+        r.note = std::to_string(on_device) + " device frames rotated";
       });
     }
     {
@@ -448,16 +475,9 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
         pageable.push_back(std::make_unique<PageableBlock>(3 * n));
         fill_random(pageable.back()->data, 3 * n, 4000 + i);
       }
-      RawLoop loop(size, kRawStreams, true);
-      long next = 0;
+      RawLoop loop(size, kRawStreams, RawSource::Staging);
       record(rows, staged, [&](Row &r) {
-        r.us = seconds_per_iteration([&](long frames) {
-          const Clock::time_point start = Clock::now();
-          for (long k = 0; k < frames; ++k, ++next)
-            loop.enqueue(next, pageable[static_cast<size_t>(next) % count]->data, host_out.at(next));
-          loop.synchronize();
-          return seconds_since(start);
-        }, budget, &r.frames) * 1e6;
+        time_loop(loop, [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; }, host_out, r);
         r.note = std::to_string(count) + " pageable frames rotated; one memcpy thread";
       });
     }
@@ -481,7 +501,7 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in = random_pinned_ring(count, 3 * n, 5000);
     const PinnedRing host_out(count, n, cudagray::make_pinned_memory);
-    RawLoop loop(size, 1, false);
+    RawLoop loop(size, 1, RawSource::Pinned);
     std::vector<double> samples;
     const Clock::time_point begin = Clock::now();
     for (long i = 0; samples.size() < 2000; ++i) {

@@ -21,8 +21,9 @@ bool cuda_open(int device, std::string *description, std::string *reason);
 void device_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
 
 // Raw CUDA loops, 3 streams: pinned host RGB → device → kernel → pinned host
-// GRAY8 ("raw:pinned", the element's ceiling), and the same fed through a
-// memcpy from pageable memory into pinned staging ("raw:staging").
+// GRAY8 ("raw:pinned", the element's ceiling), the same fed through a memcpy
+// from pageable memory into pinned staging ("raw:staging"), and from frames
+// already on the device, with no upload ("raw:device", the zero-copy ceiling).
 void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
 
 // One frame at a time on one stream, synchronised: the latency ceiling.

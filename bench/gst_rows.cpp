@@ -21,6 +21,13 @@
 #ifdef CUDAGRAY_HAVE_CUDA
 #include "cuda_rows.h"
 #endif
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
 
 namespace bench {
 
@@ -107,12 +114,13 @@ struct PoolOffer {
   std::string why_none;           // when pool is null
 };
 
-// "appsrc name=src ! <middle> ! fakesink name=sink", RGB frames of one size.
-// The element under test is the one named "dut" in middle. Every failure
-// throws std::runtime_error with GStreamer's message.
+// "appsrc name=src ! <middle> ! fakesink name=sink", RGB frames of one size,
+// in system memory or (cuda_memory) in memory:CUDAMemory. The element under
+// test is the one named "dut" in middle. Every failure throws
+// std::runtime_error with GStreamer's message.
 class BenchPipeline {
  public:
-  BenchPipeline(const std::string &middle, const FrameSize &size) {
+  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory = false) {
     const std::string description = "appsrc name=src ! " + middle +
                                     " ! fakesink name=sink sync=false async=false enable-last-sample=false";
     GError *error = nullptr;
@@ -130,6 +138,8 @@ class BenchPipeline {
     GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "RGB", "width",
                                         G_TYPE_INT, size.width, "height", G_TYPE_INT, size.height,
                                         "framerate", GST_TYPE_FRACTION, 30, 1, nullptr);
+    if (cuda_memory)
+      gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
     // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
     g_object_set(src_, "caps", caps, "format", GST_FORMAT_TIME, "is-live", FALSE, "block", FALSE,
                  "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE, nullptr);
@@ -406,17 +416,18 @@ class PoolFrames {
   std::string note_;
 };
 
-// Where a pipeline's frames come from: the pageable ring, or (pinned) the
-// element's pool, asked for with one priming pageable frame. The arrival log
-// starts empty after it; one_at_a_time waits for the priming frame to come
-// out first, so that it cannot be taken for the next frame's.
+// Where a pipeline's frames come from: a ring the bench made (pageable or
+// CUDA memory), or (pinned) the element's pool, asked for with one priming
+// pageable frame. The arrival log starts empty after it; one_at_a_time waits
+// for the priming frame to come out first, so that it cannot be taken for the
+// next frame's.
 class Feed {
  public:
   Feed(BenchPipeline &pipeline, bool pinned, FrameRing &pageable, const FrameSize &size,
-       const Options &options, bool one_at_a_time)
+       const Options &options, bool one_at_a_time, const std::string &what = "pageable")
       : ring_(&pageable) {
     if (!pinned) {
-      note_ = std::to_string(pageable.size()) + " pageable frames";
+      note_ = std::to_string(pageable.size()) + " " + what + " frames";
       return;
     }
     pipeline.ask_for_pool_on_first_buffer();
@@ -438,6 +449,67 @@ class Feed {
   FrameRing *ring_;
   std::string note_;
 };
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+// RGB frames in CUDA memory from GStreamer's CUDA buffer pool, in a context
+// the bench shares with the element, as a decoder or cudaupload upstream
+// would. Each frame is filled on the host once and uploaded before the row.
+class CudaMemoryFrames {
+ public:
+  CudaMemoryFrames(const FrameSize &size, const Options &options) {
+    if (!gst_cuda_load_library()) throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
+    gst_cuda_memory_init_once();
+    context_ = gst_cuda_context_new(options.device);
+    if (!context_)
+      throw Unavailable("GStreamer could not make a CUDA context on device " + std::to_string(options.device));
+    pool_ = gst_cuda_buffer_pool_new(context_);
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, size.width, size.height);
+    const size_t count = rotation_count(GST_VIDEO_INFO_SIZE(&info), options.rotate_bytes);
+    GstCaps *caps = gst_video_info_to_caps(&info);
+    gst_caps_set_features_simple(caps, gst_caps_features_new_single(GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY));
+    GstStructure *config = gst_buffer_pool_get_config(pool_);
+    gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), count, 0);
+    gst_caps_unref(caps);
+    if (!gst_buffer_pool_set_config(pool_, config) || !gst_buffer_pool_set_active(pool_, TRUE))
+      throw std::runtime_error("GStreamer's CUDA buffer pool could not be set up");
+    for (size_t i = 0; i < count; ++i) {
+      GstBuffer *buffer = nullptr;
+      if (gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr) != GST_FLOW_OK || !buffer)
+        throw std::runtime_error("GStreamer's CUDA buffer pool gave no buffer");
+      ring_.add(buffer);
+      fill_buffer(buffer, 11000 + i);  // on the host: uploaded by the next CUDA mapping
+      GstMapInfo map;
+      if (!gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA)))
+        throw std::runtime_error("a CUDA memory frame could not be uploaded");
+      gst_buffer_unmap(buffer, &map);
+    }
+  }
+  ~CudaMemoryFrames() {
+    ring_.clear();  // back to the pool before it goes
+    if (pool_) {
+      gst_buffer_pool_set_active(pool_, FALSE);
+      gst_object_unref(pool_);
+    }
+    if (context_) gst_object_unref(context_);
+  }
+  CudaMemoryFrames(const CudaMemoryFrames &) = delete;
+  CudaMemoryFrames &operator=(const CudaMemoryFrames &) = delete;
+
+  FrameRing &ring() { return ring_; }
+  // Hands the element the bench's context before it starts.
+  void share_with(GstElement *element) {
+    GstContext *shared = gst_context_new_cuda_context(context_);
+    gst_element_set_context(element, shared);
+    gst_context_unref(shared);
+  }
+
+ private:
+  GstCudaContext *context_ = nullptr;
+  GstBufferPool *pool_ = nullptr;
+  FrameRing ring_;
+};
+#endif
 
 struct Measured {
   double us;
@@ -510,15 +582,17 @@ std::string stats_note(GstElement *dut, const Elements &elements) {
   GstStructure *stats = nullptr;
   g_object_get(dut, "stats", &stats, nullptr);
   if (!stats) return "";
-  guint64 frames = 0;
+  guint64 frames = 0, device_inputs = 0;
   double gpu = NAN, upload = NAN, download = NAN;
   gst_structure_get_uint64(stats, "frames", &frames);
+  gst_structure_get_uint64(stats, "device-inputs", &device_inputs);
   gst_structure_get_double(stats, "gpu-time-mean-us", &gpu);
   gst_structure_get_double(stats, "upload-time-mean-us", &upload);
   gst_structure_get_double(stats, "download-time-mean-us", &download);
   gst_structure_free(stats);
   return "element stats: gpu " + format_double(gpu, 1) + " us, upload " + format_double(upload, 1) +
-         " us, download " + format_double(download, 1) + " us, frames " + std::to_string(frames);
+         " us, download " + format_double(download, 1) + " us, frames " + std::to_string(frames) +
+         (device_inputs ? " (" + std::to_string(device_inputs) + " read in CUDA memory)" : "");
 }
 
 std::string join(const std::vector<std::string> &parts) {
@@ -588,31 +662,70 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
   }
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 7000);
+  // Frames already on the GPU, when GStreamer's CUDA library can make them.
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  std::unique_ptr<CudaMemoryFrames> on_device;
+  std::string why_no_device;
+  try {
+    on_device = std::make_unique<CudaMemoryFrames>(size, options);
+  } catch (const Unavailable &e) {
+    why_no_device = std::string("n/a: ") + e.what();
+  } catch (const std::exception &e) {
+    why_no_device = std::string("failed: ") + e.what();
+  }
+#else
+  const std::string why_no_device = "n/a: bench built without gstreamer-cuda-1.0";
+#endif
+  enum class Upstream { PinnedPool, Pageable, CudaMemory };
+  const Upstream upstreams[] = {Upstream::PinnedPool, Upstream::Pageable, Upstream::CudaMemory};
   // max-inflight values: 1, the default (0), then any asked for
-  std::vector<std::pair<bool, int>> cases;
-  for (const bool pinned : {true, false})
-    for (const int n : {1, 0}) cases.push_back({pinned, n});
-  for (const bool pinned : {true, false})
-    for (const int n : options.inflight) cases.push_back({pinned, n});
-  for (const auto &[pinned, inflight] : cases) {
+  std::vector<std::pair<Upstream, int>> cases;
+  for (const Upstream u : upstreams)
+    for (const int n : {1, 0}) cases.push_back({u, n});
+  for (const Upstream u : upstreams)
+    for (const int n : options.inflight) cases.push_back({u, n});
+  for (const auto &[upstream, inflight] : cases) {
+    const std::string inflight_key = inflight == 0 ? "default" : std::to_string(inflight);
     Row row;
     row.size = size;
     row.group = "element";
-    row.key = std::string("element:") + (pinned ? "pinned" : "pageable") +
-              (inflight == 0 ? ":default" : ":" + std::to_string(inflight));
-    row.what = std::string("cudagray cuda, ") + (pinned ? "upstream in its pinned pool" : "pageable upstream") +
-               ", max-inflight " +
-               (inflight > 0 ? std::to_string(inflight)
-                             : elements.max_inflight ? "default (" + elements.max_inflight_default + ")" : "(none)");
     row.format = "RGB";
     row.bytes = 4.0 * size.pixels();
     row.ceiling = "raw:pinned";
-    if (!pinned) row.peer = "raw:staging";
+    if (upstream == Upstream::PinnedPool) {
+      row.key = "element:pinned:" + inflight_key;
+      row.what = "cudagray cuda, upstream in its pinned pool";
+    } else if (upstream == Upstream::Pageable) {
+      row.key = "element:pageable:" + inflight_key;
+      row.what = "cudagray cuda, pageable upstream";
+      row.peer = "raw:staging";
+    } else {
+      row.key = "element:device:" + inflight_key;
+      row.what = "cudagray cuda, upstream in CUDA memory (zero-copy)";
+      row.ceiling = "raw:device";
+      row.peer = "element:pinned:" + inflight_key;
+    }
+    row.what += ", max-inflight " +
+                (inflight > 0 ? std::to_string(inflight)
+                              : elements.max_inflight ? "default (" + elements.max_inflight_default + ")" : "(none)");
+    if (upstream == Upstream::CudaMemory && !why_no_device.empty()) {
+      row.skipped = why_no_device;
+      record(rows, row, nullptr);
+      continue;
+    }
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(cudagray_cuda(options), size);
+      const bool cuda_memory = upstream == Upstream::CudaMemory;
+      BenchPipeline p(cudagray_cuda(options), size, cuda_memory);
       if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+      if (cuda_memory) on_device->share_with(p.dut());
+      FrameRing &ring = cuda_memory ? on_device->ring() : pageable;
+#else
+      FrameRing &ring = pageable;
+#endif
       p.play();
-      Feed feed(p, pinned, pageable, size, options, false);
+      Feed feed(p, upstream == Upstream::PinnedPool, ring, size, options, false,
+                cuda_memory ? "CUDA memory" : "pageable");
       const Measured m = time_throughput(p, feed, options, kElementAhead);
       r.us = m.us;
       r.frames = m.frames;

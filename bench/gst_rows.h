@@ -27,8 +27,9 @@ struct CudaState {
   std::string reason;
 };
 
-// Per size: cudagray backend=cuda, {pinned pool, pageable} × {max-inflight
-// 1, default} (group "element").
+// Per size: cudagray backend=cuda, {pinned pool, pageable, CUDA memory} ×
+// {max-inflight 1, default} (group "element"). The CUDA memory rows (zero-copy:
+// frames already on the GPU, the context shared) need gstreamer-cuda-1.0.
 void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const CudaState &cuda, std::vector<Row> *rows);
 

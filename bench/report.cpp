@@ -129,9 +129,11 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
                "  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or 4-byte pixels\n"
                "  raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned GRAY8, 3 streams\n"
                "  raw:staging       the same, each frame first memcpy'd from pageable memory into pinned staging\n"
+               "  raw:device        the same from RGB frames already on the device: no upload (zero-copy's ceiling)\n"
                "  raw:latency       raw CUDA, one frame at a time, synchronised\n"
                "  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores\n"
-               "  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R\n");
+               "  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R\n"
+               "  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)\n");
 
   bool heading = false;
   for (const Row &r : rows) {

@@ -105,6 +105,9 @@ struct Streaming
   cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
   int max_in_flight = 1;        /* max-inflight with auto resolved */
   bool cuda_input = false;      /* caps say memory:CUDAMemory */
+  /* the backend was made inside the shared CUDA context (and its streams and
+   * memory belong to it), rather than in the device's primary context */
+  bool backend_in_shared_ctx = false;
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;
@@ -133,14 +136,17 @@ struct _GstCudaGray
 #endif
 };
 
-/* Makes the shared CUDA context current for its lifetime, when there is one. */
+/* Makes the shared CUDA context current for its lifetime when the backend
+ * works in it. A context set by the application alone changes nothing: a
+ * backend still in the primary context must not be called inside another. */
 class CudaScope
 {
 public:
   explicit CudaScope (GstCudaGray * self)
   {
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-    if (self->cuda_ctx && gst_cuda_context_push (self->cuda_ctx))
+    if (self->cuda_ctx && self->streaming->backend_in_shared_ctx
+        && gst_cuda_context_push (self->cuda_ctx))
       pushed_ = true;
 #endif
   }
@@ -441,6 +447,7 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   gst_clear_object (&self->cuda_ctx);
 #endif
+  self->streaming->backend_in_shared_ctx = false;
   self->streaming->cuda_input = false;
   self->streaming->configure_error.clear ();
   gst_video_info_init (&self->streaming->in_info);
@@ -594,7 +601,7 @@ use_cuda_memory (GstCudaGray * self, GstCaps * incaps)
   GstCapsFeatures *features = gst_caps_get_features (incaps, 0);
   s.cuda_input = features && gst_caps_features_contains (features,
       GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
-  if (!s.cuda_input || self->cuda_ctx)
+  if (!s.cuda_input || s.backend_in_shared_ctx)
     return TRUE;
   if (!backend_is_cuda (self)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
@@ -606,6 +613,7 @@ use_cuda_memory (GstCudaGray * self, GstCaps * incaps)
   GST_OBJECT_LOCK (self);
   const gint wanted = self->cuda_device_id;
   GST_OBJECT_UNLOCK (self);
+  /* A context the application set before now is kept; else found or made. */
   if (!gst_cuda_ensure_element_context (GST_ELEMENT (self), wanted,
           &self->cuda_ctx)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
@@ -626,6 +634,7 @@ use_cuda_memory (GstCudaGray * self, GstCaps * incaps)
   }
   std::string error;
   s.backend.reset ();           /* in its own (primary) context, so first */
+  s.backend_in_shared_ctx = true;
   CudaScope scope (self);
   s.backend = cudagray::make_cuda_backend (-1, &error, true);
   if (!s.backend) {

@@ -2,9 +2,10 @@
 # The GPU half of issue 5's checks, for a machine with an NVIDIA GPU:
 #   1. the reliability and stress tests at full scale, CUDA cases included;
 #   2. compute-sanitizer memcheck (with leak check), racecheck, synccheck and
-#      initcheck over every CUDA test: test_cuda, test_faults, the CUDA cases
-#      of test_element, test_reliability and test_stress (stress at 1/20:
-#      the sanitizers slow every CUDA call down by 10-100x).
+#      initcheck over every CUDA test: test_cuda, test_cuda_memory,
+#      test_faults, the CUDA cases of test_element, test_reliability and
+#      test_stress (stress at 1/20: the sanitizers slow every CUDA call down
+#      by 10-100x).
 #
 #   tests/gpu-sanitizers.sh BUILD_DIR LOG_DIR
 #
@@ -18,7 +19,10 @@
 # this script then says so rather than passing. To split the work over
 # shorter runs: CUDAGRAY_GPU_PLAIN=0 skips part 1, CUDAGRAY_SANITIZERS="memcheck"
 # picks the tools of part 2 (default: memcheck racecheck synccheck initcheck;
-# empty skips part 2).
+# empty skips part 2), CUDAGRAY_SANITIZE_TESTS picks the tests (default: cuda
+# cuda_memory element reliability stress faults). test_faults compares free
+# device memory before and after, so it must not share the GPU with another
+# run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:?usage: tests/gpu-sanitizers.sh BUILD_DIR LOG_DIR}
@@ -72,12 +76,21 @@ fi
 # 2. Sanitizers over the CUDA tests. GpuMemory takes the whole device on
 # purpose and is left to the plain run.
 ELEMENT_CUDA='*cuda*:CudaBackend.*:PinnedPool.*:InFlightAuto.*:TwoGpus.*'
+sanitize() {  # TOOL NAME
+  case $2 in
+    cuda) run "$1" cuda -- "$T/test_cuda" ;;
+    cuda_memory) run "$1" cuda_memory -- "$T/test_cuda_memory" ;;
+    element) run "$1" element CUDAGRAY_TEST_SEED=1 -- "$T/test_element" --gtest_filter="$ELEMENT_CUDA" ;;
+    reliability) run "$1" reliability -- "$T/test_reliability" --gtest_filter='*cuda' ;;
+    stress) run "$1" stress CUDAGRAY_STRESS_SCALE=0.05 -- "$T/test_stress" --gtest_filter='*cuda' ;;
+    faults) run "$1" faults -- "$T/test_faults" ;;
+    *) echo "unknown test '$2' in CUDAGRAY_SANITIZE_TESTS" >&2; failed=$((failed + 1)) ;;
+  esac
+}
 for tool in ${CUDAGRAY_SANITIZERS-memcheck racecheck synccheck initcheck}; do
-  run "$tool" cuda -- "$T/test_cuda"
-  run "$tool" element CUDAGRAY_TEST_SEED=1 -- "$T/test_element" --gtest_filter="$ELEMENT_CUDA"
-  run "$tool" reliability -- "$T/test_reliability" --gtest_filter='*cuda'
-  run "$tool" stress CUDAGRAY_STRESS_SCALE=0.05 -- "$T/test_stress" --gtest_filter='*cuda'
-  run "$tool" faults -- "$T/test_faults"
+  for name in ${CUDAGRAY_SANITIZE_TESTS-cuda cuda_memory element reliability stress faults}; do
+    sanitize "$tool" "$name"
+  done
 done
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -3,6 +3,11 @@
 // and GStreamer's nvcodec plugin; skipped with the reason otherwise.
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
 
 #include <cstdio>
 
@@ -52,6 +57,33 @@ GstObject *cuda_context_of(GstElement *element, const char *pad_name) {
   return found;
 }
 
+constexpr uint64_t kFrames = 5;
+
+// Pushes `count` random 641x481 frames of layout into appsrc "src", ends the
+// stream, and checks that appsink "sink" gets each one's CPU reference.
+void push_and_check(GstElement *pipeline, PixelLayout layout, uint64_t count) {
+  GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink");
+  std::vector<TestFrame> frames;
+  for (uint64_t i = 0; i < count; ++i) {
+    frames.push_back(random_frame(layout, 641, 481));
+    GstBuffer *buf = buffer_for(frames.back());
+    GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+    EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+  }
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  for (const TestFrame &f : frames) {
+    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+    if (!sample) {
+      ADD_FAILURE() << "a frame did not reach the sink";
+      break;
+    }
+    EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
+    gst_sample_unref(sample);
+  }
+  gst_object_unref(src);
+  gst_object_unref(sink);
+}
+
 }  // namespace
 
 // Every format cudaupload takes, random frames: cudaupload ! cudagray equals
@@ -86,30 +118,17 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
     }
     SCOPED_TRACE(format);
     ++formats_tested;
-    GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink"), *gray = by_name(pipeline, "gray");
+    GstElement *gray = by_name(pipeline, "gray");
     ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    std::vector<TestFrame> frames;
-    for (int i = 0; i < 5; ++i) {
-      frames.push_back(random_frame(layout, 641, 481));
-      GstBuffer *buf = buffer_for(frames.back());
-      GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
-      ASSERT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
-    }
-    gst_app_src_end_of_stream(GST_APP_SRC(src));
-    for (const TestFrame &f : frames) {
-      GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
-      ASSERT_NE(sample, nullptr);
-      EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
-      gst_sample_unref(sample);
-    }
-    EXPECT_EQ(stat_of(gray, "device-inputs"), frames.size());
+    push_and_check(pipeline, layout, kFrames);
+    EXPECT_EQ(stat_of(gray, "device-inputs"), kFrames);
     EXPECT_EQ(stat_of(gray, "staged-inputs"), 0u);
     GstObject *ours = cuda_context_of(gray, "sink");
     GstObject *theirs = cuda_context_of(upload, "src");
     EXPECT_NE(ours, nullptr);
     EXPECT_EQ(ours, theirs) << "cudaupload and cudagray use different CUDA contexts";
     gst_element_set_state(pipeline, GST_STATE_NULL);
-    for (GstElement *e : {src, sink, gray, upload}) gst_object_unref(e);
+    for (GstElement *e : {gray, upload}) gst_object_unref(e);
     gst_object_unref(pipeline);
   }
   EXPECT_GT(formats_tested, 0);
@@ -171,3 +190,44 @@ TEST(CudaMemory, DeviceMismatchIsAnError) {
   ASSERT_FALSE(run.errors.empty());
   EXPECT_EQ(run.errors[0], "cuda-device-id=1, but the pipeline's CUDA memory is on device 0");
 }
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+// An application that shares one CUDA context sets it on the pipeline before
+// it starts. cudagray then converts CUDA memory inside that context, and
+// system memory as usual: the context must not change where its own work runs.
+TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  ASSERT_TRUE(gst_cuda_load_library());
+  GstCudaContext *context = gst_cuda_context_new(0);
+  ASSERT_NE(context, nullptr);
+  GstContext *shared = gst_context_new_cuda_context(context);
+  const char *launches[] = {
+      "appsrc name=src format=time caps=\"@CAPS@\" ! cudaupload ! video/x-raw(memory:CUDAMemory) ! "
+      "cudagray backend=cuda name=gray ! appsink name=sink",
+      "appsrc name=src format=time caps=\"@CAPS@\" ! cudagray backend=cuda name=gray ! appsink name=sink",
+  };
+  for (const char *launch : launches) {
+    SCOPED_TRACE(launch);
+    const bool cuda_memory = std::string(launch).find("cudaupload") != std::string::npos;
+    std::string description = launch;
+    description.replace(description.find("@CAPS@"), 6, caps_string("RGBA", 641, 481));
+    GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    gst_element_set_context(pipeline, shared);
+    GstElement *gray = by_name(pipeline, "gray");
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    push_and_check(pipeline, PixelLayout::RGBA, kFrames);
+    EXPECT_EQ(stat_of(gray, "frames"), kFrames);
+    EXPECT_EQ(stat_of(gray, "device-inputs"), cuda_memory ? kFrames : 0u);
+    if (cuda_memory) {
+      EXPECT_EQ(cuda_context_of(gray, "sink"), GST_OBJECT(context));
+    }
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(gray);
+    gst_object_unref(pipeline);
+  }
+  gst_context_unref(shared);
+  gst_object_unref(context);
+}
+#endif
