@@ -314,13 +314,15 @@ class CudaBackend final : public Backend {
       // Every strip's upload first, back to back on the one upload stream (the
       // copy engine runs them in order anyway)...
       cudaStream_t up = upload_stream_.get();
-      CUDAGRAY_CHECK(cudaEventRecord(s.upload_start.get(), up));
-      for (int i = 0; i < strips_; ++i) {
-        for (int p = 0; p < info_->planes && !in.on_device; ++p)
-          CUDAGRAY_CHECK(cudaMemcpy2DAsync(device_in + p * plane_bytes_ + strip_start(i) * in_pitch_, in_pitch_,
-                                           source[p] + strip_start(i) * source_pitch[p], source_pitch[p],
-                                           row_bytes_, strip_height(i), cudaMemcpyHostToDevice, up));
-        CUDAGRAY_CHECK(cudaEventRecord(s.strip_uploaded[i].get(), up));
+      if (!in.on_device) {
+        CUDAGRAY_CHECK(cudaEventRecord(s.upload_start.get(), up));
+        for (int i = 0; i < strips_; ++i) {
+          for (int p = 0; p < info_->planes; ++p)
+            CUDAGRAY_CHECK(cudaMemcpy2DAsync(device_in + p * plane_bytes_ + strip_start(i) * in_pitch_, in_pitch_,
+                                             source[p] + strip_start(i) * source_pitch[p], source_pitch[p],
+                                             row_bytes_, strip_height(i), cudaMemcpyHostToDevice, up));
+          CUDAGRAY_CHECK(cudaEventRecord(s.strip_uploaded[i].get(), up));
+        }
       }
       // ...then each strip's kernel and download, as soon as its upload is in.
       for (int i = 0; i < strips_; ++i) {
@@ -332,7 +334,7 @@ class CudaBackend final : public Backend {
                                         : device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;
           strip.stride[p] = in.on_device ? source_pitch[p] : in_pitch_;
         }
-        CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.strip_uploaded[i].get(), 0));
+        if (!in.on_device) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.strip_uploaded[i].get(), 0));
         if (first) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_start.get(), work));
         CUDAGRAY_CHECK(convert_cuda(strip, {device_out + strip_start(i) * out_pitch_, out_pitch_}, w, work));
         if (last) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_end.get(), work));
@@ -374,7 +376,7 @@ class CudaBackend final : public Backend {
         copy_rows(result, out_pitch_, s.out.data, s.out.stride, width_, height_);
       }
       stats_.add(elapsed_us(s.kernel_start, s.kernel_end),
-                 elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]),
+                 s.on_device ? 0.0 : elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]),
                  elapsed_us(s.download_start, s.strip_done[strips_ - 1]), s.in_staged, s.out_staged,
                  s.on_device);
       return true;

@@ -18,7 +18,8 @@ class StatsAccumulator {
     stats_.device_us_min = n == 1 ? device_us : std::min(stats_.device_us_min, device_us);
     stats_.device_us_max = std::max(stats_.device_us_max, device_us);
     stats_.device_us_mean += (device_us - stats_.device_us_mean) / n;
-    stats_.upload_us_mean += (upload_us - stats_.upload_us_mean) / n;
+    // the upload mean is over the frames that were uploaded
+    if (!device_input) stats_.upload_us_mean += (upload_us - stats_.upload_us_mean) / (n - stats_.device_inputs);
     stats_.download_us_mean += (download_us - stats_.download_us_mean) / n;
   }
   TimingStats get() const { return stats_; }

@@ -1163,7 +1163,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       g_param_spec_boxed ("stats", "Statistics",
           "Running figures since start: frames, gpu-time-mean-us / -min-us / "
           "-max-us (kernel time measured with CUDA events; conversion time on "
-          "the CPU backend), upload-time-mean-us, download-time-mean-us, "
+          "the CPU backend), upload-time-mean-us (frames that were uploaded), "
+          "download-time-mean-us, "
           "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
           "staged-inputs / staged-outputs (frames whose memory was not pinned "
           "and went through a staging copy), device-inputs (frames read from "

@@ -38,6 +38,15 @@ uint64_t stat_of(GstElement *gray, const char *field) {
   return value;
 }
 
+double mean_of(GstElement *gray, const char *field) {
+  GstStructure *stats = nullptr;
+  g_object_get(gray, "stats", &stats, nullptr);
+  double value = -1;
+  EXPECT_TRUE(gst_structure_get_double(stats, field, &value)) << field;
+  gst_structure_free(stats);
+  return value;
+}
+
 // The GstCudaContext an element answers a context query with, or nullptr.
 GstObject *cuda_context_of(GstElement *element, const char *pad_name) {
   GstPad *pad = gst_element_get_static_pad(element, pad_name);
@@ -123,6 +132,7 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
     push_and_check(pipeline, layout, kFrames);
     EXPECT_EQ(stat_of(gray, "device-inputs"), kFrames);
     EXPECT_EQ(stat_of(gray, "staged-inputs"), 0u);
+    EXPECT_EQ(mean_of(gray, "upload-time-mean-us"), 0.0) << "no frame was uploaded";
     GstObject *ours = cuda_context_of(gray, "sink");
     GstObject *theirs = cuda_context_of(upload, "src");
     EXPECT_NE(ours, nullptr);
@@ -220,6 +230,11 @@ TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
     push_and_check(pipeline, PixelLayout::RGBA, kFrames);
     EXPECT_EQ(stat_of(gray, "frames"), kFrames);
     EXPECT_EQ(stat_of(gray, "device-inputs"), cuda_memory ? kFrames : 0u);
+    if (cuda_memory) {
+      EXPECT_EQ(mean_of(gray, "upload-time-mean-us"), 0.0);
+    } else {
+      EXPECT_GT(mean_of(gray, "upload-time-mean-us"), 0.0);
+    }
     if (cuda_memory) {
       EXPECT_EQ(cuda_context_of(gray, "sink"), GST_OBJECT(context));
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.h"
+#include "timing.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -273,4 +274,22 @@ TEST(Luma, EveryPixelOfPaddedFramesFullAndLimited) {
       EXPECT_EQ(wrong, 0);
     }
   }
+}
+
+// Frames read from GPU memory count as device inputs and leave the upload
+// mean to the frames that were uploaded; every frame counts in the others.
+TEST(Stats, UploadMeanIsOverUploadedFramesOnly) {
+  StatsAccumulator stats;
+  stats.add(10, 40, 6);
+  stats.add(20, 0, 8, false, false, true);
+  stats.add(30, 60, 10, true, false, false);
+  const TimingStats s = stats.get();
+  EXPECT_EQ(s.frames, 3u);
+  EXPECT_EQ(s.device_inputs, 1u);
+  EXPECT_EQ(s.staged_inputs, 1u);
+  EXPECT_DOUBLE_EQ(s.upload_us_mean, 50);
+  EXPECT_DOUBLE_EQ(s.device_us_mean, 20);
+  EXPECT_DOUBLE_EQ(s.download_us_mean, 8);
+  EXPECT_DOUBLE_EQ(s.device_us_min, 10);
+  EXPECT_DOUBLE_EQ(s.device_us_max, 30);
 }
