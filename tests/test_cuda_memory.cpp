@@ -188,6 +188,37 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
   gst_object_unref(pipeline);
 }
 
+// Without a caps filter, cudaupload and cudagray agree on CUDA memory (the
+// element lists it first); with backend=cpu they agree on system memory
+// (cudaupload then passes frames through). Either way every frame converts.
+TEST(CudaMemory, NegotiatesCudaMemoryOrSystemMemoryByBackend) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  for (const char *backend : {"cuda", "cpu"}) {
+    SCOPED_TRACE(backend);
+    const bool on_gpu = std::string(backend) == "cuda";
+    const std::string launch = "appsrc name=src format=time caps=\"" + caps_string("RGBA", 641, 481) +
+                               "\" ! cudaupload ! cudagray name=gray backend=" + backend + " ! appsink name=sink";
+    GstElement *pipeline = gst_parse_launch(launch.c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement *gray = by_name(pipeline, "gray");
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    push_and_check(pipeline, PixelLayout::RGBA, kFrames);
+    GstPad *sink = gst_element_get_static_pad(gray, "sink");
+    GstCaps *caps = gst_pad_get_current_caps(sink);
+    ASSERT_NE(caps, nullptr);
+    EXPECT_EQ(static_cast<bool>(gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory")),
+              on_gpu)
+        << gst_caps_to_string(caps);
+    EXPECT_EQ(stat_of(gray, "device-inputs"), on_gpu ? kFrames : 0u);
+    gst_caps_unref(caps);
+    gst_object_unref(sink);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(gray);
+    gst_object_unref(pipeline);
+  }
+}
+
 // cuda-device-id naming another GPU than the pipeline's CUDA memory is an error.
 TEST(CudaMemory, DeviceMismatchIsAnError) {
   SKIP_WITHOUT_GPU();
