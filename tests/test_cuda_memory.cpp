@@ -188,35 +188,43 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
   gst_object_unref(pipeline);
 }
 
-// Without a caps filter, cudaupload and cudagray agree on CUDA memory (the
-// element lists it first); with backend=cpu they agree on system memory
-// (cudaupload then passes frames through). Either way every frame converts.
-TEST(CudaMemory, NegotiatesCudaMemoryOrSystemMemoryByBackend) {
+// Without a caps filter NVDEC and cudagray agree on CUDA memory (the element
+// lists it first); with backend=cpu on system memory (the decoder downloads).
+// Both give the same gray frames of the same stream.
+TEST(CudaMemory, DecoderNegotiatesCudaMemoryOrSystemMemoryByBackend) {
   SKIP_WITHOUT_GPU();
-  SKIP_WITHOUT_ELEMENT("cudaupload");
-  for (const char *backend : {"cuda", "cpu"}) {
-    SCOPED_TRACE(backend);
-    const bool on_gpu = std::string(backend) == "cuda";
-    const std::string launch = "appsrc name=src format=time caps=\"" + caps_string("RGBA", 641, 481) +
-                               "\" ! cudaupload ! cudagray name=gray backend=" + backend + " ! appsink name=sink";
+  SKIP_WITHOUT_ELEMENT("nvh264dec");
+  std::vector<GrayImage> results[2];
+  for (const bool on_gpu : {true, false}) {
+    SCOPED_TRACE(on_gpu ? "backend=cuda" : "backend=cpu");
+    const std::string launch =
+        std::string("videotestsrc num-buffers=10 pattern=ball ! video/x-raw,format=I420,width=320,height=240 ! "
+                    "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! nvh264dec ! "
+                    "cudagray name=gray backend=") +
+        (on_gpu ? "cuda" : "cpu") + " ! appsink name=sink sync=false";
     GstElement *pipeline = gst_parse_launch(launch.c_str(), nullptr);
     ASSERT_NE(pipeline, nullptr);
-    GstElement *gray = by_name(pipeline, "gray");
+    GstElement *gray = by_name(pipeline, "gray"), *sink = by_name(pipeline, "sink");
     ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    push_and_check(pipeline, PixelLayout::RGBA, kFrames);
-    GstPad *sink = gst_element_get_static_pad(gray, "sink");
-    GstCaps *caps = gst_pad_get_current_caps(sink);
+    while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+      results[on_gpu].push_back(gray_of(gst_sample_get_buffer(sample), 320, 240));
+      gst_sample_unref(sample);
+    }
+    GstPad *pad = gst_element_get_static_pad(gray, "sink");
+    GstCaps *caps = gst_pad_get_current_caps(pad);
     ASSERT_NE(caps, nullptr);
-    EXPECT_EQ(static_cast<bool>(gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory")),
-              on_gpu)
-        << gst_caps_to_string(caps);
-    EXPECT_EQ(stat_of(gray, "device-inputs"), on_gpu ? kFrames : 0u);
+    EXPECT_EQ(gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory") != FALSE, on_gpu);
+    EXPECT_STREQ(gst_structure_get_string(gst_caps_get_structure(caps, 0), "format"), "NV12");
+    EXPECT_EQ(stat_of(gray, "device-inputs"), on_gpu ? 10u : 0u);
     gst_caps_unref(caps);
-    gst_object_unref(sink);
+    gst_object_unref(pad);
     gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(gray);
+    for (GstElement *e : {gray, sink}) gst_object_unref(e);
     gst_object_unref(pipeline);
   }
+  ASSERT_EQ(results[true].size(), 10u);
+  ASSERT_EQ(results[false].size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_TRUE(same_pixels(results[true][i], results[false][i])) << "frame " << i;
 }
 
 // cuda-device-id naming another GPU than the pipeline's CUDA memory is an error.
