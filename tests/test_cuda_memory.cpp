@@ -18,6 +18,14 @@ using namespace cudagray::test;
 
 namespace {
 
+// CUDA memory input needs a GPU and cudagray built with gstreamer-cuda-1.0.
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+#define SKIP_WITHOUT_CUDA_MEMORY_INPUT() SKIP_WITHOUT_GPU()
+#else
+#define SKIP_WITHOUT_CUDA_MEMORY_INPUT() \
+  GTEST_SKIP() << "cudagray was built without gstreamer-cuda-1.0: no CUDA memory input"
+#endif
+
 #define SKIP_WITHOUT_ELEMENT(name)                                                        \
   do {                                                                                    \
     GstElementFactory *factory = gst_element_factory_find(name);                          \
@@ -99,7 +107,7 @@ void push_and_check(GstElement *pipeline, PixelLayout layout, uint64_t count) {
 // the CPU reference, no frame is uploaded again, and both elements use one
 // CUDA context.
 TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
   int formats_tested = 0;
   for (PixelLayout layout : kAllLayouts) {
@@ -148,7 +156,7 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
 // (H.264 decoding is exact) expanded on the CPU. One pipeline, the encoded
 // stream teed to both decoders.
 TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("nvh264dec");
   SKIP_WITHOUT_ELEMENT("openh264dec");
   GstElement *pipeline = gst_parse_launch(
@@ -192,7 +200,7 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
 // lists it first); with backend=cpu on system memory (the decoder downloads).
 // Both give the same gray frames of the same stream.
 TEST(CudaMemory, DecoderNegotiatesCudaMemoryOrSystemMemoryByBackend) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("nvh264dec");
   std::vector<GrayImage> results[2];
   for (const bool on_gpu : {true, false}) {
@@ -229,7 +237,7 @@ TEST(CudaMemory, DecoderNegotiatesCudaMemoryOrSystemMemoryByBackend) {
 
 // cuda-device-id naming another GPU than the pipeline's CUDA memory is an error.
 TEST(CudaMemory, DeviceMismatchIsAnError) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
   std::string reason;
   if (cuda_device_count(&reason) < 2) GTEST_SKIP() << "needs two GPUs to disagree on";
@@ -245,7 +253,7 @@ TEST(CudaMemory, DeviceMismatchIsAnError) {
 // it starts. cudagray then converts CUDA memory inside that context, and
 // system memory as usual: the context must not change where its own work runs.
 TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
   ASSERT_TRUE(gst_cuda_load_library());
   GstCudaContext *context = gst_cuda_context_new(0);
