@@ -11,7 +11,7 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   const char *name() const override { return "cpu"; }
-  bool configure(PixelLayout, int, int, int, std::string *) override { return true; }
+  bool configure(PixelLayout, int, int, int, bool, std::string *) override { return true; }
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w, std::string *) override {
     const auto start = std::chrono::steady_clock::now();
     convert_cpu(in, out, w);

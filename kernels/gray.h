@@ -120,10 +120,14 @@ class Backend {
   virtual const char *name() const = 0;
   // Called when the frame geometry changes, with nothing in flight; sizes
   // buffers for up to max_in_flight frames at once (at least 1).
+  // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
+  // so no upload buffers are reserved; a host frame still works, its upload
+  // buffer then being allocated when it first needs one.
   virtual bool configure(PixelLayout layout, int width, int height, int max_in_flight,
-                         std::string *error) = 0;
-  // Starts converting a host frame into a host GRAY8 frame; both must stay
-  // valid until the frame is finished. At most max_in_flight unfinished.
+                         bool inputs_on_device, std::string *error) = 0;
+  // Starts converting a frame (in host memory, or on the GPU when
+  // in.on_device) into a host GRAY8 frame; both must stay valid until the
+  // frame is finished. At most max_in_flight unfinished.
   virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
                       std::string *error) = 0;
   // Whether the oldest unfinished frame's result is ready; never blocks.

@@ -214,7 +214,7 @@ float elapsed_us(const EventOwner &from, const EventOwner &to) {
 
 // One frame's worth of device buffers and events; frames take slots in turn.
 struct Slot {
-  DeviceMemory device_in, device_out;
+  DeviceMemory device_in, device_out;  // device_in: none while inputs are on the device
   PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory
   EventOwner upload_start, kernel_start, kernel_end, download_start;
   EventOwner strip_uploaded[kMaxStrips], strip_done[kMaxStrips];
@@ -240,7 +240,7 @@ class CudaBackend final : public Backend {
 
   const char *name() const override { return "cuda"; }
 
-  bool configure(PixelLayout layout, int width, int height, int max_in_flight,
+  bool configure(PixelLayout layout, int width, int height, int max_in_flight, bool inputs_on_device,
                  std::string *error) override {
     discard_all();
     slots_.clear();  // free before allocating, so that large frames fit
@@ -261,7 +261,7 @@ class CudaBackend final : public Backend {
                                         std::min(kMaxStrips, height)));
       slots_.resize(std::max(1, max_in_flight));
       for (Slot &s : slots_) {
-        s.device_in = make_device_memory(plane_bytes_ * info_->planes);
+        if (!inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
         s.device_out = make_device_memory(out_pitch_ * height);
         for (EventOwner *e : {&s.upload_start, &s.kernel_start, &s.kernel_end, &s.download_start})
           *e = make_event(cudaEventDefault);
@@ -298,6 +298,7 @@ class CudaBackend final : public Backend {
         for (int p = 0; p < info_->planes; ++p) source[p] = in.plane[p], source_pitch[p] = in.stride[p];
         s.in_staged = false;
       } else {
+        if (!s.device_in.get()) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
         stage_input(s, in, source, source_pitch);
       }
       s.out = out;

@@ -700,7 +700,7 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   CudaScope scope (self);
   std::string error;
   if (!s.backend->configure (s.layout, in_info.width, in_info.height,
-          s.max_in_flight, &error)) {
+          s.max_in_flight, s.cuda_input, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Could not prepare the %s backend for %dx%d %s frames: %s",

@@ -93,7 +93,7 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
     for (const Size &size : kSizes) {
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
                    std::to_string(max_in_flight));
-      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, &error)) << error;
+      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, false, &error)) << error;
       constexpr int kFrames = 7;
       std::vector<TestFrame> frames;
       std::vector<std::unique_ptr<PinnedCopy>> pinned_in;
@@ -153,7 +153,7 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_FALSE(backend->finish_oldest(&error));
   EXPECT_EQ(error, "no frame in flight");
-  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, 1, &error)) << error;
+  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, 1, false, &error)) << error;
   const TestFrame other = random_frame(PixelLayout::RGB, 9, 8);
   GrayImage out(9, 8);
   EXPECT_FALSE(backend->submit(other.view(), out.frame(), standard_weights(Matrix::BT601), &error));
@@ -165,6 +165,47 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   EXPECT_EQ(error, "too many frames in flight");
   backend->discard_all();
   EXPECT_EQ(backend->in_flight(), 0);
+}
+
+// Configured for frames already on the GPU, the backend reserves no upload
+// buffers and reads device frames where they are; a host frame still works,
+// making that slot's upload buffer when it comes. Allocations are counted
+// with the fault switch: with 4 frames in flight the 5th cudaMalloc must be
+// the host frame's (8 would be made at configure for host frames).
+TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kWidth = 641, kHeight = 481, kInFlight = 4;
+  const WeightChoice &bt601 = kWeightChoices[0];
+  std::string error;
+  auto backend = make_cuda_backend(-1, &error);
+  ASSERT_NE(backend, nullptr) << error;
+  inject_cuda_fault("cudaMalloc:" + std::to_string(kInFlight + 1));
+  ASSERT_TRUE(backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, &error)) << error;
+
+  const TestFrame on_gpu = random_frame(PixelLayout::RGBx, kWidth, kHeight);
+  void *device_copy = nullptr;
+  ASSERT_CUDA(cudaMalloc(&device_copy, on_gpu.bytes.size()));
+  ASSERT_CUDA(cudaMemcpy(device_copy, on_gpu.bytes.data(), on_gpu.bytes.size(), cudaMemcpyHostToDevice));
+  InputFrame device_frame = on_gpu.view(static_cast<const uint8_t *>(device_copy));
+  device_frame.on_device = true;
+  GrayImage from_gpu(kWidth, kHeight, 5);
+  ASSERT_TRUE(backend->submit(device_frame, from_gpu.frame(), weights_of(bt601), &error)) << error;
+  ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+  EXPECT_TRUE(same_pixels(from_gpu, cpu_reference(on_gpu, bt601)));
+
+  const TestFrame on_host = random_frame(PixelLayout::RGBx, kWidth, kHeight);
+  GrayImage from_host(kWidth, kHeight, 0);
+  EXPECT_FALSE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error));
+  EXPECT_EQ(error.rfind("cudaMalloc failed: ", 0), 0u) << error;
+  EXPECT_EQ(backend->in_flight(), 0);
+  inject_cuda_fault("");
+  ASSERT_TRUE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error)) << error;
+  ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+  EXPECT_TRUE(same_pixels(from_host, cpu_reference(on_host, bt601)));
+  const TimingStats stats = backend->stats();
+  EXPECT_EQ(stats.device_inputs, 1u);
+  EXPECT_EQ(stats.staged_inputs, 1u);
+  ASSERT_CUDA(cudaFree(device_copy));
 }
 
 TEST(CudaBackendErrors, MissingDeviceIsNamed) {
