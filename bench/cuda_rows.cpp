@@ -434,7 +434,6 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   Row device = pinned;
   device.key = "raw:device";
   device.what = "raw CUDA, input on the device, pinned out, 3 streams";
-  device.bytes = 4.0 * n;
   device.ceiling = "raw:pinned";
   const Budget budget{options.seconds, 20, 10000000, 3};
   // Frames through a loop, rotated over inputs: µs per frame.

@@ -337,6 +337,16 @@ GstBuffer *timed_buffer(const TestFrame &f, int index) {
   return buf;
 }
 
+// Pushes count random frames of one layout and size, the first timestamped
+// as frame `first`, and keeps them in *frames.
+void push_random_frames(Harness &harness, PixelLayout layout, int width, int height, int first, int count,
+                        std::vector<TestFrame> *frames) {
+  for (int i = first; i < first + count; ++i) {
+    frames->push_back(random_frame(layout, width, height));
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames->back(), i)), GST_FLOW_OK);
+  }
+}
+
 // Pulls every output buffer there is and checks it against the frame that
 // should come next.
 void expect_outputs(Harness &harness, const std::vector<TestFrame> &frames, size_t *next) {
@@ -362,8 +372,7 @@ TEST_P(InFlight, FramesLeaveInOrderWithTheirTimestampsAndEosDrainsThem) {
     std::vector<TestFrame> frames;
     size_t next = 0;
     for (int i = 0; i < 12; ++i) {
-      frames.push_back(random_frame(PixelLayout::RGB, 641, 481));
-      ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
+      ASSERT_NO_FATAL_FAILURE(push_random_frames(harness, PixelLayout::RGB, 641, 481, i, 1, &frames));
       expect_outputs(harness, frames, &next);
       EXPECT_GE(next + max_inflight, frames.size()) << "held more than max-inflight frames";
     }
@@ -377,10 +386,7 @@ TEST_P(InFlight, FlushDropsHeldFramesAndStreamingGoesOn) {
   Harness harness(settings(8));
   harness.set_caps(caps_string("BGRA", 320, 240));
   std::vector<TestFrame> frames;
-  for (int i = 0; i < 5; ++i) {
-    frames.push_back(random_frame(PixelLayout::BGRA, 320, 240));
-    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
-  }
+  ASSERT_NO_FATAL_FAILURE(push_random_frames(harness, PixelLayout::BGRA, 320, 240, 0, 5, &frames));
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_start()));
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_stop(TRUE)));
   GstSegment segment;
@@ -390,10 +396,7 @@ TEST_P(InFlight, FlushDropsHeldFramesAndStreamingGoesOn) {
   EXPECT_LE(before, 5u);
   for (guint i = 0; i < before; ++i) gst_buffer_unref(gst_harness_pull(harness.h));
   std::vector<TestFrame> after;
-  for (int i = 0; i < 3; ++i) {
-    after.push_back(random_frame(PixelLayout::BGRA, 320, 240));
-    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(after.back(), i)), GST_FLOW_OK);
-  }
+  ASSERT_NO_FATAL_FAILURE(push_random_frames(harness, PixelLayout::BGRA, 320, 240, 0, 3, &after));
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   size_t next = 0;
   expect_outputs(harness, after, &next);
@@ -404,15 +407,9 @@ TEST_P(InFlight, NewCapsDrainTheOldSizeFirst) {
   Harness harness(settings(4));
   harness.set_caps(caps_string("RGB", 64, 48));
   std::vector<TestFrame> frames;
-  for (int i = 0; i < 3; ++i) {
-    frames.push_back(random_frame(PixelLayout::RGB, 64, 48));
-    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
-  }
+  ASSERT_NO_FATAL_FAILURE(push_random_frames(harness, PixelLayout::RGB, 64, 48, 0, 3, &frames));
   harness.set_caps(caps_string("xBGR", 33, 17));
-  for (int i = 3; i < 6; ++i) {
-    frames.push_back(random_frame(PixelLayout::xBGR, 33, 17));
-    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames.back(), i)), GST_FLOW_OK);
-  }
+  ASSERT_NO_FATAL_FAILURE(push_random_frames(harness, PixelLayout::xBGR, 33, 17, 3, 3, &frames));
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   size_t next = 0;
   expect_outputs(harness, frames, &next);
