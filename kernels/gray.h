@@ -85,6 +85,10 @@ struct InputFrame {
   bool limited_range = false;
   // The planes are device memory of the backend's CUDA context: no upload.
   bool on_device = false;
+  // On the device only: a CUDA stream (cudaStream_t) whose queued work writes
+  // the planes. The backend orders its reads after that work on the GPU,
+  // without blocking the calling thread; nullptr when the planes are ready.
+  void *producer_stream = nullptr;
 };
 
 struct GrayFrame {

@@ -217,6 +217,7 @@ struct Slot {
   DeviceMemory device_in, device_out;  // device_in: none while inputs are on the device
   PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory
   EventOwner upload_start, kernel_start, kernel_end, download_start;
+  EventOwner input_written;  // the producer's writes to a device input, recorded on its stream
   EventOwner strip_uploaded[kMaxStrips], strip_done[kMaxStrips];
   GrayFrame out{};
   bool in_staged = false, out_staged = false, on_device = false;
@@ -265,6 +266,7 @@ class CudaBackend final : public Backend {
         s.device_out = make_device_memory(out_pitch_ * height);
         for (EventOwner *e : {&s.upload_start, &s.kernel_start, &s.kernel_end, &s.download_start})
           *e = make_event(cudaEventDefault);
+        s.input_written = make_event(cudaEventDisableTiming);
         for (int i = 0; i < kMaxStrips; ++i) {  // the last strip's events end the upload and download
           s.strip_uploaded[i] = make_event(cudaEventDefault);
           s.strip_done[i] = make_event(cudaEventDefault);
@@ -315,6 +317,9 @@ class CudaBackend final : public Backend {
       // Every strip's upload first, back to back on the one upload stream (the
       // copy engine runs them in order anyway)...
       cudaStream_t up = upload_stream_.get();
+      const bool wait_for_producer = in.on_device && in.producer_stream;
+      if (wait_for_producer)
+        CUDAGRAY_CHECK(cudaEventRecord(s.input_written.get(), static_cast<cudaStream_t>(in.producer_stream)));
       if (!in.on_device) {
         CUDAGRAY_CHECK(cudaEventRecord(s.upload_start.get(), up));
         for (int i = 0; i < strips_; ++i) {
@@ -336,6 +341,7 @@ class CudaBackend final : public Backend {
           strip.stride[p] = in.on_device ? source_pitch[p] : in_pitch_;
         }
         if (!in.on_device) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.strip_uploaded[i].get(), 0));
+        if (wait_for_producer) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.input_written.get(), 0));
         if (first) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_start.get(), work));
         CUDAGRAY_CHECK(convert_cuda(strip, {device_out + strip_start(i) * out_pitch_, out_pitch_}, w, work));
         if (last) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_end.get(), work));

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "cudamemory.h"
 #include "gray.h"
 #include "gstcudagraypinned.h"
 
@@ -69,18 +70,14 @@ enum
   "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], " \
   "framerate = (fraction) [ 0, MAX ]"
 
+#define SYSTEM_MEMORY_SINK_CAPS "video/x-raw, format = (string) { " \
+  CONVERTED_FORMATS ", GRAY8 }, " SIZES_AND_RATES
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-/* Frames already on the GPU (cudaupload, NVDEC decoders): no upload. */
-#define CUDA_MEMORY_CAPS "; video/x-raw(" GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY \
+/* Frames already on the GPU (cudaupload, NVDEC decoders): no upload. Offered
+ * only when cudagray_cuda_memory_usable says so. */
+#define CUDA_MEMORY_SINK_CAPS "video/x-raw(" GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY \
   "), format = (string) { " CONVERTED_FORMATS " }, " SIZES_AND_RATES
-#else
-#define CUDA_MEMORY_CAPS ""
 #endif
-
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS ("video/x-raw, format = (string) { " CONVERTED_FORMATS
-        ", GRAY8 }, " SIZES_AND_RATES CUDA_MEMORY_CAPS));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
@@ -133,6 +130,8 @@ struct _GstCudaGray
   /* The pipeline's shared CUDA context, once CUDA memory is negotiated; the
    * backend then works in it, and every backend call is made inside it. */
   GstCudaContext *cuda_ctx;
+  /* the stream of the CUDA pool offered upstream (GStreamer 1.24+) */
+  CudaGrayStream *cuda_stream;
 #endif
 };
 
@@ -445,6 +444,7 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
     self->streaming->backend.reset ();
   }
 #ifdef CUDAGRAY_HAVE_GST_CUDA
+  g_clear_pointer (&self->cuda_stream, cudagray_stream_free);
   gst_clear_object (&self->cuda_ctx);
 #endif
   self->streaming->backend_in_shared_ctx = false;
@@ -460,9 +460,12 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
 {
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   GstCudaGray *self = GST_CUDA_GRAY (trans);
+  std::string unusable;
   GST_OBJECT_LOCK (self);
   const gboolean cpu_only = self->backend_choice == GST_CUDA_GRAY_BACKEND_CPU;
   GST_OBJECT_UNLOCK (self);
+  const gboolean offer_cuda = !cpu_only
+      && cudagray_cuda_memory_usable (&unusable);
 #endif
   GstCaps *result = gst_caps_new_empty ();
   GstCaps *passthrough = gst_caps_new_empty ();
@@ -526,7 +529,7 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
 #ifdef CUDAGRAY_HAVE_GST_CUDA
       /* the same formats already on the GPU, first: an upstream that can
        * keep frames there (NVDEC, cudaupload) then does; not for backend=cpu */
-      if (!cpu_only)
+      if (offer_cuda)
         result = gst_caps_merge_structure_full (result, gst_structure_copy (s),
             gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
 #endif
@@ -621,6 +624,8 @@ use_cuda_memory (GstCudaGray * self, GstCaps * incaps)
         ("no element shared one and none could be made on device %d", wanted));
     return FALSE;
   }
+  if (!self->cuda_stream)
+    self->cuda_stream = cudagray_stream_new (self->cuda_ctx);
   guint device = 0;
   g_object_get (self->cuda_ctx, "cuda-device-id", &device, NULL);
   if (wanted >= 0 && (guint) wanted != device) {
@@ -776,10 +781,17 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
   const gboolean system_memory = !features
       || gst_caps_features_is_equal (features,
       GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
-  /* CUDA memory comes from upstream's own CUDA pool */
   if (system_memory && backend_is_cuda (self)
       && gst_query_get_n_allocation_pools (query) == 0)
     add_pinned_pool (self, query, caps);
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  /* CUDA memory: a pool whose memory carries our stream, which a producer
+   * may adopt (upstream's own pool otherwise) */
+  else if (!system_memory && self->cuda_ctx
+      && gst_query_get_n_allocation_pools (query) == 0)
+    cudagray_add_cuda_pool (query, self->cuda_ctx, self->cuda_stream, caps,
+        self->streaming->max_in_flight + 1);
+#endif
   return TRUE;
 }
 
@@ -955,6 +967,12 @@ gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     return GST_FLOW_ERROR;
   }
   in.on_device = on_device;
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  /* 1.24+: the producer may still be writing on its stream; the kernel waits
+   * for it on the GPU, and inbuf stays referenced until the frame is done */
+  if (on_device)
+    in.producer_stream = cudagray_pending_writer_stream (inbuf);
+#endif
   f.in = gst_buffer_ref (inbuf);
   gst_buffer_ref (outbuf);      /* after mapping it for writing */
   const cudagray::GrayFrame out {
@@ -1171,12 +1189,23 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           "CUDA memory where they were, no upload)", GST_TYPE_STRUCTURE,
           (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
-  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  GstCaps *sink_caps = gst_caps_from_string (SYSTEM_MEMORY_SINK_CAPS);
+  std::string description =
+      "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU";
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  std::string unusable;
+  if (cudagray_cuda_memory_usable (&unusable))
+    gst_caps_append (sink_caps, gst_caps_from_string (CUDA_MEMORY_SINK_CAPS));
+  else
+    description += "; CUDA memory input is off: " + unusable;
+#endif
+  gst_element_class_add_pad_template (element_class,
+      gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));
+  gst_caps_unref (sink_caps);
   gst_element_class_add_static_pad_template (element_class, &src_template);
-  gst_element_class_set_static_metadata (element_class,
+  gst_element_class_set_metadata (element_class,
       "CUDA grayscale converter", "Filter/Converter/Video/Hardware",
-      "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU",
-      "cudagray developers");
+      description.c_str (), "cudagray developers");
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   element_class->set_context = GST_DEBUG_FUNCPTR (gst_cuda_gray_set_context);

@@ -1,5 +1,6 @@
 // The cudagray element through GstHarness: conversion on both backends,
 // caps, properties and bad input.
+#include <algorithm>
 #include <thread>
 
 #include "gst_helpers.h"

@@ -62,9 +62,10 @@ for block in "$tmp"/block[0-9][0-9]; do
 done
 
 n=$((n + 1))
-if grep -q '^exec \./dev test' "$source/.ci/run"; then
-  echo "ok $n - .ci/run runs ./dev test"
+if grep -q '^\./dev test "\${options\[@\]}"' "$source/.ci/run" \
+    && grep -q '^\./dev test --debian13 "\${options\[@\]}"' "$source/.ci/run"; then
+  echo "ok $n - .ci/run runs ./dev test here and in Debian 13"
 else
-  echo "not ok $n - .ci/run runs ./dev test"
+  echo "not ok $n - .ci/run runs ./dev test here and in Debian 13"
 fi
 echo "1..$n"
