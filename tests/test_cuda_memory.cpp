@@ -321,18 +321,19 @@ TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
   for (const Clip &clip : clips) {
     const std::string size = std::to_string(clip.width) + "x" + std::to_string(clip.height);
     SCOPED_TRACE(size);
-    const std::string file = dir + "/" + size + ".h264";
+    const std::string file = dir + "/" + size + ".mp4";
     // a moving, noisy picture: every frame differs from the one before
     const PipelineRun encode = run_pipeline(
         "videotestsrc num-buffers=" + std::to_string(clip.frames) +
             " pattern=snow ! video/x-raw,format=I420,width=" + std::to_string(clip.width) +
             ",height=" + std::to_string(clip.height) + ",framerate=30/1 ! "
             "x264enc speed-preset=ultrafast bitrate=40000 key-int-max=30 ! video/x-h264,profile=high ! "
-            "h264parse ! filesink location=" + file,
+            "h264parse ! mp4mux ! filesink location=" + file,
         120 * GST_SECOND);
     ASSERT_TRUE(encode.errors.empty()) << encode.errors[0];
     auto decode = [&](const std::string &tail) {
-      return "filesrc location=" + file + " ! h264parse ! nvh264dec ! " + tail + " ! appsink name=sink sync=false";
+      return "filesrc location=" + file + " ! qtdemux ! h264parse ! nvh264dec ! " + tail +
+             " ! appsink name=sink sync=false";
     };
     auto pull_all = [&](GstElement *pipeline, std::vector<GrayImage> *frames) {
       GstElement *sink = by_name(pipeline, "sink");
@@ -341,6 +342,15 @@ TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
         gst_sample_unref(sample);
       }
       gst_object_unref(sink);
+      GstBus *bus = gst_element_get_bus(pipeline);
+      if (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+        GError *err = nullptr;
+        gst_message_parse_error(msg, &err, nullptr);
+        ADD_FAILURE() << GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)) << ": " << err->message;
+        g_error_free(err);
+        gst_message_unref(msg);
+      }
+      gst_object_unref(bus);
     };
     std::vector<GrayImage> reference;
     GstElement *cpu = gst_parse_launch(decode("video/x-raw ! cudagray backend=cpu").c_str(), nullptr);
@@ -419,7 +429,7 @@ GstBuffer *pending_cuda_buffer(GstCudaContext *context, const TestFrame &f, void
   EXPECT_EQ(write_after_spin(gst_cuda_stream_get_handle(stream), map.data, staged, placed.bytes.size(), 3000), "");
   gst_cuda_context_pop(nullptr);
   gst_memory_unmap(mem, &map);
-  GST_MEMORY_FLAG_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
+  GST_MINI_OBJECT_FLAG_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
   gst_cuda_stream_unref(stream);  // the memory keeps it
   GstBuffer *buf = gst_buffer_new();
   gst_buffer_append_memory(buf, mem);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Every GoogleTest binary of a build, for a GPU machine (where the CUDA cases
+# run instead of skipping): one line per binary, each skip with its reason,
+# and a last line "N passed, N failed, N skipped".
+#
+#   tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]
+#
+# TEST_NAME picks binaries (default: every tests/test_* that speaks gtest, the
+# examples aside, which need Python's gi). On a machine without GStreamer,
+# source a GStreamer bundle's env.sh first. Each binary gets 590 s.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=$(cd "${1:?usage: tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]}" && pwd)
+LOGS=${2:?usage: tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]}
+shift 2
+mkdir -p "$LOGS"
+LOGS=$(cd "$LOGS" && pwd)
+export GST_PLUGIN_PATH_1_0="$BUILD/plugin" GST_REGISTRY_1_0="${TMPDIR:-/tmp}/cudagray-suite-registry.bin"
+export CUDAGRAY_SOURCE_DIR="$PWD"
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for t in "$BUILD"/tests/test_*; do
+    n=${t##*/test_}
+    [ -x "$t" ] && [ "$n" != examples ] && [ "$n" != fuzz_corpus ] && names+=("$n")
+  done
+fi
+for n in "${names[@]}"; do
+  start=$(date +%s)
+  timeout 590 "$BUILD/tests/test_$n" --gtest_output="xml:$LOGS/$n.xml" >"$LOGS/$n.log" 2>&1
+  echo "test_$n: exit $? in $(($(date +%s) - start)) s"
+done
+python3 - "$LOGS" "${names[@]}" <<'PY'
+import sys, os, xml.etree.ElementTree as ET
+logs, names = sys.argv[1], sys.argv[2:]
+passed = failed = skipped = 0
+for n in names:
+    path = os.path.join(logs, n + ".xml")
+    if not os.path.exists(path):
+        print(f"test_{n}: no report (crashed or timed out)"); failed += 1; continue
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname')}.{case.get('name')}"
+        if case.find("failure") is not None:
+            failed += 1; print(f"FAILED {name}")
+        elif case.find("skipped") is not None or case.get("result") == "skipped":
+            skipped += 1
+            s = case.find("skipped")
+            print(f"SKIPPED {name}: {(s.get('message') if s is not None else '') or ''}".strip())
+        else:
+            passed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
