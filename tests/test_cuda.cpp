@@ -78,6 +78,12 @@ struct PinnedCopy {
   PinnedCopy &operator=(const PinnedCopy &) = delete;
 };
 
+// A CUDA backend in the primary context of the first usable device.
+std::unique_ptr<Backend> backend_on_first_device(std::string *error) {
+  if (open_cuda_device(-1, error) < 0) return nullptr;
+  return make_cuda_backend(error);
+}
+
 }  // namespace
 
 // Frames submitted up to max_in_flight at a time come back in order, equal to
@@ -85,7 +91,7 @@ struct PinnedCopy {
 // several frames at once, reconfigured between sizes.
 TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_STREQ(backend->name(), "cuda");
   const WeightChoice &bt709 = kWeightChoices[1];
@@ -149,7 +155,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(kAllLayouts
 TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   SKIP_WITHOUT_GPU();
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_FALSE(backend->finish_oldest(&error));
   EXPECT_EQ(error, "no frame in flight");
@@ -177,7 +183,7 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   constexpr int kWidth = 641, kHeight = 481, kInFlight = 4;
   const WeightChoice &bt601 = kWeightChoices[0];
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   inject_cuda_fault("cudaMalloc:" + std::to_string(kInFlight + 1));
   ASSERT_TRUE(backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, &error)) << error;
@@ -212,11 +218,14 @@ TEST(CudaBackendErrors, MissingDeviceIsNamed) {
   SKIP_WITHOUT_GPU();
   std::string reason, error;
   const int count = cuda_device_count(&reason);
-  EXPECT_EQ(make_cuda_backend(count, &error), nullptr);
+  EXPECT_EQ(open_cuda_device(count, &error), -1);
   EXPECT_EQ(error, "CUDA device " + std::to_string(count) + " does not exist: " + std::to_string(count) +
                        " device(s) found, numbered from 0");
   for (int device = 0; device < count; ++device) {
-    EXPECT_NE(make_cuda_backend(device, &error), nullptr) << error;
+    ASSERT_EQ(open_cuda_device(device, &error), device) << error;
+    const auto backend = make_cuda_backend(&error);
+    ASSERT_NE(backend, nullptr) << error;
+    EXPECT_EQ(backend->device_id(), device);
   }
 }
 
