@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "common.h"
 #include "gray_cuda.h"
@@ -212,6 +214,67 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   EXPECT_EQ(stats.device_inputs, 1u);
   EXPECT_EQ(stats.staged_inputs, 1u);
   ASSERT_CUDA(cudaFree(device_copy));
+}
+
+// What the element asks of the CUDA backend: frames in flight, pinned host
+// memory, device input.
+TEST(CudaBackendNeeds, KeepsFramesInFlightWantsPinnedMemoryReadsTheDevice) {
+  SKIP_WITHOUT_GPU();
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  const BackendNeeds needs = backend->needs();
+  EXPECT_EQ(needs.auto_in_flight, 4);
+  EXPECT_EQ(needs.max_in_flight, 16);
+  EXPECT_TRUE(needs.pinned_host_memory);
+  EXPECT_TRUE(needs.reads_device_memory);
+}
+
+// The element's output task finishes frames on its own thread while the
+// streaming thread submits: every frame still equals the CPU, in order.
+TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kFrames = 40, kInFlight = 4;
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  const int device = backend->device_id();
+  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, kInFlight, false, &error)) << error;
+  std::vector<TestFrame> frames;
+  std::vector<GrayImage> outs;
+  for (int i = 0; i < kFrames; ++i) {
+    frames.push_back(random_frame(PixelLayout::BGRx, 641, 481));
+    outs.emplace_back(641, 481);
+  }
+  const Weights w = weights_of(kWeightChoices[0]);
+  std::atomic<int> submitted{0}, finished{0};
+  std::atomic<bool> failed{false};
+  std::thread output([&] {
+    std::string why;
+    if (open_cuda_device(device, &why) != device) failed = true;
+    while (!failed && finished < kFrames) {
+      if (finished == submitted) {
+        std::this_thread::yield();
+      } else if (backend->finish_oldest(&why)) {
+        ++finished;
+      } else {
+        ADD_FAILURE() << why;
+        failed = true;
+      }
+    }
+  });
+  for (int i = 0; i < kFrames && !failed; ++i) {
+    while (!failed && submitted - finished == kInFlight) std::this_thread::yield();
+    if (!backend->submit(frames[i].view(), outs[i].frame(), w, &error)) {
+      ADD_FAILURE() << error;
+      failed = true;
+    }
+    ++submitted;
+  }
+  output.join();
+  ASSERT_FALSE(failed);
+  for (int i = 0; i < kFrames; ++i)
+    EXPECT_TRUE(same_pixels(outs[i], cpu_reference(frames[i], kWeightChoices[0]))) << "frame " << i;
 }
 
 TEST(CudaBackendErrors, MissingDeviceIsNamed) {
