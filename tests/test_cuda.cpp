@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "gray_cuda.h"
+#include "slow_writer.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -324,4 +325,97 @@ TEST(CudaLuma, BitIdenticalToCpuFullAndLimited) {
       }
     }
   }
+}
+
+namespace {
+
+// Frames on the device written by a producer on its own stream behind a
+// spin, submitted at once with that stream (or, with_producer_stream false,
+// without it); returns how many came out different from their final content.
+int frames_read_wrong(PixelLayout layout, int width, int height, int in_flight, int frames,
+                      bool with_producer_stream) {
+  const WeightChoice &bt709 = kWeightChoices[1];
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  EXPECT_NE(backend, nullptr) << error;
+  if (!backend) return -1;
+  EXPECT_TRUE(backend->configure(layout, width, height, in_flight, true, &error)) << error;
+  // Each slot: the frame's final bytes on the device, the place the producer
+  // writes them to (still holding the slot's previous frame), its stream.
+  struct Slot {
+    TestFrame frame;
+    void *staged = nullptr, *target = nullptr;
+    cudaStream_t producer = nullptr;
+    GrayImage out{1, 1};
+  };
+  std::vector<Slot> slots(in_flight);
+  // the most bytes an Aligned16 frame can take (random_frame: up to 32 bytes
+  // more per row and per plane start)
+  const LayoutInfo &info = layout_info(layout);
+  const size_t row = (static_cast<size_t>(width) * info.bytes_per_pixel + 15) / 16 * 16;
+  const size_t bytes = info.planes * ((row + 32) * height + 64);
+  for (Slot &s : slots) {
+    EXPECT_EQ(cudaMalloc(&s.staged, bytes), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&s.target, bytes), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&s.producer, cudaStreamNonBlocking), cudaSuccess);
+  }
+  int wrong = 0, submitted = 0, finished = 0;
+  auto finish_one = [&] {
+    Slot &s = slots[finished++ % in_flight];
+    EXPECT_TRUE(backend->finish_oldest(&error)) << error;
+    if (!same_pixels(s.out, cpu_reference(s.frame, bt709))) ++wrong;
+  };
+  for (; submitted < frames; ++submitted) {
+    if (submitted - finished == in_flight) finish_one();
+    Slot &s = slots[submitted % in_flight];
+    s.frame = random_frame(layout, width, height, Rows::Aligned16);
+    s.out = GrayImage(width, height, 3);
+    EXPECT_EQ(cudaMemcpy(s.staged, s.frame.bytes.data(), s.frame.bytes.size(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    EXPECT_EQ(write_after_spin(s.producer, s.target, s.staged, s.frame.bytes.size(), 2000), "");
+    InputFrame in = s.frame.view(static_cast<const uint8_t *>(s.target));
+    in.on_device = true;
+    if (with_producer_stream) in.producer_stream = s.producer;
+    EXPECT_TRUE(backend->submit(in, s.out.frame(), weights_of(bt709), &error)) << error;
+  }
+  while (finished < submitted) finish_one();
+  for (Slot &s : slots) {
+    cudaStreamSynchronize(s.producer);
+    cudaStreamDestroy(s.producer);
+    cudaFree(s.staged);
+    cudaFree(s.target);
+  }
+  return wrong;
+}
+
+struct OrderingCase {
+  PixelLayout layout;
+  int width, height, in_flight;
+};
+
+}  // namespace
+
+// A device frame whose producer's writes are still queued on the producer's
+// stream (2 ms behind a spin) is read after them: every frame equals its
+// final content, sizes from 1x1 to 4K, one to sixteen frames in flight.
+TEST(CudaBackendInputs, ReadsWaitForTheProducersStream) {
+  SKIP_WITHOUT_GPU();
+  const OrderingCase cases[] = {
+      {PixelLayout::RGBA, 1920, 1080, 4}, {PixelLayout::Luma, 3840, 2160, 1},
+      {PixelLayout::BGR, 641, 481, 16},   {PixelLayout::RGBP, 4097, 3, 2},
+      {PixelLayout::Luma, 1, 1, 1},
+  };
+  for (const OrderingCase &c : cases) {
+    SCOPED_TRACE(std::string(layout_info(c.layout).name) + " " + std::to_string(c.width) + "x" +
+                 std::to_string(c.height) + ", " + std::to_string(c.in_flight) + " in flight");
+    EXPECT_EQ(frames_read_wrong(c.layout, c.width, c.height, c.in_flight, 60, true), 0);
+  }
+}
+
+// The control for the test above: the same frames submitted without the
+// producer's stream are read before the producer has written them, so the
+// test above can tell ordered reads from unordered ones.
+TEST(CudaBackendInputs, ReadsWithoutTheProducersStreamComeTooEarly) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_GT(frames_read_wrong(PixelLayout::RGBA, 1920, 1080, 4, 20, false), 0);
 }

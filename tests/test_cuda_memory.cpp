@@ -6,13 +6,21 @@
 #ifdef CUDAGRAY_HAVE_GST_CUDA
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
+#if GST_CHECK_VERSION(1, 24, 0)
+#include <gst/cuda/gstcudastream.h>
 #endif
+#endif
+
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "gst_helpers.h"
+#include "slow_writer.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -331,3 +339,211 @@ TEST(CudaMemory, FramesLeaveWithoutFurtherInput) {
   gst_object_unref(sink);
   gst_object_unref(pipeline);
 }
+
+// Parallel NVDEC pipelines under load: every gray frame of every pipeline
+// equals the CPU backend's gray of the same stream decoded into system
+// memory (where the decoder finishes its work before pushing). From
+// GStreamer 1.24 the decoder pushes CUDA memory with its copy still queued
+// on its own stream; cudagray must read after it.
+TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
+  SKIP_WITHOUT_ELEMENT("nvh264dec");
+  SKIP_WITHOUT_ELEMENT("x264enc");
+  struct Clip {
+    int width, height, frames;
+  };
+  const Clip clips[] = {{1920, 1080, 240}, {3840, 2160, 120}};
+  char dir_template[] = "/tmp/cudagray-decode-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  for (const Clip &clip : clips) {
+    const std::string size = std::to_string(clip.width) + "x" + std::to_string(clip.height);
+    SCOPED_TRACE(size);
+    const std::string file = dir + "/" + size + ".h264";
+    // a moving, noisy picture: every frame differs from the one before
+    const PipelineRun encode = run_pipeline(
+        "videotestsrc num-buffers=" + std::to_string(clip.frames) +
+            " pattern=snow ! video/x-raw,format=I420,width=" + std::to_string(clip.width) +
+            ",height=" + std::to_string(clip.height) + ",framerate=30/1 ! "
+            "x264enc speed-preset=ultrafast bitrate=40000 key-int-max=30 ! video/x-h264,profile=high ! "
+            "h264parse ! filesink location=" + file,
+        120 * GST_SECOND);
+    ASSERT_TRUE(encode.errors.empty()) << encode.errors[0];
+    auto decode = [&](const std::string &tail) {
+      return "filesrc location=" + file + " ! h264parse ! nvh264dec ! " + tail + " ! appsink name=sink sync=false";
+    };
+    auto pull_all = [&](GstElement *pipeline, std::vector<GrayImage> *frames) {
+      GstElement *sink = by_name(pipeline, "sink");
+      while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 30 * GST_SECOND)) {
+        frames->push_back(gray_of(gst_sample_get_buffer(sample), clip.width, clip.height));
+        gst_sample_unref(sample);
+      }
+      gst_object_unref(sink);
+    };
+    std::vector<GrayImage> reference;
+    GstElement *cpu = gst_parse_launch(decode("video/x-raw ! cudagray backend=cpu").c_str(), nullptr);
+    ASSERT_NE(cpu, nullptr);
+    gst_element_set_state(cpu, GST_STATE_PLAYING);
+    pull_all(cpu, &reference);
+    gst_element_set_state(cpu, GST_STATE_NULL);
+    gst_object_unref(cpu);
+    ASSERT_EQ(reference.size(), size_t(clip.frames));
+
+    const int max_inflight[] = {0, 1, 4, 16};
+    std::vector<GstElement *> pipelines;
+    std::vector<std::vector<GrayImage>> results(std::size(max_inflight));
+    for (int m : max_inflight) {
+      pipelines.push_back(gst_parse_launch(
+          decode("video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray max-inflight=" +
+                 std::to_string(m))
+              .c_str(),
+          nullptr));
+      ASSERT_NE(pipelines.back(), nullptr);
+    }
+    std::vector<std::thread> pullers;
+    for (size_t i = 0; i < pipelines.size(); ++i) {
+      gst_element_set_state(pipelines[i], GST_STATE_PLAYING);
+      pullers.emplace_back(pull_all, pipelines[i], &results[i]);
+    }
+    for (std::thread &t : pullers) t.join();
+    for (size_t i = 0; i < pipelines.size(); ++i) {
+      SCOPED_TRACE("max-inflight=" + std::to_string(max_inflight[i]));
+      GstElement *gray = by_name(pipelines[i], "gray");
+      EXPECT_EQ(stat_of(gray, "device-inputs"), uint64_t(clip.frames));
+      gst_object_unref(gray);
+      gst_element_set_state(pipelines[i], GST_STATE_NULL);
+      gst_object_unref(pipelines[i]);
+      ASSERT_EQ(results[i].size(), reference.size());
+      int wrong = 0;
+      for (size_t f = 0; f < reference.size(); ++f)
+        if (!same_pixels(results[i][f], reference[f])) ++wrong;
+      EXPECT_EQ(wrong, 0) << wrong << " of " << reference.size() << " frames differ";
+    }
+    std::remove(file.c_str());
+  }
+  rmdir(dir.c_str());
+}
+
+#if defined(CUDAGRAY_HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
+namespace {
+
+// A buffer of CUDA memory in context whose content is f, written on a stream
+// of its own behind a 3 ms spin and flagged NEED_SYNC, as a 1.24+ decoder
+// pushes it; the write is still queued when this returns. staged is device
+// memory holding f's bytes at least until then.
+GstBuffer *pending_cuda_buffer(GstCudaContext *context, const TestFrame &f, void *staged) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, video_format(f.layout), f.width, f.height);
+  GstCudaStream *stream = gst_cuda_stream_new(context);
+  EXPECT_NE(stream, nullptr);
+  GstMemory *mem = gst_cuda_allocator_alloc(nullptr, context, stream, &info);
+  EXPECT_NE(mem, nullptr);
+  const GstVideoInfo &laid_out = GST_CUDA_MEMORY_CAST(mem)->info;
+  // f's bytes laid out as the memory's planes
+  TestFrame placed = f;
+  placed.bytes.assign(gst_memory_get_sizes(mem, nullptr, nullptr), 0);
+  for (int p = 0; p < f.planes; ++p) {
+    placed.offset[p] = GST_VIDEO_INFO_PLANE_OFFSET(&laid_out, p);
+    placed.stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(&laid_out, p);
+    const size_t row_bytes = size_t(f.width) * layout_info(f.layout).bytes_per_pixel;
+    for (int y = 0; y < f.height; ++y)
+      memcpy(&placed.bytes[placed.offset[p] + y * placed.stride[p]], &f.bytes[f.offset[p] + y * f.stride[p]],
+             row_bytes);
+  }
+  GstMapInfo map;
+  EXPECT_TRUE(gst_memory_map(mem, &map, GstMapFlags(GST_MAP_WRITE | GST_MAP_CUDA)));
+  EXPECT_TRUE(gst_cuda_context_push(context));
+  EXPECT_EQ(cudaMemcpy(staged, placed.bytes.data(), placed.bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(write_after_spin(gst_cuda_stream_get_handle(stream), map.data, staged, placed.bytes.size(), 3000), "");
+  gst_cuda_context_pop(nullptr);
+  gst_memory_unmap(mem, &map);
+  GST_MEMORY_FLAG_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
+  gst_cuda_stream_unref(stream);  // the memory keeps it
+  GstBuffer *buf = gst_buffer_new();
+  gst_buffer_append_memory(buf, mem);
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out), f.width,
+                                 f.height, GST_VIDEO_INFO_N_PLANES(&laid_out), laid_out.offset, laid_out.stride);
+  return buf;
+}
+
+}  // namespace
+
+// An upstream that writes each frame on a separate CUDA stream behind a slow
+// kernel and pushes it at once, flagged NEED_SYNC with that stream: cudagray
+// gives each frame's final content, several sizes and frames in flight.
+TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
+  ASSERT_TRUE(gst_cuda_load_library());
+  GstCudaContext *context = gst_cuda_context_new(0);
+  ASSERT_NE(context, nullptr);
+  GstContext *shared = gst_context_new_cuda_context(context);
+  struct Case {
+    PixelLayout layout;
+    int width, height, max_inflight, frames;
+  };
+  // formats that GStreamer's CUDA allocator lays out in every version; NV12
+  // (the decoders') is ParallelDecodersGiveExactFrames' case
+  const Case cases[] = {{PixelLayout::RGBA, 1920, 1080, 4, 120}, {PixelLayout::RGBx, 3840, 2160, 1, 60},
+                        {PixelLayout::BGRx, 641, 481, 16, 120}, {PixelLayout::BGRA, 4097, 3, 2, 60}};
+  for (const Case &c : cases) {
+    const char *format = layout_info(c.layout).name;
+    SCOPED_TRACE(std::string(format) + " " + std::to_string(c.width) + "x" + std::to_string(c.height) +
+                 " max-inflight=" + std::to_string(c.max_inflight));
+    const std::string caps = "video/x-raw(memory:CUDAMemory),format=" + std::string(format) +
+                             ",width=" + std::to_string(c.width) + ",height=" + std::to_string(c.height) +
+                             ",framerate=30/1";
+    GstElement *pipeline = gst_parse_launch(
+        ("appsrc name=src format=time max-buffers=1 block=true caps=\"" + caps +
+         "\" ! cudagray backend=cuda name=gray max-inflight=" + std::to_string(c.max_inflight) +
+         " ! appsink name=sink sync=false")
+            .c_str(),
+        nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    gst_element_set_context(pipeline, shared);
+    GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink");
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    std::vector<TestFrame> frames;
+    std::vector<void *> staged(c.frames);
+    std::thread pusher([&] {
+      for (int i = 0; i < c.frames; ++i) frames.push_back(random_frame(c.layout, c.width, c.height));
+      for (int i = 0; i < c.frames; ++i) {
+        gst_cuda_context_push(context);
+        EXPECT_EQ(cudaMalloc(&staged[i], frames[i].bytes.size() * 2 + (1 << 20)), cudaSuccess);
+        gst_cuda_context_pop(nullptr);
+        GstBuffer *buf = pending_cuda_buffer(context, frames[i], staged[i]);
+        GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+        EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+      }
+      gst_app_src_end_of_stream(GST_APP_SRC(src));
+    });
+    int received = 0, wrong = 0;
+    std::vector<GrayImage> results;
+    while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 30 * GST_SECOND)) {
+      results.push_back(gray_of(gst_sample_get_buffer(sample), c.width, c.height));
+      gst_sample_unref(sample);
+      ++received;
+    }
+    pusher.join();
+    for (int i = 0; i < received && i < c.frames; ++i) {
+      GrayImage expected(c.width, c.height);
+      convert_cpu(frames[i].view(), expected.frame(), weights_of(kWeightChoices[0]));
+      if (!same_pixels(results[i], expected)) ++wrong;
+    }
+    EXPECT_EQ(received, c.frames);
+    EXPECT_EQ(wrong, 0) << wrong << " of " << received << " frames differ from their final content";
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_cuda_context_push(context);
+    for (void *p : staged) cudaFree(p);
+    gst_cuda_context_pop(nullptr);
+    gst_object_unref(src);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
+  gst_context_unref(shared);
+  gst_object_unref(context);
+}
+#else
+TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
+  GTEST_SKIP() << "built against GStreamer before 1.24, whose CUDA producers finish their writes before pushing";
+}
+#endif

@@ -1,0 +1,44 @@
+// Version safety of CUDA memory: the plugin offers memory:CUDAMemory only
+// when the running libgstcuda is the minor version it was built against.
+#include "cudagraycontext.h"
+#include "gst_helpers.h"
+
+TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"), 22);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/opt/gst/lib/libgstcuda-1.0.so.0.2405.0"), 24);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2800"), 28);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0"), -1);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/lib/libgstcuda-1.0.so.0.x.0"), -1);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstgl-1.0.so.0.2602.0"), -1);
+  EXPECT_EQ(cudagray_gst_cuda_minor_from_library(nullptr), -1);
+}
+
+// Built and run against one GStreamer here: the sink template lists CUDA
+// memory exactly when the plugin was built with gstreamer-cuda-1.0, and the
+// description says why when it does not.
+TEST(CudaMemoryVersion, SinkTemplateListsCudaMemoryWhenUsable) {
+  std::string why;
+  const bool usable = cudagray_cuda_memory_usable(&why);
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  EXPECT_TRUE(usable) << why;
+#else
+  EXPECT_FALSE(usable);
+  EXPECT_EQ(why, "cudagray was built without gstreamer-cuda-1.0");
+#endif
+  GstElementFactory *factory = gst_element_factory_find("cudagray");
+  ASSERT_NE(factory, nullptr);
+  bool listed = false;
+  for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
+    auto *templ = static_cast<GstStaticPadTemplate *>(t->data);
+    if (templ->direction != GST_PAD_SINK) continue;
+    GstCaps *caps = gst_static_pad_template_get_caps(templ);
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i)
+      listed = listed || gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory");
+    gst_caps_unref(caps);
+  }
+  EXPECT_EQ(listed, usable);
+  const std::string description = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION);
+  EXPECT_EQ(description.find("CUDA memory input is off") != std::string::npos, !usable) << description;
+  gst_object_unref(factory);
+}
