@@ -1,4 +1,5 @@
 // The CPU backend: converts at submit, so every frame is ready at once.
+#include <atomic>
 #include <chrono>
 
 #include "gray.h"
@@ -11,6 +12,8 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   const char *name() const override { return "cpu"; }
+  // Each frame is converted in submit: nothing to gain from more in flight.
+  BackendNeeds needs() const override { return {}; }
   bool configure(PixelLayout, int, int, int, bool, std::string *) override { return true; }
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w, std::string *) override {
     const auto start = std::chrono::steady_clock::now();
@@ -20,7 +23,6 @@ class CpuBackend final : public Backend {
     ++in_flight_;
     return true;
   }
-  bool oldest_ready() override { return true; }
   bool finish_oldest(std::string *) override {
     --in_flight_;
     return true;
@@ -31,7 +33,7 @@ class CpuBackend final : public Backend {
   TimingStats stats() const override { return stats_.get(); }
 
  private:
-  int in_flight_ = 0;
+  std::atomic<int> in_flight_{0};
   StatsAccumulator stats_;
 };
 

@@ -5,7 +5,17 @@ namespace cudagray {
 
 static const char kNoCuda[] = "this build of cudagray has no CUDA support (configured with -Dcuda=disabled or without nvcc)";
 
-std::unique_ptr<Backend> make_cuda_backend(int, std::string *error, bool) {
+bool cuda_device_exists(int, std::string *error) {
+  *error = kNoCuda;
+  return false;
+}
+
+int open_cuda_device(int, std::string *error) {
+  *error = kNoCuda;
+  return -1;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(std::string *error) {
   *error = kNoCuda;
   return nullptr;
 }

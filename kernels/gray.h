@@ -116,12 +116,33 @@ struct TimingStats {
   uint64_t device_inputs = 0;
 };
 
+// What a backend needs from the element around it; the element asks, and
+// never looks at which backend it holds.
+struct BackendNeeds {
+  // Frames worth keeping in flight for a non-live upstream when the user
+  // leaves it to the element, and the most the backend can use (1: it
+  // converts each frame as it is submitted).
+  int auto_in_flight = 1;
+  int max_in_flight = 1;
+  // Host frames are copied fastest from and into pinned memory (see
+  // alloc_pinned): the element offers pinned buffers upstream and downstream.
+  bool pinned_host_memory = false;
+  // It reads frames in GPU memory where they are (InputFrame::on_device).
+  bool reads_device_memory = false;
+};
+
 // A place to convert frames. The element picks one at start and never asks
 // how it works. Frames are finished in the order they were submitted.
+// Threads: submit, configure and discard_all come from one thread;
+// finish_oldest may run on a second thread at the same time as submit
+// (never two finish_oldest at once); configure and discard_all run with
+// nothing else in the backend.
 class Backend {
  public:
   virtual ~Backend() = default;
+  // For messages only: "cpu" or "cuda".
   virtual const char *name() const = 0;
+  virtual BackendNeeds needs() const = 0;
   // Called when the frame geometry changes, with nothing in flight; sizes
   // buffers for up to max_in_flight frames at once (at least 1).
   // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
@@ -134,8 +155,6 @@ class Backend {
   // frame is finished. At most max_in_flight unfinished.
   virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
                       std::string *error) = 0;
-  // Whether the oldest unfinished frame's result is ready; never blocks.
-  virtual bool oldest_ready() = 0;
   // Waits for the oldest unfinished frame; its output then holds the result.
   virtual bool finish_oldest(std::string *error) = 0;
   // Forgets every unfinished frame, after the device has let go of them.
@@ -156,13 +175,19 @@ bool is_pinned(const void *memory);
 
 std::unique_ptr<Backend> make_cpu_backend();
 
-// device_id < 0 picks the first usable device. Returns nullptr and a reason
-// (naming the CUDA error) when no such device can be used, or when the
-// plugin was built without CUDA. With in_current_context, the backend works
-// in the CUDA context current on the calling thread (device_id is ignored),
-// and every later call must be made with that context current.
-std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error,
-                                           bool in_current_context = false);
+// Whether device_id names a CUDA device there is (any device when < 0), without
+// making a CUDA context; otherwise says why not (naming the CUDA error), also
+// when the plugin was built without CUDA.
+bool cuda_device_exists(int device_id, std::string *error);
+// Opens device_id (< 0: the first usable device) and makes its primary
+// context current on the calling thread; again on a thread where it is
+// already open, only makes it current. Returns the device, or -1 and why.
+int open_cuda_device(int device_id, std::string *error);
+// The CUDA backend, working in the CUDA context current on the calling
+// thread (a device's primary context from open_cuda_device, or a context
+// the caller pushed): every later call, from any thread, must be made with
+// that context current. nullptr and why when it cannot be made.
+std::unique_ptr<Backend> make_cuda_backend(std::string *error);
 
 // Test-only fault injection: the nth next call of the named CUDA function
 // (as the backend writes it: "cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",

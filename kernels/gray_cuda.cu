@@ -197,6 +197,10 @@ constexpr int kStreams = 3;
 // large strips win: measured on an H200, 3 strips for 1080p RGB.
 constexpr size_t kStripBytes = 2u << 20;
 constexpr int kMaxStrips = 8;
+// Frames in flight for a non-live upstream when the user leaves it to the
+// element (measured: docs/performance.md), and the most the element offers.
+constexpr int kAutoInFlight = 4;
+constexpr int kMaxInFlight = 16;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -225,28 +229,26 @@ struct Slot {
 
 // Frames go host → device (upload stream) → kernel → host (work streams),
 // up to max_in_flight at once; pinned host memory is copied by DMA directly,
-// pageable memory through the slot's pinned staging buffers.
+// pageable memory through the slot's pinned staging buffers. Everything lives
+// in the CUDA context current when it is made; the caller makes that context
+// current around every call.
 class CudaBackend final : public Backend {
  public:
-  // in_current_context: work in the CUDA context current on the calling
-  // thread (one shared with other GStreamer CUDA elements) instead of the
-  // device's primary context; the caller makes it current around every call.
-  CudaBackend(int device, bool in_current_context)
-      : device_(device), in_current_context_(in_current_context) {
-    select_device();
+  CudaBackend() {
+    CUDAGRAY_CHECK(cudaGetDevice(&device_));
     upload_stream_ = make_stream();
     for (auto &s : work_streams_) s = make_stream();
   }
   ~CudaBackend() override { discard_all(); }
 
   const char *name() const override { return "cuda"; }
+  BackendNeeds needs() const override { return {kAutoInFlight, kMaxInFlight, true, true}; }
 
   bool configure(PixelLayout layout, int width, int height, int max_in_flight, bool inputs_on_device,
                  std::string *error) override {
     discard_all();
     slots_.clear();  // free before allocating, so that large frames fit
     try {
-      select_device();
       info_ = &layout_info(layout);
       layout_ = layout;
       width_ = width;
@@ -286,13 +288,17 @@ class CudaBackend final : public Backend {
       *error = "frame does not match the configured format and size";
       return false;
     }
-    if (count_ == slots_.size()) {
-      *error = "too many frames in flight";
-      return false;
+    size_t index;
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      if (count_ == slots_.size()) {
+        *error = "too many frames in flight";
+        return false;
+      }
+      index = (first_ + count_) % slots_.size();
     }
     try {
-      select_device();
-      Slot &s = slots_[(first_ + count_) % slots_.size()];
+      Slot &s = slots_[index];
       const uint8_t *source[3];
       size_t source_pitch[3];
       s.on_device = in.on_device;
@@ -351,6 +357,7 @@ class CudaBackend final : public Backend {
                                          out_pitch_, width_, strip_height(i), cudaMemcpyDeviceToHost, work));
         CUDAGRAY_CHECK(cudaEventRecord(s.strip_done[i].get(), work));
       }
+      std::lock_guard<std::mutex> hold(lock_);
       ++count_;
       return true;
     } catch (const CudaError &e) {
@@ -359,33 +366,57 @@ class CudaBackend final : public Backend {
     }
   }
 
-  bool oldest_ready() override {
-    if (count_ == 0) return false;
-    const Slot &s = slots_[first_];
-    for (int i = 0; i < strips_; ++i)
-      if (cudaEventQuery(s.strip_done[i].get()) == cudaErrorNotReady) return false;
-    return true;  // done, or failed: finish_oldest reports which
-  }
-
+  // The slot stays counted (so submit leaves it alone) until its result is
+  // out; submit may fill other slots meanwhile.
   bool finish_oldest(std::string *error) override {
-    if (count_ == 0) {
-      *error = "no frame in flight";
-      return false;
+    Slot *oldest;
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      if (count_ == 0) {
+        *error = "no frame in flight";
+        return false;
+      }
+      oldest = &slots_[first_];
     }
-    Slot &s = slots_[first_];
+    const bool ok = wait_and_read(*oldest, error);
+    std::lock_guard<std::mutex> hold(lock_);
     first_ = (first_ + 1) % slots_.size();
     --count_;
+    return ok;
+  }
+
+  void discard_all() override {
+    cudaStreamSynchronize(upload_stream_.get());
+    for (auto &stream : work_streams_) cudaStreamSynchronize(stream.get());
+    cudaGetLastError();
+    std::lock_guard<std::mutex> hold(lock_);
+    first_ = count_ = 0;
+  }
+
+  int in_flight() const override {
+    std::lock_guard<std::mutex> hold(lock_);
+    return static_cast<int>(count_);
+  }
+  int device_id() const override { return device_; }
+  TimingStats stats() const override {
+    std::lock_guard<std::mutex> hold(lock_);
+    return stats_.get();
+  }
+
+ private:
+  // Waits for slot s's work, copies a staged result out, adds its times.
+  bool wait_and_read(Slot &s, std::string *error) {
     try {
-      select_device();
       for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(cudaEventSynchronize(s.strip_done[i].get()));
       if (s.out_staged) {
         const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
         copy_rows(result, out_pitch_, s.out.data, s.out.stride, width_, height_);
       }
-      stats_.add(elapsed_us(s.kernel_start, s.kernel_end),
-                 s.on_device ? 0.0 : elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]),
-                 elapsed_us(s.download_start, s.strip_done[strips_ - 1]), s.in_staged, s.out_staged,
-                 s.on_device);
+      const float kernel_us = elapsed_us(s.kernel_start, s.kernel_end);
+      const float upload_us = s.on_device ? 0.0f : elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]);
+      const float download_us = elapsed_us(s.download_start, s.strip_done[strips_ - 1]);
+      std::lock_guard<std::mutex> hold(lock_);
+      stats_.add(kernel_us, upload_us, download_us, s.in_staged, s.out_staged, s.on_device);
       return true;
     } catch (const CudaError &e) {
       *error = e.what();
@@ -393,19 +424,6 @@ class CudaBackend final : public Backend {
     }
   }
 
-  void discard_all() override {
-    if (!in_current_context_) cudaSetDevice(device_);
-    cudaStreamSynchronize(upload_stream_.get());
-    for (auto &stream : work_streams_) cudaStreamSynchronize(stream.get());
-    cudaGetLastError();
-    first_ = count_ = 0;
-  }
-
-  int in_flight() const override { return static_cast<int>(count_); }
-  int device_id() const override { return device_; }
-  TimingStats stats() const override { return stats_.get(); }
-
- private:
   // Where the upload reads each plane: the frame itself when it is pinned,
   // else the slot's pinned staging buffer, filled here.
   void stage_input(Slot &s, const InputFrame &in, const uint8_t *source[3], size_t pitch[3]) {
@@ -427,13 +445,7 @@ class CudaBackend final : public Backend {
       copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_, height_);
   }
 
-  // cudaSetDevice would make the primary context current: not in a shared one.
-  void select_device() {
-    if (!in_current_context_) CUDAGRAY_CHECK(cudaSetDevice(device_));
-  }
-
-  int device_;
-  bool in_current_context_;
+  int device_ = -1;
   StreamOwner upload_stream_;
   StreamOwner work_streams_[kStreams];
   unsigned next_stream_ = 0;
@@ -442,16 +454,11 @@ class CudaBackend final : public Backend {
   int width_ = 0, height_ = 0, strips_ = 1;
   size_t row_bytes_ = 0, in_pitch_ = 0, out_pitch_ = 0, plane_bytes_ = 0;
   std::vector<Slot> slots_;
+  // Guards first_, count_ and stats_: finish_oldest runs beside submit.
+  mutable std::mutex lock_;
   size_t first_ = 0, count_ = 0;
   StatsAccumulator stats_;
 };
-
-// Makes device current and creates its primary context, so that a device
-// that cannot be used fails here rather than at the first frame.
-void open_device(int device) {
-  CUDAGRAY_CHECK(cudaSetDevice(device));
-  CUDAGRAY_CHECK(cudaFree(nullptr));
-}
 
 }  // namespace
 
@@ -545,35 +552,42 @@ int cuda_device_count(std::string *reason) {
   return count;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device_id, std::string *error, bool in_current_context) {
-  if (in_current_context) {
-    try {
-      int device = -1;
-      CUDAGRAY_CHECK(cudaGetDevice(&device));
-      return std::make_unique<CudaBackend>(device, true);
-    } catch (const CudaError &e) {
-      *error = e.what();
-      return nullptr;
-    }
-  }
+bool cuda_device_exists(int device_id, std::string *error) {
   const int count = cuda_device_count(error);
-  if (count == 0) return nullptr;
+  if (count == 0) return false;
   if (device_id >= count) {
     *error = "CUDA device " + std::to_string(device_id) + " does not exist: " +
              std::to_string(count) + " device(s) found, numbered from 0";
-    return nullptr;
+    return false;
   }
+  return true;
+}
+
+int open_cuda_device(int device_id, std::string *error) {
+  if (!cuda_device_exists(device_id, error)) return -1;
   const int first = device_id < 0 ? 0 : device_id;
-  const int last = device_id < 0 ? count - 1 : device_id;
+  const int last = device_id < 0 ? cuda_device_count(error) - 1 : device_id;
   for (int device = first; device <= last; ++device) {
     try {
-      open_device(device);
-      return std::make_unique<CudaBackend>(device, false);
+      // creates the primary context now, so that a device that cannot be
+      // used fails here rather than at the first frame
+      CUDAGRAY_CHECK(cudaSetDevice(device));
+      CUDAGRAY_CHECK(cudaFree(nullptr));
+      return device;
     } catch (const CudaError &e) {
       *error = "CUDA device " + std::to_string(device) + ": " + e.what();
     }
   }
-  return nullptr;
+  return -1;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(std::string *error) {
+  try {
+    return std::make_unique<CudaBackend>();
+  } catch (const CudaError &e) {
+    *error = e.what();
+    return nullptr;
+  }
 }
 
 }  // namespace cudagray

@@ -1,16 +1,15 @@
-/* cudagray: RGB-family video to GRAY8 on an NVIDIA GPU (or the CPU).
+/* cudagray: RGB-family and YUV video to GRAY8 on an NVIDIA GPU (or the CPU).
  *
- * A frame's path, each step in one place:
- *   caps          transform_caps / set_caps: pixel layout, backend sized
- *   output buffer decide_allocation: downstream's pool, else our pinned one
- *   frame map     transform: the buffer is checked to hold every row
- *   convert       Backend::submit: upload, kernel, download queued on CUDA
- *                 streams (rows converted at once on the CPU)
- *   output        generate_output / finish_oldest: the oldest frame's
- *                 result, pushed in order
- * Up to max-inflight frames are in flight; serialized events (EOS, caps,
- * segment, gap) drain them first, flushes and stop discard them. GRAY8 input
- * passes through untouched.
+ * The element: properties, start/stop, set_caps, and a frame's way through.
+ * The streaming thread maps each input and output buffer (cudagrayframe.cpp)
+ * and starts its conversion (Backend::submit); an output task on the source
+ * pad waits for the oldest frame's conversion (Backend::finish_oldest) and
+ * pushes it at once, in order. The frames in flight have one owner
+ * (cudagrayframequeue.cpp), which also makes upstream wait while
+ * max-inflight are out. Serialized events (EOS, caps, segment, gap) wait
+ * until the frames before them have left; flushes and stop drop them. GRAY8
+ * input passes through untouched. Caps: cudagraycaps.cpp; the CUDA context:
+ * cudagraycontext.cpp; pinned pools: cudagrayallocation.cpp.
  *
  * Example:
  *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
@@ -19,19 +18,15 @@
 
 #include <gst/video/video.h>
 
-#include <deque>
 #include <memory>
 #include <string>
 
-#include "cudamemory.h"
+#include "cudagrayallocation.h"
+#include "cudagraycaps.h"
+#include "cudagraycontext.h"
+#include "cudagrayframe.h"
+#include "cudagrayframequeue.h"
 #include "gray.h"
-#include "gstcudagraypinned.h"
-
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-#include <gst/cuda/gstcudacontext.h>
-#include <gst/cuda/gstcudamemory.h>
-#include <gst/cuda/gstcudautils.h>
-#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -42,10 +37,6 @@ GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define DEFAULT_WEIGHTS "0.299,0.587,0.114"
 #define DEFAULT_MAX_INFLIGHT 0
 #define MAX_INFLIGHT_LIMIT 16
-/* What max-inflight=0 means for a non-live upstream on CUDA (measured; see
- * docs/performance.md). A live upstream gets 1: frames then leave as soon as
- * they are converted. */
-#define AUTO_INFLIGHT 4
 /* A GST_DEBUG line with the running stats every this many frames. */
 #define STATS_LOG_INTERVAL 300
 
@@ -60,51 +51,18 @@ enum
   PROP_STATS,
 };
 
-/* Converted formats, in order of preference when upstream can offer several:
- * RGB family (luma computed), then YUV (luma plane copied or expanded). */
-#define CONVERTED_FORMATS \
-  "RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, RGBP, BGRP, GBR, " \
-  "I420, YV12, NV12, NV21, Y444, Y42B"
-
-#define SIZES_AND_RATES \
-  "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], " \
-  "framerate = (fraction) [ 0, MAX ]"
-
-#define SYSTEM_MEMORY_SINK_CAPS "video/x-raw, format = (string) { " \
-  CONVERTED_FORMATS ", GRAY8 }, " SIZES_AND_RATES
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-/* Frames already on the GPU (cudaupload, NVDEC decoders): no upload. Offered
- * only when cudagray_cuda_memory_usable says so. */
-#define CUDA_MEMORY_SINK_CAPS "video/x-raw(" GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY \
-  "), format = (string) { " CONVERTED_FORMATS " }, " SIZES_AND_RATES
-#endif
-
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS ("video/x-raw, format = (string) GRAY8, "
-        "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], "
-        "framerate = (fraction) [ 0, MAX ]"));
-
-/* A frame handed to the backend: its buffers stay mapped until it is done. */
-struct InFlight
-{
-  GstBuffer *in;
-  GstMapInfo in_map;
-  GstVideoFrame out;
-};
-
-/* Everything the streaming thread owns. */
+/* Everything the streaming thread and the output task share; set up at
+ * start and in set_caps, while the output task is idle. */
 struct Streaming
 {
   std::unique_ptr < cudagray::Backend > backend;
-  std::deque < InFlight > in_flight;
+  cudagray::BackendNeeds needs;
+  CudaGrayFrameQueue frames;
+  GstAllocator *pinned = NULL;  /* when the backend wants pinned memory */
   GstVideoInfo in_info;
   cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
   int max_in_flight = 1;        /* max-inflight with auto resolved */
   bool cuda_input = false;      /* caps say memory:CUDAMemory */
-  /* the backend was made inside the shared CUDA context (and its streams and
-   * memory belong to it), rather than in the device's primary context */
-  bool backend_in_shared_ctx = false;
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;
@@ -124,42 +82,12 @@ struct _GstCudaGray
   gint stats_in_flight;
   gint stats_device_id;
   GstClockTime added_latency;
+  /* whether the backend in use reads CUDA memory; -1 when none is */
+  gint reads_device_memory;
 
   Streaming *streaming;
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  /* The pipeline's shared CUDA context, once CUDA memory is negotiated; the
-   * backend then works in it, and every backend call is made inside it. */
-  GstCudaContext *cuda_ctx;
-  /* the stream of the CUDA pool offered upstream (GStreamer 1.24+) */
-  CudaGrayStream *cuda_stream;
-#endif
-};
-
-/* Makes the shared CUDA context current for its lifetime when the backend
- * works in it. A context set by the application alone changes nothing: a
- * backend still in the primary context must not be called inside another. */
-class CudaScope
-{
-public:
-  explicit CudaScope (GstCudaGray * self)
-  {
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-    if (self->cuda_ctx && self->streaming->backend_in_shared_ctx
-        && gst_cuda_context_push (self->cuda_ctx))
-      pushed_ = true;
-#endif
-  }
-  ~CudaScope ()
-  {
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-    if (pushed_)
-      gst_cuda_context_pop (NULL);
-#endif
-  }
-  CudaScope (const CudaScope &) = delete;
-  CudaScope & operator= (const CudaScope &) = delete;
-private:
-  bool pushed_ = false;
+  /* the CUDA context every backend call is made in */
+  CudaGrayContext *context;
 };
 
 #define gst_cuda_gray_parent_class parent_class
@@ -206,34 +134,6 @@ gst_cuda_gray_matrix_get_type (void)
     g_once_init_leave (&type,
         g_enum_register_static ("GstCudaGrayMatrix", values));
   return type;
-}
-
-static gboolean
-layout_for_format (GstVideoFormat format, cudagray::PixelLayout * layout)
-{
-  using cudagray::PixelLayout;
-  switch (format) {
-    case GST_VIDEO_FORMAT_RGB: *layout = PixelLayout::RGB; return TRUE;
-    case GST_VIDEO_FORMAT_BGR: *layout = PixelLayout::BGR; return TRUE;
-    case GST_VIDEO_FORMAT_RGBA: *layout = PixelLayout::RGBA; return TRUE;
-    case GST_VIDEO_FORMAT_BGRA: *layout = PixelLayout::BGRA; return TRUE;
-    case GST_VIDEO_FORMAT_RGBx: *layout = PixelLayout::RGBx; return TRUE;
-    case GST_VIDEO_FORMAT_BGRx: *layout = PixelLayout::BGRx; return TRUE;
-    case GST_VIDEO_FORMAT_xRGB: *layout = PixelLayout::xRGB; return TRUE;
-    case GST_VIDEO_FORMAT_xBGR: *layout = PixelLayout::xBGR; return TRUE;
-    case GST_VIDEO_FORMAT_ARGB: *layout = PixelLayout::ARGB; return TRUE;
-    case GST_VIDEO_FORMAT_ABGR: *layout = PixelLayout::ABGR; return TRUE;
-    case GST_VIDEO_FORMAT_RGBP: *layout = PixelLayout::RGBP; return TRUE;
-    case GST_VIDEO_FORMAT_BGRP: *layout = PixelLayout::BGRP; return TRUE;
-    case GST_VIDEO_FORMAT_GBR: *layout = PixelLayout::GBR; return TRUE;
-    case GST_VIDEO_FORMAT_I420:
-    case GST_VIDEO_FORMAT_YV12:
-    case GST_VIDEO_FORMAT_NV12:
-    case GST_VIDEO_FORMAT_NV21:
-    case GST_VIDEO_FORMAT_Y444:
-    case GST_VIDEO_FORMAT_Y42B: *layout = PixelLayout::Luma; return TRUE;
-    default: return FALSE;
-  }
 }
 
 /* The Q16 weights for the current matrix; call with the object lock held. */
@@ -355,21 +255,14 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
   GST_OBJECT_UNLOCK (self);
 }
 
-static gboolean
-backend_is_cuda (GstCudaGray * self)
-{
-  const auto & backend = self->streaming->backend;
-  return backend && g_str_equal (backend->name (), "cuda");
-}
-
-/* Picks the backend named by the properties. backend=auto falls back to the
+/* Makes the backend named by the properties. backend=auto falls back to the
  * CPU with a warning when no GPU can be used; everything else that fails is
- * an error. */
+ * an error. A CUDA backend is made inside the element's CUDA context. */
 static gboolean
 gst_cuda_gray_start (GstBaseTransform * trans)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-  auto & backend = self->streaming->backend;
+  Streaming & s = *self->streaming;
 
   GST_OBJECT_LOCK (self);
   const GstCudaGrayBackend choice = self->backend_choice;
@@ -381,11 +274,15 @@ gst_cuda_gray_start (GstBaseTransform * trans)
   /* testing only: make a chosen CUDA call fail (see inject_cuda_fault) */
   cudagray::inject_cuda_fault (GST_STR_NULL (g_getenv ("CUDAGRAY_INJECT_FAULT")));
 
-  if (choice == GST_CUDA_GRAY_BACKEND_CPU) {
-    backend = cudagray::make_cpu_backend ();
-  } else {
+  std::unique_ptr < cudagray::Backend > backend;
+  if (choice != GST_CUDA_GRAY_BACKEND_CPU) {
     std::string reason;
-    backend = cudagray::make_cuda_backend (device_id, &reason);
+    if (cudagray_context_open (self->context, device_id, &reason)) {
+      CudaGrayScope scope (self->context);
+      backend = cudagray::make_cuda_backend (&reason);
+    }
+    if (!backend)
+      cudagray_context_close (self->context);
     std::string ignored;
     const bool some_gpu = cudagray::cuda_device_count (&ignored) > 0;
     if (!backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA
@@ -398,59 +295,64 @@ gst_cuda_gray_start (GstBaseTransform * trans)
               device_id));
       return FALSE;
     }
-    if (!backend) {
+    if (!backend)
       GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND,
           ("No usable CUDA device, converting on the CPU instead: %s",
               reason.c_str ()),
           ("set backend=cpu to choose the CPU without this warning, or "
               "backend=cuda to make a missing GPU an error"));
-      backend = cudagray::make_cpu_backend ();
-    }
   }
+  if (!backend)
+    backend = cudagray::make_cpu_backend ();
+  s.needs = backend->needs ();
+  s.backend = std::move (backend);
+  if (s.needs.pinned_host_memory)
+    s.pinned = gst_cuda_gray_pinned_allocator_new (cudagray_context_object
+        (self->context));
+  s.frames.reset ();
   GST_INFO_OBJECT (self, "using the %s backend (CUDA device %d)",
-      backend->name (), backend->device_id ());
+      s.backend->name (), s.backend->device_id ());
   GST_OBJECT_LOCK (self);
-  self->stats_device_id = backend->device_id ();
+  self->stats_device_id = s.backend->device_id ();
+  self->reads_device_memory = s.needs.reads_device_memory;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
 
-/* Lets go of every frame in flight without pushing it. */
+/* Lets go of every frame in flight without pushing it; the output task is
+ * paused. */
 static void
 discard_in_flight (GstCudaGray * self)
 {
-  CudaScope scope (self);
   Streaming & s = *self->streaming;
-  if (s.backend)
-    s.backend->discard_all ();
-  for (InFlight & f:s.in_flight) {
-    gst_video_frame_unmap (&f.out);
-    gst_buffer_unref (f.out.buffer);
-    gst_buffer_unmap (f.in, &f.in_map);
-    gst_buffer_unref (f.in);
+  if (s.backend) {
+    CudaGrayScope scope (self->context);
+    s.backend->discard_all ();  /* the GPU lets go of the buffers first */
   }
-  if (!s.in_flight.empty ())
-    GST_DEBUG_OBJECT (self, "discarded %zu frames in flight", s.in_flight.size ());
-  s.in_flight.clear ();
+  const gsize dropped = s.frames.discard_all ();
+  if (dropped > 0)
+    GST_DEBUG_OBJECT (self, "discarded %" G_GSIZE_FORMAT " frames in flight",
+        dropped);
 }
 
 static gboolean
 gst_cuda_gray_stop (GstBaseTransform * trans)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
+  Streaming & s = *self->streaming;
   discard_in_flight (self);
   {
-    CudaScope scope (self);     /* its memory belongs to the shared context */
-    self->streaming->backend.reset ();
+    CudaGrayScope scope (self->context);        /* its memory lives there */
+    s.backend.reset ();
   }
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  g_clear_pointer (&self->cuda_stream, cudagray_stream_free);
-  gst_clear_object (&self->cuda_ctx);
-#endif
-  self->streaming->backend_in_shared_ctx = false;
-  self->streaming->cuda_input = false;
-  self->streaming->configure_error.clear ();
-  gst_video_info_init (&self->streaming->in_info);
+  gst_clear_object (&s.pinned);
+  cudagray_context_close (self->context);
+  s.cuda_input = false;
+  s.configure_error.clear ();
+  gst_video_info_init (&s.in_info);
+  GST_OBJECT_LOCK (self);
+  self->reads_device_memory = -1;
+  GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
 
@@ -458,111 +360,29 @@ static GstCaps *
 gst_cuda_gray_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
-#ifdef CUDAGRAY_HAVE_GST_CUDA
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-  std::string unusable;
   GST_OBJECT_LOCK (self);
-  const gboolean cpu_only = self->backend_choice == GST_CUDA_GRAY_BACKEND_CPU;
+  /* before start, whether the backend chosen may be one that reads it */
+  const gboolean offer_cuda_memory = self->reads_device_memory >= 0 ?
+      self->reads_device_memory : self->backend_choice != GST_CUDA_GRAY_BACKEND_CPU;
   GST_OBJECT_UNLOCK (self);
-  const gboolean offer_cuda = !cpu_only
-      && cudagray_cuda_memory_usable (&unusable);
-#endif
-  GstCaps *result = gst_caps_new_empty ();
-  GstCaps *passthrough = gst_caps_new_empty ();
-  GValue gray8 = G_VALUE_INIT;
-  g_value_init (&gray8, G_TYPE_STRING);
-  g_value_set_static_string (&gray8, "GRAY8");
-
-  for (guint i = 0; i < gst_caps_get_size (caps); i++) {
-    GstCapsFeatures *features = gst_caps_get_features (caps, i);
-    const gboolean system_memory = !features || gst_caps_features_is_any (features)
-        || gst_caps_features_is_equal (features,
-        GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-    const gboolean cuda_memory = features
-        && gst_caps_features_contains (features,
-        GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
-#else
-    const gboolean cuda_memory = FALSE;
-#endif
-    if (!system_memory && !cuda_memory)
-      continue;
-    const GstStructure *in = gst_caps_get_structure (caps, i);
-    const GValue *format = gst_structure_get_value (in, "format");
-    const gboolean fixed_gray8 = format && gst_value_compare (format, &gray8)
-        == GST_VALUE_EQUAL;
-
-    /* GRAY8 in CUDA memory is not taken: passthrough is system memory only */
-    if (direction == GST_PAD_SINK && !system_memory && fixed_gray8)
-      continue;
-    if (direction == GST_PAD_SINK && system_memory) {
-      if (!format || gst_value_can_intersect (format, &gray8)) {
-        GstStructure *same = gst_structure_copy (in);
-        gst_structure_set_value (same, "format", &gray8);
-        gst_caps_append_structure (passthrough, same);
-      }
-      if (fixed_gray8)
-        continue;
-    }
-    GstStructure *s = gst_structure_copy (in);
-    gst_structure_remove_fields (s, "colorimetry", "chroma-site", NULL);
-    if (direction == GST_PAD_SINK) {
-      /* No colorimetry field: GRAY8 then defaults to full range, and
-       * videoconvert 1.22 mishandles an explicit "1:0:0:0" (it tints gray). */
-      gst_structure_set_value (s, "format", &gray8);
-    } else {
-      GstStructure *same = gst_structure_copy (in);
-      gst_structure_set_value (same, "format", &gray8);
-      gst_caps_append_structure (passthrough, same);
-      GValue formats = G_VALUE_INIT;
-      GValue name = G_VALUE_INIT;
-      gst_value_list_init (&formats, 19);
-      g_value_init (&name, G_TYPE_STRING);
-      gchar **names = g_strsplit (CONVERTED_FORMATS, ", ", -1);
-      for (gchar ** n = names; *n; n++) {
-        g_value_set_string (&name, *n);
-        gst_value_list_append_value (&formats, &name);
-      }
-      g_strfreev (names);
-      g_value_unset (&name);
-      gst_structure_take_value (s, "format", &formats);
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-      /* the same formats already on the GPU, first: an upstream that can
-       * keep frames there (NVDEC, cudaupload) then does; not for backend=cpu */
-      if (offer_cuda)
-        result = gst_caps_merge_structure_full (result, gst_structure_copy (s),
-            gst_caps_features_new (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, NULL));
-#endif
-    }
-    result = gst_caps_merge_structure (result, s);
-  }
-  g_value_unset (&gray8);
-  result = gst_caps_merge (result, passthrough);
-
-  if (filter) {
-    GstCaps *tmp =
-        gst_caps_intersect_full (filter, result, GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref (result);
-    result = tmp;
-  }
+  GstCaps *result = cudagray_transform_caps (direction, caps, filter,
+      offer_cuda_memory);
   GST_DEBUG_OBJECT (trans, "%s caps %" GST_PTR_FORMAT " → %" GST_PTR_FORMAT,
       direction == GST_PAD_SINK ? "sink" : "src", caps, result);
   return result;
 }
 
-/* Adds the frames we may hold back to the latency upstream reports. */
+/* Adds the frames we may hold back to the latency upstream reports: a frame
+ * can wait behind max-inflight - 1 others when the GPU falls behind. */
 static gboolean
 gst_cuda_gray_query (GstBaseTransform * trans, GstPadDirection direction,
     GstQuery * query)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-#ifdef CUDAGRAY_HAVE_GST_CUDA
   /* neighbours asking for a CUDA context get ours, so that one is shared */
-  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
-      && gst_cuda_handle_context_query (GST_ELEMENT (self), query,
-          self->cuda_ctx))
+  if (cudagray_context_query (self->context, query))
     return TRUE;
-#endif
   if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction, query))
     return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
@@ -593,72 +413,8 @@ upstream_is_live (GstBaseTransform * trans)
   return live;
 }
 
-/* For caps in memory:CUDAMemory: finds the pipeline's CUDA context (or makes
- * one) and moves the backend into it, so that the kernel reads upstream's
- * device memory where it is. Anything else keeps the backend as it is. */
-static gboolean
-use_cuda_memory (GstCudaGray * self, GstCaps * incaps)
-{
-  Streaming & s = *self->streaming;
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  GstCapsFeatures *features = gst_caps_get_features (incaps, 0);
-  s.cuda_input = features && gst_caps_features_contains (features,
-      GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
-  if (!s.cuda_input || s.backend_in_shared_ctx)
-    return TRUE;
-  if (!backend_is_cuda (self)) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("CUDA memory input needs the CUDA backend"),
-        ("backend=cpu cannot read memory:CUDAMemory; add cudadownload before "
-            "cudagray, or set backend=auto or cuda"));
-    return FALSE;
-  }
-  GST_OBJECT_LOCK (self);
-  const gint wanted = self->cuda_device_id;
-  GST_OBJECT_UNLOCK (self);
-  /* A context the application set before now is kept; else found or made. */
-  if (!gst_cuda_ensure_element_context (GST_ELEMENT (self), wanted,
-          &self->cuda_ctx)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No CUDA context for CUDA memory input"),
-        ("no element shared one and none could be made on device %d", wanted));
-    return FALSE;
-  }
-  if (!self->cuda_stream)
-    self->cuda_stream = cudagray_stream_new (self->cuda_ctx);
-  guint device = 0;
-  g_object_get (self->cuda_ctx, "cuda-device-id", &device, NULL);
-  if (wanted >= 0 && (guint) wanted != device) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("cuda-device-id=%d, but the pipeline's CUDA memory is on device %u",
-            wanted, device),
-        ("unset cuda-device-id, or put upstream's CUDA elements on device %d",
-            wanted));
-    gst_clear_object (&self->cuda_ctx);
-    return FALSE;
-  }
-  std::string error;
-  s.backend.reset ();           /* in its own (primary) context, so first */
-  s.backend_in_shared_ctx = true;
-  CudaScope scope (self);
-  s.backend = cudagray::make_cuda_backend (-1, &error, true);
-  if (!s.backend) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not use the pipeline's CUDA context: %s", error.c_str ()),
-        (NULL));
-    return FALSE;
-  }
-  GST_INFO_OBJECT (self, "CUDA memory input: working in the shared CUDA "
-      "context of device %u", device);
-  GST_OBJECT_LOCK (self);
-  self->stats_device_id = device;
-  GST_OBJECT_UNLOCK (self);
-#else
-  s.cuda_input = false;
-#endif
-  return TRUE;
-}
-
+/* Sizes the backend for the new caps, with nothing in flight (the caps
+ * event waited for the frames before it). */
 static gboolean
 gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
@@ -681,12 +437,10 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   GST_OBJECT_UNLOCK (self);
   if (passthrough) {
     s.max_in_flight = 1;
-  } else if (!backend_is_cuda (self)) {
-    s.max_in_flight = 1;        /* the CPU finishes each frame at once */
-  } else if (requested > 0) {
-    s.max_in_flight = requested;
   } else {
-    s.max_in_flight = upstream_is_live (trans) ? 1 : AUTO_INFLIGHT;
+    const int automatic = upstream_is_live (trans) ? 1 : s.needs.auto_in_flight;
+    s.max_in_flight = MIN (requested > 0 ? (int) requested : automatic,
+        s.needs.max_in_flight);
   }
   GST_OBJECT_LOCK (self);
   self->added_latency = in_info.fps_n > 0 ? gst_util_uint64_scale (
@@ -697,12 +451,18 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GST_INFO_OBJECT (self, "GRAY8 input: passthrough");
     return TRUE;
   }
-  if (!layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &s.layout))
+  if (!cudagray_layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &s.layout))
     return FALSE;
-  if (!use_cuda_memory (self, incaps))
+  s.cuda_input = cudagray_caps_in_cuda_memory (incaps);
+  if (s.cuda_input && !s.needs.reads_device_memory) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("CUDA memory input needs the CUDA backend"),
+        ("backend=cpu cannot read memory:CUDAMemory; add cudadownload before "
+            "cudagray, or set backend=auto or cuda"));
     return FALSE;
+  }
 
-  CudaScope scope (self);
+  CudaGrayScope scope (self->context);
   std::string error;
   if (!s.backend->configure (s.layout, in_info.width, in_info.height,
           s.max_in_flight, s.cuda_input, &error)) {
@@ -735,63 +495,27 @@ gst_cuda_gray_transform_size (GstBaseTransform * trans,
   return TRUE;
 }
 
-/* A video buffer pool of pinned memory for caps, with room for the frames
- * we hold in flight; also puts the pinned allocator first in query. */
-static void
-add_pinned_pool (GstCudaGray * self, GstQuery * query, GstCaps * caps)
-{
-  GstVideoInfo info;
-  if (!caps || !gst_video_info_from_caps (&info, caps))
-    return;
-  GstAllocator *allocator = gst_cuda_gray_pinned_allocator_get ();
-  GstAllocationParams params;
-  gst_allocation_params_init (&params);
-  GstBufferPool *pool = gst_video_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-  const guint min_buffers = self->streaming->max_in_flight + 1;
-  gst_buffer_pool_config_set_params (config, caps, info.size, min_buffers, 0);
-  gst_buffer_pool_config_set_allocator (config, allocator, &params);
-  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  if (gst_buffer_pool_set_config (pool, config)) {
-    gst_query_add_allocation_pool (query, pool, info.size, min_buffers, 0);
-    if (gst_query_get_n_allocation_params (query) > 0)
-      gst_query_set_nth_allocation_param (query, 0, allocator, &params);
-    else
-      gst_query_add_allocation_param (query, allocator, &params);
-    GST_DEBUG_OBJECT (self, "offering a pinned pool for %" GST_PTR_FORMAT,
-        caps);
-  }
-  gst_object_unref (pool);
-  gst_object_unref (allocator);
-}
-
-/* Upstream may write straight into pinned memory, and may pad its rows. */
+/* Upstream may write straight into pinned memory (system memory) or into
+ * CUDA memory carrying our stream, and may pad its rows. */
 static gboolean
 gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
     GstQuery * decide_query, GstQuery * query)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
+  Streaming & s = *self->streaming;
   if (gst_base_transform_is_passthrough (trans))     /* downstream answers */
     return GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
         decide_query, query);
   gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    return TRUE;
   GstCaps *caps;
   gst_query_parse_allocation (query, &caps, NULL);
-  GstCapsFeatures *features = caps ? gst_caps_get_features (caps, 0) : NULL;
-  const gboolean system_memory = !features
-      || gst_caps_features_is_equal (features,
-      GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
-  if (system_memory && backend_is_cuda (self)
-      && gst_query_get_n_allocation_pools (query) == 0)
-    add_pinned_pool (self, query, caps);
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  /* CUDA memory: a pool whose memory carries our stream, which a producer
-   * may adopt (upstream's own pool otherwise) */
-  else if (!system_memory && self->cuda_ctx
-      && gst_query_get_n_allocation_pools (query) == 0)
-    cudagray_add_cuda_pool (query, self->cuda_ctx, self->cuda_stream, caps,
-        self->streaming->max_in_flight + 1);
-#endif
+  if (caps && cudagray_caps_in_cuda_memory (caps))
+    cudagray_context_add_cuda_pool (self->context, query, caps,
+        s.max_in_flight + 1);
+  else if (s.pinned)
+    cudagray_add_pinned_pool (query, s.pinned, s.max_in_flight + 1);
   return TRUE;
 }
 
@@ -800,87 +524,22 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
 static gboolean
 gst_cuda_gray_decide_allocation (GstBaseTransform * trans, GstQuery * query)
 {
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  if (backend_is_cuda (self) && gst_query_get_n_allocation_pools (query) == 0) {
-    GstCaps *caps;
-    gst_query_parse_allocation (query, &caps, NULL);
-    add_pinned_pool (self, query, caps);
-  }
+  Streaming & s = *GST_CUDA_GRAY (trans)->streaming;
+  if (s.pinned && gst_query_get_n_allocation_pools (query) == 0)
+    cudagray_add_pinned_pool (query, s.pinned, s.max_in_flight + 1);
   return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
       query);
 }
 
-static gboolean
-map_input_frame (GstBuffer * buffer, const GstVideoInfo * info,
-    cudagray::PixelLayout layout, GstMapFlags flags, GstMapInfo * map,
-    cudagray::InputFrame * frame, std::string * why)
-{
-  const GstVideoMeta *meta = gst_buffer_get_video_meta (buffer);
-  const cudagray::LayoutInfo & layout_desc = cudagray::layout_info (layout);
-  const guint n_planes = layout_desc.planes;     /* YUV: the luma plane only */
-  gchar *text = NULL;
-
-  if (meta && (meta->format != GST_VIDEO_INFO_FORMAT (info)
-          || meta->n_planes != GST_VIDEO_INFO_N_PLANES (info)
-          || (gint) meta->width != GST_VIDEO_INFO_WIDTH (info)
-          || (gint) meta->height != GST_VIDEO_INFO_HEIGHT (info))) {
-    *why = std::string ("its video meta describes a ") +
-        std::to_string (meta->width) + "x" + std::to_string (meta->height) +
-        " " + gst_video_format_to_string (meta->format) + " frame";
-    if (meta->n_planes != GST_VIDEO_INFO_N_PLANES (info))
-      *why += " with " + std::to_string (meta->n_planes) + " plane(s), the caps " +
-          std::to_string (GST_VIDEO_INFO_N_PLANES (info));
-    return FALSE;
-  }
-  if (!gst_buffer_map (buffer, map, flags)) {
-    *why = "it could not be mapped for reading";
-    return FALSE;
-  }
-  *frame = cudagray::InputFrame { layout, GST_VIDEO_INFO_WIDTH (info),
-      GST_VIDEO_INFO_HEIGHT (info), {}, {},
-      GST_VIDEO_INFO_COLORIMETRY (info).range != GST_VIDEO_COLOR_RANGE_0_255};
-  const guint64 row_bytes = (guint64) frame->width * layout_desc.bytes_per_pixel;
-  for (guint p = 0; p < n_planes && !text; p++) {
-    const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET (info, p);
-    const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE (info, p);
-    const guint64 span = (guint64) MAX (stride, 0) * (frame->height - 1) + row_bytes;
-    if (stride < 0)
-      text = g_strdup_printf ("plane %u has a negative stride (%d): cudagray "
-          "takes rows top to bottom only", p, stride);
-    else if ((guint64) stride < row_bytes)
-      text = g_strdup_printf ("plane %u has a stride of %d bytes, shorter "
-          "than its %" G_GUINT64_FORMAT "-byte rows", p, stride, row_bytes);
-    else if (offset > map->size)
-      text = g_strdup_printf ("plane %u starts at byte %" G_GSIZE_FORMAT
-          ", past the end of the %" G_GSIZE_FORMAT "-byte buffer", p, offset,
-          map->size);
-    else if (span > map->size - offset)
-      text = g_strdup_printf ("plane %u (offset %" G_GSIZE_FORMAT ", stride %d)"
-          " needs %" G_GUINT64_FORMAT " bytes, the buffer has %" G_GSIZE_FORMAT,
-          p, offset, stride, offset + span, map->size);
-    if (text)
-      break;
-    frame->plane[p] = map->data + offset;
-    frame->stride[p] = stride;
-  }
-  if (!text)
-    return TRUE;
-  *why = text;
-  g_free (text);
-  gst_buffer_unmap (buffer, map);
-  return FALSE;
-}
-
-/* The error for a backend call that failed; the frames in flight are dropped. */
-static GstFlowReturn
-backend_failed (GstCudaGray * self, const char *doing, const std::string & why)
+/* Posts the error of a failed backend call. */
+static void
+post_backend_error (GstCudaGray * self, const char *doing,
+    const std::string & why)
 {
   GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
       ("The %s backend failed to %s: %s", self->streaming->backend->name (),
           doing, why.c_str ()),
       ("check the GPU with nvidia-smi, or set backend=cpu"));
-  discard_in_flight (self);
-  return GST_FLOW_ERROR;
 }
 
 /* The error for an input buffer that does not hold its frame. */
@@ -895,216 +554,227 @@ refuse_input (GstCudaGray * self, const std::string & why)
   return GST_FLOW_ERROR;
 }
 
-/* Whether the kernel can read inbuf on the GPU: CUDA memory of the context
- * the backend works in. CUDA memory of another context is read through a
- * host mapping instead (GstCudaMemory downloads it). */
-static bool
-reads_on_device (GstCudaGray * self, GstBuffer * inbuf, std::string * mismatch)
+/* Stops the output task (its waits fail with ret) and drops every frame in
+ * flight. */
+static void
+stop_output (GstCudaGray * self, GstFlowReturn ret)
 {
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  if (!self->streaming->cuda_input || !self->cuda_ctx)
-    return false;
-  for (guint i = 0; i < gst_buffer_n_memory (inbuf); i++) {
-    GstMemory *mem = gst_buffer_peek_memory (inbuf, i);
-    if (!gst_is_cuda_memory (mem))
-      return false;
-    GstCudaContext *theirs = GST_CUDA_MEMORY_CAST (mem)->context;
-    if (theirs == self->cuda_ctx)
-      continue;
-    guint their_device = 0, our_device = 0;
-    g_object_get (theirs, "cuda-device-id", &their_device, NULL);
-    g_object_get (self->cuda_ctx, "cuda-device-id", &our_device, NULL);
-    if (their_device != our_device)
-      *mismatch = "cuda-device-id=" + std::to_string (our_device) +
-          ", but the pipeline's CUDA memory is on device " +
-          std::to_string (their_device);
-    GST_LOG_OBJECT (self, "input in another CUDA context: mapped on the host");
-    return false;
-  }
-  return gst_buffer_n_memory (inbuf) > 0;
-#else
-  return false;
-#endif
+  Streaming & s = *self->streaming;
+  if (ret == GST_FLOW_FLUSHING)
+    s.frames.set_flushing (TRUE);
+  else
+    s.frames.pushed (ret);
+  gst_pad_pause_task (GST_BASE_TRANSFORM_SRC_PAD (self));
+  discard_in_flight (self);
 }
 
-/* Starts converting inbuf into outbuf: both stay mapped, and referenced, until
- * the frame is finished (finish_oldest) or dropped (discard_in_flight). */
+/* Starts converting inbuf into outbuf; the frame queue holds both, mapped,
+ * until the output task pushes the result. */
 static GstFlowReturn
-gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
-    GstBuffer * outbuf)
+submit_frame (GstCudaGray * self, GstBuffer * inbuf, GstBuffer * outbuf)
 {
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
-  InFlight f;
-  cudagray::InputFrame in;
-  GstVideoInfo out_info;
-  std::string error;
-  CudaScope scope (self);
-
-  std::string mismatch;
-  const bool on_device = reads_on_device (self, inbuf, &mismatch);
+  CudaGrayScope scope (self->context);
+  std::string mismatch, error;
+  GstMapFlags flags;
+  const gboolean on_device = cudagray_context_reads_on_device (self->context,
+      inbuf, &flags, &mismatch);
   if (!mismatch.empty ()) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", mismatch.c_str ()),
         ("unset cuda-device-id, or put upstream's CUDA elements on the same "
             "device"));
     return GST_FLOW_ERROR;
   }
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  const GstMapFlags flags = (GstMapFlags) (GST_MAP_READ |
-      (on_device ? GST_MAP_CUDA : 0));
-#else
-  const GstMapFlags flags = GST_MAP_READ;
-#endif
-  if (!map_input_frame (inbuf, &s.in_info, s.layout, flags, &f.in_map, &in,
-          &error))
+  CudaGrayFrame frame;
+  if (!frame.map_input (inbuf, &s.in_info, s.layout, flags, &error))
     return refuse_input (self, error);
-  gst_video_info_set_format (&out_info, GST_VIDEO_FORMAT_GRAY8,
-      s.in_info.width, s.in_info.height);
-  if (!gst_video_frame_map (&f.out, &out_info, outbuf, GST_MAP_WRITE)) {
+  if (!frame.map_output (outbuf, s.in_info.width, s.in_info.height)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
         ("Could not map the output buffer for writing"), (NULL));
-    gst_buffer_unmap (inbuf, &f.in_map);
     return GST_FLOW_ERROR;
   }
+  cudagray::InputFrame & in = frame.input ();
   in.on_device = on_device;
-#ifdef CUDAGRAY_HAVE_GST_CUDA
   /* 1.24+: the producer may still be writing on its stream; the kernel waits
-   * for it on the GPU, and inbuf stays referenced until the frame is done */
+   * for it on the GPU, and inbuf stays mapped until the frame is done */
   if (on_device)
     in.producer_stream = cudagray_pending_writer_stream (inbuf);
-#endif
-  f.in = gst_buffer_ref (inbuf);
-  gst_buffer_ref (outbuf);      /* after mapping it for writing */
-  const cudagray::GrayFrame out {
-  static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&f.out, 0)),
-        (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&f.out, 0)};
 
   GST_OBJECT_LOCK (self);
   const cudagray::Weights weights = current_weights (self);
   GST_OBJECT_UNLOCK (self);
-
-  s.in_flight.push_back (f);
-  if (!s.backend->submit (in, out, weights, &error))
-    return backend_failed (self, "start converting a frame", error);
+  if (!s.backend->submit (in, frame.output (), weights, &error)) {
+    post_backend_error (self, "start converting a frame", error);
+    stop_output (self, GST_FLOW_ERROR);
+    return GST_FLOW_ERROR;
+  }
+  s.frames.push (std::move (frame));
   return GST_FLOW_OK;
 }
 
-/* Waits for the oldest frame in flight and hands over its output buffer. */
+/* Called by GstBaseTransform for each input buffer: waits while max-inflight
+ * frames are out, then starts converting it. Nothing is handed back here:
+ * the output task pushes the result (GRAY8 passes through as it is). */
 static GstFlowReturn
-finish_oldest (GstCudaGray * self, GstBuffer ** outbuf)
+gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
 {
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
   std::string error;
-  InFlight f = s.in_flight.front ();
-  s.in_flight.pop_front ();
-  const bool ok = s.backend->finish_oldest (&error);
-  *outbuf = f.out.buffer;
-  gst_video_frame_unmap (&f.out);
-  gst_buffer_unmap (f.in, &f.in_map);
-  gst_buffer_unref (f.in);
-  if (!ok) {
-    gst_buffer_unref (*outbuf);
-    *outbuf = NULL;
-    return backend_failed (self, "convert a frame", error);
+
+  if (gst_base_transform_is_passthrough (trans)) {
+    /* GRAY8 leaves untouched, but only if it holds the frame (its one plane
+     * checked like a luma plane) */
+    if (trans->queued_buf && !cudagray_frame_check (trans->queued_buf,
+            &s.in_info, cudagray::PixelLayout::Luma, &error)) {
+      gst_clear_buffer (&trans->queued_buf);
+      *outbuf = NULL;
+      return refuse_input (self, error);
+    }
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
+        outbuf);
   }
 
-  const cudagray::TimingStats stats = s.backend->stats ();
+  *outbuf = NULL;
+  GstBuffer *inbuf = trans->queued_buf;
+  if (!inbuf)
+    return GST_FLOW_OK;
+  trans->queued_buf = NULL;
+  GstFlowReturn ret = s.frames.wait_for_room (s.max_in_flight);
+  if (ret == GST_FLOW_OK) {
+    GstBuffer *out = NULL;
+    ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
+        (trans, inbuf, &out);
+    if (ret == GST_FLOW_OK)
+      ret = submit_frame (self, inbuf, out);
+    else if (ret != GST_FLOW_FLUSHING)
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
+          ("the buffer pool could not allocate; free host memory"));
+    gst_clear_buffer (&out);
+  }
+  gst_buffer_unref (inbuf);
+  return ret;
+}
+
+static void
+update_stats (GstCudaGray * self)
+{
+  const cudagray::Backend & backend = *self->streaming->backend;
+  const cudagray::TimingStats stats = backend.stats ();
   GST_OBJECT_LOCK (self);
   self->stats = stats;
-  self->stats_in_flight = s.backend->in_flight ();
+  self->stats_in_flight = backend.in_flight ();
   GST_OBJECT_UNLOCK (self);
   if (stats.frames % STATS_LOG_INTERVAL == 0)
     GST_DEBUG_OBJECT (self, "%" G_GUINT64_FORMAT " frames: device %.1f us "
         "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
         (guint64) stats.frames, stats.device_us_mean, stats.device_us_min,
         stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
-        s.backend->in_flight ());
-  return GST_FLOW_OK;
+        backend.in_flight ());
 }
 
-/* Called by GstBaseTransform after each input buffer, then again until it
- * returns no buffer: submits the queued input, then hands out the oldest
- * frame once it is ready, or at once (waiting) when max-inflight are out. */
-static GstFlowReturn
-gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
+/* The output task: waits for the oldest frame's conversion and pushes it
+ * as soon as it is done. Pauses when flushing or when a push fails. */
+static void
+gst_cuda_gray_output_loop (GstCudaGray * self)
 {
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
-
-  if (gst_base_transform_is_passthrough (trans)) {
-    /* GRAY8 leaves untouched, but only if it holds the frame (its one plane
-     * checked like a luma plane) */
-    GstMapInfo map;
-    cudagray::InputFrame frame;
-    std::string error;
-    if (trans->queued_buf && !map_input_frame (trans->queued_buf, &s.in_info,
-            cudagray::PixelLayout::Luma, GST_MAP_READ, &map, &frame, &error)) {
-      gst_clear_buffer (&trans->queued_buf);
-      *outbuf = NULL;
-      return refuse_input (self, error);
-    }
-    if (trans->queued_buf)
-      gst_buffer_unmap (trans->queued_buf, &map);
-    return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
-        outbuf);
+  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD (self);
+  if (!s.frames.wait_for_frame ()) {
+    gst_pad_pause_task (srcpad);
+    return;
   }
-  CudaScope scope (self);
-
-  *outbuf = NULL;
-  if (trans->queued_buf) {
-    GstBuffer *inbuf = trans->queued_buf;
-    GstBuffer *out = NULL;
-    trans->queued_buf = NULL;
-    GstFlowReturn ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
-        (trans, inbuf, &out);
-    if (ret == GST_FLOW_OK)
-      ret = gst_cuda_gray_transform (trans, inbuf, out);
-    else if (ret != GST_FLOW_FLUSHING)
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
-          ("the buffer pool could not allocate; free host memory"));
-    gst_clear_buffer (&out);
-    gst_buffer_unref (inbuf);
-    if (ret != GST_FLOW_OK)
-      return ret;
+  std::string error;
+  gboolean converted;
+  {
+    CudaGrayScope scope (self->context);
+    converted = s.backend->finish_oldest (&error);
   }
-  if (s.in_flight.empty ()
-      || ((int) s.in_flight.size () < s.max_in_flight
-          && !s.backend->oldest_ready ()))
-    return GST_FLOW_OK;
-  return finish_oldest (self, outbuf);
+  GstBuffer *outbuf = s.frames.pop_finished ();
+  GstFlowReturn ret;
+  if (converted) {
+    update_stats (self);
+    ret = gst_pad_push (srcpad, outbuf);
+  } else {
+    gst_buffer_unref (outbuf);
+    post_backend_error (self, "convert a frame", error);
+    ret = GST_FLOW_ERROR;
+  }
+  s.frames.pushed (ret);
+  if (ret != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT (self, "output stopped: %s", gst_flow_get_name (ret));
+    gst_pad_pause_task (srcpad);
+  }
 }
 
-/* Pushes every frame in flight, in order. */
-static GstFlowReturn
-drain_in_flight (GstCudaGray * self)
+static gboolean
+start_output (GstCudaGray * self)
 {
-  GstFlowReturn ret = GST_FLOW_OK;
-  CudaScope scope (self);
-  GST_DEBUG_OBJECT (self, "draining %zu frames",
-      self->streaming->in_flight.size ());
-  while (ret == GST_FLOW_OK && !self->streaming->in_flight.empty ()) {
-    GstBuffer *outbuf;
-    ret = finish_oldest (self, &outbuf);
-    if (ret == GST_FLOW_OK)
-      ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (self), outbuf);
-  }
-  discard_in_flight (self);     /* what a failed push left behind */
-  return ret;
+  return gst_pad_start_task (GST_BASE_TRANSFORM_SRC_PAD (self),
+      (GstTaskFunction) gst_cuda_gray_output_loop, self, NULL);
 }
 
+/* Serialized events leave after the frames before them. When that fails
+ * (flushing, or downstream refused a frame) the frames left are dropped; an
+ * EOS then posts the flow error no later buffer will report. */
 static gboolean
 gst_cuda_gray_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
-  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP)
-    discard_in_flight (self);
-  else if (GST_EVENT_IS_SERIALIZED (event))
-    drain_in_flight (self);     /* frames before the event leave before it */
+  Streaming & s = *self->streaming;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_FLUSH_START:
+      s.frames.set_flushing (TRUE);     /* wakes both threads */
+      break;
+    case GST_EVENT_FLUSH_STOP:{
+      stop_output (self, GST_FLOW_FLUSHING);
+      s.frames.reset ();
+      const gboolean ret =
+          GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+      start_output (self);
+      return ret;
+    }
+    default:
+      if (!GST_EVENT_IS_SERIALIZED (event))
+        break;
+      const GstFlowReturn drained = s.frames.drain ();
+      if (drained == GST_FLOW_OK)
+        break;
+      GST_DEBUG_OBJECT (self, "%s: the frames before it could not leave (%s)",
+          GST_EVENT_TYPE_NAME (event), gst_flow_get_name (drained));
+      stop_output (self, drained);
+      if (drained == GST_FLOW_FLUSHING) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      if (GST_EVENT_TYPE (event) == GST_EVENT_EOS
+          && (drained == GST_FLOW_NOT_LINKED
+              || drained == GST_FLOW_NOT_NEGOTIATED))
+        GST_ELEMENT_FLOW_ERROR (self, drained);
+      break;
+  }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
-#ifdef CUDAGRAY_HAVE_GST_CUDA
+/* The output task runs from READY to PAUSED until PAUSED to READY. */
+static GstStateChangeReturn
+gst_cuda_gray_change_state (GstElement * element, GstStateChange transition)
+{
+  GstCudaGray *self = GST_CUDA_GRAY (element);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
+    self->streaming->frames.set_flushing (TRUE);
+    gst_pad_stop_task (GST_BASE_TRANSFORM_SRC_PAD (self));
+  }
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+      && ret != GST_STATE_CHANGE_FAILURE && !start_output (self))
+    return GST_STATE_CHANGE_FAILURE;
+  return ret;
+}
+
 /* A CUDA context handed down by the application or a neighbour. */
 static void
 gst_cuda_gray_set_context (GstElement * element, GstContext * context)
@@ -1113,19 +783,16 @@ gst_cuda_gray_set_context (GstElement * element, GstContext * context)
   GST_OBJECT_LOCK (self);
   const gint device_id = self->cuda_device_id;
   GST_OBJECT_UNLOCK (self);
-  gst_cuda_handle_set_context (element, context, device_id, &self->cuda_ctx);
+  cudagray_context_set (self->context, context, device_id);
   GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
 }
-#endif
 
 static void
 gst_cuda_gray_finalize (GObject * object)
 {
   GstCudaGray *self = GST_CUDA_GRAY (object);
   delete self->streaming;
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  gst_clear_object (&self->cuda_ctx);
-#endif
+  cudagray_context_free (self->context);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1171,9 +838,9 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
   g_object_class_install_property (gobject_class, PROP_MAX_INFLIGHT,
       g_param_spec_uint ("max-inflight", "Max frames in flight",
           "Frames converting on the GPU at once (1: each frame finishes "
-          "before the next starts; 0: automatic, " G_STRINGIFY (AUTO_INFLIGHT)
-          " for a non-live upstream and 1 for a live one). Each frame held "
-          "adds one frame of latency", 0, MAX_INFLIGHT_LIMIT,
+          "before the next starts; 0: automatic, the backend's choice (4 on "
+          "CUDA) for a non-live upstream and 1 for a live one). Each frame "
+          "held adds one frame of latency", 0, MAX_INFLIGHT_LIMIT,
           DEFAULT_MAX_INFLIGHT,
           (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
               GST_PARAM_MUTABLE_READY)));
@@ -1189,27 +856,25 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           "CUDA memory where they were, no upload)", GST_TYPE_STRUCTURE,
           (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
-  GstCaps *sink_caps = gst_caps_from_string (SYSTEM_MEMORY_SINK_CAPS);
+  std::string cuda_off;
+  GstCaps *sink_caps = cudagray_sink_template_caps (&cuda_off);
   std::string description =
       "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU";
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  std::string unusable;
-  if (cudagray_cuda_memory_usable (&unusable))
-    gst_caps_append (sink_caps, gst_caps_from_string (CUDA_MEMORY_SINK_CAPS));
-  else
-    description += "; CUDA memory input is off: " + unusable;
-#endif
+  if (!cuda_off.empty ())
+    description += "; CUDA memory input is off: " + cuda_off;
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));
   gst_caps_unref (sink_caps);
-  gst_element_class_add_static_pad_template (element_class, &src_template);
+  GstCaps *src_caps = cudagray_src_template_caps ();
+  gst_element_class_add_pad_template (element_class,
+      gst_pad_template_new ("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps));
+  gst_caps_unref (src_caps);
   gst_element_class_set_metadata (element_class,
       "CUDA grayscale converter", "Filter/Converter/Video/Hardware",
       description.c_str (), "cudagray developers");
 
-#ifdef CUDAGRAY_HAVE_GST_CUDA
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_cuda_gray_change_state);
   element_class->set_context = GST_DEBUG_FUNCPTR (gst_cuda_gray_set_context);
-#endif
   trans_class->start = GST_DEBUG_FUNCPTR (gst_cuda_gray_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_gray_stop);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_caps);
@@ -1220,8 +885,7 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_decide_allocation);
-  /* transform starts a frame, generate_output hands finished ones out */
-  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
+  /* generate_output starts a frame; the output task hands it on */
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
@@ -1241,7 +905,9 @@ gst_cuda_gray_init (GstCudaGray * self)
   self->custom = cudagray::standard_coefficients (cudagray::Matrix::BT601);
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
   self->stats_device_id = -1;
+  self->reads_device_memory = -1;
   self->streaming = new Streaming ();
+  self->context = cudagray_context_new (GST_ELEMENT (self));
   gst_video_info_init (&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */
   gst_base_transform_set_prefer_passthrough (GST_BASE_TRANSFORM (self), FALSE);

@@ -98,10 +98,12 @@ inline GrayImage gray_of(GstBuffer *buf, int width, int height) {
   return img;
 }
 
-// Pushes one frame through the harness and returns what came out.
+// Pushes one frame through the harness and returns what came out (the
+// element pushes it from its output task as soon as it is converted, with
+// no further input).
 inline GrayImage convert_through(Harness &harness, const TestFrame &f) {
   EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_OK);
-  GstBuffer *out = gst_harness_try_pull(harness.h);
+  GstBuffer *out = gst_harness_pull(harness.h);
   if (!out) {
     ADD_FAILURE() << "no output buffer; error: " << harness.pop_message(GST_MESSAGE_ERROR);
     return GrayImage(f.width, f.height);

@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "common.h"
 #include "gray_cuda.h"
@@ -79,6 +81,12 @@ struct PinnedCopy {
   PinnedCopy &operator=(const PinnedCopy &) = delete;
 };
 
+// A CUDA backend in the primary context of the first usable device.
+std::unique_ptr<Backend> backend_on_first_device(std::string *error) {
+  if (open_cuda_device(-1, error) < 0) return nullptr;
+  return make_cuda_backend(error);
+}
+
 }  // namespace
 
 // Frames submitted up to max_in_flight at a time come back in order, equal to
@@ -86,7 +94,7 @@ struct PinnedCopy {
 // several frames at once, reconfigured between sizes.
 TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_STREQ(backend->name(), "cuda");
   const WeightChoice &bt709 = kWeightChoices[1];
@@ -150,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(kAllLayouts
 TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   SKIP_WITHOUT_GPU();
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_FALSE(backend->finish_oldest(&error));
   EXPECT_EQ(error, "no frame in flight");
@@ -178,7 +186,7 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   constexpr int kWidth = 641, kHeight = 481, kInFlight = 4;
   const WeightChoice &bt601 = kWeightChoices[0];
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   inject_cuda_fault("cudaMalloc:" + std::to_string(kInFlight + 1));
   ASSERT_TRUE(backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, &error)) << error;
@@ -209,15 +217,79 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   ASSERT_CUDA(cudaFree(device_copy));
 }
 
+// What the element asks of the CUDA backend: frames in flight, pinned host
+// memory, device input.
+TEST(CudaBackendNeeds, KeepsFramesInFlightWantsPinnedMemoryReadsTheDevice) {
+  SKIP_WITHOUT_GPU();
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  const BackendNeeds needs = backend->needs();
+  EXPECT_EQ(needs.auto_in_flight, 4);
+  EXPECT_EQ(needs.max_in_flight, 16);
+  EXPECT_TRUE(needs.pinned_host_memory);
+  EXPECT_TRUE(needs.reads_device_memory);
+}
+
+// The element's output task finishes frames on its own thread while the
+// streaming thread submits: every frame still equals the CPU, in order.
+TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kFrames = 40, kInFlight = 4;
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  const int device = backend->device_id();
+  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, kInFlight, false, &error)) << error;
+  std::vector<TestFrame> frames;
+  std::vector<GrayImage> outs;
+  for (int i = 0; i < kFrames; ++i) {
+    frames.push_back(random_frame(PixelLayout::BGRx, 641, 481));
+    outs.emplace_back(641, 481);
+  }
+  const Weights w = weights_of(kWeightChoices[0]);
+  std::atomic<int> submitted{0}, finished{0};
+  std::atomic<bool> failed{false};
+  std::thread output([&] {
+    std::string why;
+    if (open_cuda_device(device, &why) != device) failed = true;
+    while (!failed && finished < kFrames) {
+      if (finished == submitted) {
+        std::this_thread::yield();
+      } else if (backend->finish_oldest(&why)) {
+        ++finished;
+      } else {
+        ADD_FAILURE() << why;
+        failed = true;
+      }
+    }
+  });
+  for (int i = 0; i < kFrames && !failed; ++i) {
+    while (!failed && submitted - finished == kInFlight) std::this_thread::yield();
+    if (!backend->submit(frames[i].view(), outs[i].frame(), w, &error)) {
+      ADD_FAILURE() << error;
+      failed = true;
+    }
+    ++submitted;
+  }
+  output.join();
+  ASSERT_FALSE(failed);
+  for (int i = 0; i < kFrames; ++i)
+    EXPECT_TRUE(same_pixels(outs[i], cpu_reference(frames[i], kWeightChoices[0]))) << "frame " << i;
+}
+
 TEST(CudaBackendErrors, MissingDeviceIsNamed) {
   SKIP_WITHOUT_GPU();
   std::string reason, error;
   const int count = cuda_device_count(&reason);
-  EXPECT_EQ(make_cuda_backend(count, &error), nullptr);
+  EXPECT_EQ(open_cuda_device(count, &error), -1);
   EXPECT_EQ(error, "CUDA device " + std::to_string(count) + " does not exist: " + std::to_string(count) +
                        " device(s) found, numbered from 0");
   for (int device = 0; device < count; ++device) {
-    EXPECT_NE(make_cuda_backend(device, &error), nullptr) << error;
+    ASSERT_EQ(open_cuda_device(device, &error), device) << error;
+    const auto backend = make_cuda_backend(&error);
+    ASSERT_NE(backend, nullptr) << error;
+    EXPECT_EQ(backend->device_id(), device);
   }
 }
 
@@ -264,7 +336,7 @@ int frames_read_wrong(PixelLayout layout, int width, int height, int in_flight, 
                       bool with_producer_stream) {
   const WeightChoice &bt709 = kWeightChoices[1];
   std::string error;
-  auto backend = make_cuda_backend(-1, &error);
+  auto backend = backend_on_first_device(&error);
   EXPECT_NE(backend, nullptr) << error;
   if (!backend) return -1;
   EXPECT_TRUE(backend->configure(layout, width, height, in_flight, true, &error)) << error;

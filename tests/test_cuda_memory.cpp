@@ -15,6 +15,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -301,6 +302,43 @@ TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
   gst_object_unref(context);
 }
 #endif
+
+// Frames in CUDA memory leave as soon as they are converted, like system
+// memory ones (test_element's FrameLeaves): one frame with no further input
+// and no EOS comes out within 1 s, and frames 200 ms apart each come out
+// before the next is pushed.
+TEST(CudaMemory, FramesLeaveWithoutFurtherInput) {
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  std::string description = "appsrc name=src format=time caps=\"" + caps_string("RGBA", 641, 481) +
+                            "\" ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray"
+                            " ! appsink name=sink sync=false";
+  GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink"), *gray = by_name(pipeline, "gray");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  double slowest = 0;
+  for (int i = 0; i < 6; ++i) {
+    const TestFrame f = random_frame(PixelLayout::RGBA, 641, 481);
+    GstBuffer *buf = buffer_for(f);
+    GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+    const gint64 start = g_get_monotonic_time();
+    ASSERT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND);
+    ASSERT_NE(sample, nullptr) << "frame " << i << " did not come out within 1 s of its push";
+    slowest = std::max(slowest, (g_get_monotonic_time() - start) / 1000.0);
+    EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
+    gst_sample_unref(sample);
+    g_usleep(200 * 1000);
+  }
+  EXPECT_EQ(stat_of(gray, "device-inputs"), 6u);
+  std::printf("CUDA memory: slowest of 6 frames 200 ms apart out %.2f ms after its push\n", slowest);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(gray);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+}
 
 // Parallel NVDEC pipelines under load: every gray frame of every pipeline
 // equals the CPU backend's gray of the same stream decoded into system

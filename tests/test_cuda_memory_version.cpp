@@ -1,6 +1,6 @@
 // Version safety of CUDA memory: the plugin offers memory:CUDAMemory only
 // when the running libgstcuda is the minor version it was built against.
-#include "../plugin/cudamemory.h"
+#include "cudagraycontext.h"
 #include "gst_helpers.h"
 
 TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {

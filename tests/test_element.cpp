@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <thread>
 
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+
 #include "gst_helpers.h"
 
 using namespace cudagray;
@@ -695,3 +698,90 @@ TEST(YuvPipeline, DecodedVideoNeedsNoVideoconvert) {
   EXPECT_TRUE(run.reached_eos);
   EXPECT_TRUE(run.errors.empty());
 }
+
+// ------------------------------------------------ frames leave when converted
+
+namespace {
+
+struct OutputCase {
+  const char *name;
+  const char *settings;  // cudagray's properties
+  bool gpu;
+};
+
+const OutputCase kOutputCases[] = {
+    {"cpu", "backend=cpu", false},
+    {"cuda_default", "backend=cuda", true},
+    {"cuda_inflight_1", "backend=cuda max-inflight=1", true},
+    {"cuda_inflight_4", "backend=cuda max-inflight=4", true},
+    {"cuda_inflight_16", "backend=cuda max-inflight=16", true},
+};
+
+// appsrc (not live, as most applications leave it) ! cudagray ! appsink: the
+// application pushes a frame and waits for its result.
+class FrameLeaves : public ::testing::TestWithParam<OutputCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().gpu) SKIP_WITHOUT_GPU();
+    const std::string launch = "appsrc name=src format=time caps=\"" + caps_string("BGRx", 641, 481) +
+                               "\" ! cudagray name=gray " + GetParam().settings +
+                               " ! appsink name=sink sync=false";
+    pipeline = gst_parse_launch(launch.c_str(), nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+    sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  }
+  void TearDown() override {
+    if (!pipeline) return;
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(src);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+  }
+
+  // Pushes frame i and waits at most 1 s for its result, with no further
+  // input; returns how long it took, in ms (-1: it did not come).
+  double push_and_pull(int i) {
+    const TestFrame f = random_frame(PixelLayout::BGRx, 641, 481);
+    GstBuffer *buf = buffer_for(f);
+    GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+    GST_BUFFER_DURATION(buf) = GST_SECOND / 30;
+    const gint64 start = g_get_monotonic_time();
+    EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND);
+    const double took_ms = (g_get_monotonic_time() - start) / 1000.0;
+    if (!sample) {
+      ADD_FAILURE() << "frame " << i << " did not come out within 1 s of its push";
+      return -1;
+    }
+    GstBuffer *out = gst_sample_get_buffer(sample);
+    EXPECT_EQ(GST_BUFFER_PTS(out), i * GST_SECOND / 30);
+    EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0]))) << "frame " << i;
+    gst_sample_unref(sample);
+    return took_ms;
+  }
+
+  GstElement *pipeline = nullptr, *src = nullptr, *sink = nullptr;
+};
+
+}  // namespace
+
+// One frame, no EOS, nothing after it: its result still comes out.
+TEST_P(FrameLeaves, OneFrameWithoutFurtherInput) {
+  const double took = push_and_pull(0);
+  std::printf("%s: one 641x481 frame out %.2f ms after its push\n", GetParam().name, took);
+}
+
+// Frames 200 ms apart: each result arrives before the next frame is pushed.
+TEST_P(FrameLeaves, EachFrameLeavesBeforeTheNextArrives) {
+  double slowest = 0;
+  for (int i = 0; i < 6; ++i) {
+    slowest = std::max(slowest, push_and_pull(i));
+    g_usleep(200 * 1000);
+  }
+  std::printf("%s: slowest of 6 frames 200 ms apart out %.2f ms after its push\n", GetParam().name, slowest);
+}
+
+INSTANTIATE_TEST_SUITE_P(Configurations, FrameLeaves, ::testing::ValuesIn(kOutputCases),
+                         [](const auto &info) { return std::string(info.param.name); });

@@ -293,3 +293,12 @@ TEST(Stats, UploadMeanIsOverUploadedFramesOnly) {
   EXPECT_DOUBLE_EQ(s.device_us_min, 10);
   EXPECT_DOUBLE_EQ(s.device_us_max, 30);
 }
+
+// The CPU converts each frame as it is submitted: it asks for nothing.
+TEST(CpuBackend, NeedsOneFrameInFlightAndNoPinnedMemory) {
+  const BackendNeeds needs = make_cpu_backend()->needs();
+  EXPECT_EQ(needs.auto_in_flight, 1);
+  EXPECT_EQ(needs.max_in_flight, 1);
+  EXPECT_FALSE(needs.pinned_host_memory);
+  EXPECT_FALSE(needs.reads_device_memory);
+}

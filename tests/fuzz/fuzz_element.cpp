@@ -159,13 +159,18 @@ struct Session {
       default: finding(std::string("push returned ") + gst_flow_get_name(ret));
     }
     if (verbose()) std::fprintf(stderr, "push %s -> %s\n", caps.c_str(), gst_flow_get_name(ret));
-    drain_outputs(ret == GST_FLOW_OK && check ? plain_frame : nullptr, w);
+    // A frame taken leaves from the element's output task, maybe after the
+    // push returned: wait for it (the CPU converts each frame in the push).
+    const bool converted = ret == GST_FLOW_OK && !gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(element));
+    drain_outputs(ret == GST_FLOW_OK && check ? plain_frame : nullptr, w, converted);
   }
 
-  // Pulls every output; each must map as the negotiated GRAY8 frame, and the
-  // first, when asked, equal the reference for the frame just pushed.
-  void drain_outputs(const std::vector<uint8_t> *expect_from, cudagray::Weights w = {}) {
-    while (GstBuffer *out = gst_harness_try_pull(h)) {
+  // Pulls every output (waiting for the first when one is due); each must
+  // map as the negotiated GRAY8 frame, and the first, when asked, equal the
+  // reference for the frame just pushed.
+  void drain_outputs(const std::vector<uint8_t> *expect_from, cudagray::Weights w = {}, bool one_due = false) {
+    for (GstBuffer *out = one_due ? gst_harness_pull(h) : gst_harness_try_pull(h); out;
+         out = gst_harness_try_pull(h)) {
       if (++pulled > pushed) finding("more outputs than inputs");
       GstPad *pad = gst_element_get_static_pad(element, "src");
       GstCaps *caps_out = gst_pad_get_current_caps(pad);

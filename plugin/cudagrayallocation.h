@@ -1,0 +1,22 @@
+/* Buffers CUDA copies by DMA: a GstAllocator of pinned (page-locked) host
+ * memory, and the pools of it that the element offers and uses. */
+#pragma once
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#define GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME "CudaGrayPinned"
+
+/* A pinned allocator whose memory is allocated and freed with cuda_context
+ * current (a GstCudaContext from cudagray_context_object, or NULL: whatever
+ * the calling thread has). Transfer full. */
+GstAllocator *gst_cuda_gray_pinned_allocator_new (GstObject * cuda_context);
+
+/* Adds to an allocation query a video buffer pool of allocator's pinned
+ * memory for its caps, with min_buffers, and puts allocator first among its
+ * allocation params. Nothing when the query has no video caps. */
+void cudagray_add_pinned_pool (GstQuery * query, GstAllocator * allocator,
+    guint min_buffers);
+
+G_END_DECLS

@@ -1,0 +1,27 @@
+/* What cudagray takes and gives: pad templates, transform_caps, and the
+ * pixel layout of each format it converts. */
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <string>
+
+#include "gray.h"
+
+/* The sink template: system memory formats, and the same in CUDA memory when
+ * cudagray_cuda_memory_usable (else *cuda_off says why not). */
+GstCaps *cudagray_sink_template_caps (std::string * cuda_off);
+GstCaps *cudagray_src_template_caps (void);
+
+/* The caps on the other side of caps (direction: where caps are), filtered;
+ * offer_cuda_memory: converted formats may come in CUDA memory. */
+GstCaps *cudagray_transform_caps (GstPadDirection direction, GstCaps * caps,
+    GstCaps * filter, gboolean offer_cuda_memory);
+
+/* Whether format is converted, and with which layout. */
+gboolean cudagray_layout_for_format (GstVideoFormat format,
+    cudagray::PixelLayout * layout);
+
+/* Whether caps (fixed) are in CUDA memory. */
+gboolean cudagray_caps_in_cuda_memory (GstCaps * caps);

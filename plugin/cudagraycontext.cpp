@@ -1,0 +1,376 @@
+/* The element's CUDA context (a shared GstCudaContext, or a device's primary
+ * context without gstreamer-cuda-1.0) and CUDA memory input: every #ifdef on
+ * gstreamer-cuda-1.0 and every version check of it is here. */
+#include "cudagraycontext.h"
+
+#include <dlfcn.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include <gst/video/video.h>
+
+#include "gray.h"
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#if GST_CHECK_VERSION(1, 24, 0)
+#include <gst/cuda/gstcudastream.h>
+#endif
+#endif
+
+/* the element's category: GStreamer returns the existing one by name */
+GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_context_debug);
+#define GST_CAT_DEFAULT gst_cuda_gray_context_debug
+
+static void
+ensure_debug_category (void)
+{
+  static gsize done = 0;
+  if (g_once_init_enter (&done)) {
+    GST_DEBUG_CATEGORY_INIT (gst_cuda_gray_context_debug, "cudagray", 0,
+        "CUDA grayscale converter");
+    g_once_init_leave (&done, 1);
+  }
+}
+
+gint
+cudagray_gst_cuda_minor_from_library (const gchar * path)
+{
+  /* libgstcuda-1.0.so.0.MMmm.0: GStreamer's libtool version encodes
+   * minor * 100 + micro */
+  static const char prefix[] = "libgstcuda-1.0.so.0.";
+  const gchar *base = path ? strrchr (path, '/') : NULL;
+  base = base ? base + 1 : path;
+  if (!base || strncmp (base, prefix, sizeof prefix - 1) != 0)
+    return -1;
+  char *end = NULL;
+  const long encoded = strtol (base + sizeof prefix - 1, &end, 10);
+  if (end == base + sizeof prefix - 1 || (*end != '.' && *end != '\0')
+      || encoded < 0 || encoded > INT_MAX)
+    return -1;
+  return (gint) (encoded / 100);
+}
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+/* The running libgstcuda's minor version: from its file name when it carries
+ * one, else from GStreamer core (distributions ship both from one release). */
+static gint
+running_gst_cuda_minor (std::string * source)
+{
+  Dl_info info;
+  if (dladdr ((void *) gst_is_cuda_memory, &info) && info.dli_fname) {
+    char *real = realpath (info.dli_fname, NULL);
+    const gint minor = cudagray_gst_cuda_minor_from_library (real);
+    *source = real ? real : info.dli_fname;
+    free (real);
+    if (minor >= 0)
+      return minor;
+  }
+  guint major, minor, micro, nano;
+  gst_version (&major, &minor, &micro, &nano);
+  *source += " (no version in its name; GStreamer core's taken)";
+  return (gint) minor;
+}
+#endif
+
+gboolean
+cudagray_cuda_memory_usable (std::string * why)
+{
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  static gsize decided = 0;
+  static std::string *reason;
+  ensure_debug_category ();
+  if (g_once_init_enter (&decided)) {
+    reason = new std::string ();
+    std::string library;
+    const gint running = running_gst_cuda_minor (&library);
+    if (running != CUDAGRAY_GST_CUDA_BUILT_MINOR)
+      *reason = "built against gstreamer-cuda 1."
+          G_STRINGIFY (CUDAGRAY_GST_CUDA_BUILT_MINOR)
+          ", running with 1." + std::to_string (running) + " (" + library +
+          "); its CUDA memory ABI differs between minor versions: rebuild "
+          "cudagray against this GStreamer";
+    GST_INFO ("CUDA memory %s%s",
+        reason->empty ()? "usable" : "not offered: ", reason->c_str ());
+    g_once_init_leave (&decided, 1);
+  }
+  *why = *reason;
+  return reason->empty ();
+#else
+  *why = "cudagray was built without gstreamer-cuda-1.0";
+  return FALSE;
+#endif
+}
+
+struct _CudaGrayContext
+{
+  GstElement *element;
+  gint device = -1;             /* the device of the open context */
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  GstCudaContext *cuda = nullptr;
+#if GST_CHECK_VERSION(1, 24, 0)
+  /* the stream of the CUDA pool offered upstream */
+  GstCudaStream *stream = nullptr;
+#endif
+#endif
+};
+
+CudaGrayContext *
+cudagray_context_new (GstElement * element)
+{
+  ensure_debug_category ();
+  CudaGrayContext *context = new CudaGrayContext ();
+  context->element = element;
+  return context;
+}
+
+void
+cudagray_context_free (CudaGrayContext * context)
+{
+  cudagray_context_close (context);
+  delete context;
+}
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+void
+cudagray_context_set (CudaGrayContext * context, GstContext * gst_context,
+    gint device_id)
+{
+  gst_cuda_handle_set_context (context->element, gst_context, device_id,
+      &context->cuda);
+}
+
+gboolean
+cudagray_context_query (CudaGrayContext * context, GstQuery * query)
+{
+  return GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
+      && gst_cuda_handle_context_query (context->element, query, context->cuda);
+}
+
+gboolean
+cudagray_context_open (CudaGrayContext * context, gint device_id,
+    std::string * why)
+{
+  if (!cudagray::cuda_device_exists (device_id, why))
+    return FALSE;
+  if (!gst_cuda_load_library ()) {
+    *why = "GStreamer could not load the CUDA driver library (libcuda.so.1)";
+    return FALSE;
+  }
+  /* a context the application set before now is kept; else found or made */
+  if (!gst_cuda_ensure_element_context (context->element, device_id,
+          &context->cuda)) {
+    *why = "no CUDA context could be made on device " +
+        std::to_string (device_id) + " (GST_DEBUG=GST_CONTEXT:5 says why)";
+    return FALSE;
+  }
+  guint device = 0;
+  g_object_get (context->cuda, "cuda-device-id", &device, NULL);
+  context->device = device;
+#if GST_CHECK_VERSION(1, 24, 0)
+  context->stream = gst_cuda_stream_new (context->cuda);
+  if (!context->stream)
+    GST_WARNING_OBJECT (context->element, "no CUDA stream of our own: "
+        "upstream keeps its own");
+#endif
+  GST_INFO_OBJECT (context->element, "converting in the CUDA context %"
+      GST_PTR_FORMAT " of device %u", context->cuda, device);
+  return TRUE;
+}
+
+void
+cudagray_context_close (CudaGrayContext * context)
+{
+#if GST_CHECK_VERSION(1, 24, 0)
+  gst_clear_cuda_stream (&context->stream);
+#endif
+  gst_clear_object (&context->cuda);
+  context->device = -1;
+}
+
+GstObject *
+cudagray_context_object (CudaGrayContext * context)
+{
+  return GST_OBJECT_CAST (context->cuda);
+}
+
+CudaGrayScope::CudaGrayScope (GstObject * cuda_context)
+{
+  if (cuda_context && gst_cuda_context_push (GST_CUDA_CONTEXT (cuda_context)))
+    pushed_ = cuda_context;
+}
+
+CudaGrayScope::CudaGrayScope (CudaGrayContext * context)
+:CudaGrayScope (cudagray_context_object (context))
+{
+}
+
+CudaGrayScope::~CudaGrayScope ()
+{
+  if (pushed_)
+    gst_cuda_context_pop (NULL);
+}
+
+gboolean
+cudagray_context_reads_on_device (CudaGrayContext * context,
+    GstBuffer * buffer, GstMapFlags * flags, std::string * mismatch)
+{
+  *flags = GST_MAP_READ;
+  if (!context->cuda || gst_buffer_n_memory (buffer) == 0)
+    return FALSE;
+  for (guint i = 0; i < gst_buffer_n_memory (buffer); i++) {
+    GstMemory *mem = gst_buffer_peek_memory (buffer, i);
+    if (!gst_is_cuda_memory (mem))
+      return FALSE;
+    GstCudaContext *theirs = GST_CUDA_MEMORY_CAST (mem)->context;
+    if (theirs == context->cuda)
+      continue;
+    guint their_device = 0;
+    g_object_get (theirs, "cuda-device-id", &their_device, NULL);
+    if (their_device != (guint) context->device)
+      *mismatch = "cuda-device-id=" + std::to_string (context->device) +
+          ", but the pipeline's CUDA memory is on device " +
+          std::to_string (their_device);
+    GST_DEBUG_OBJECT (context->element, "input in another CUDA context: "
+        "read through a host mapping");
+    return FALSE;
+  }
+  *flags = (GstMapFlags) (GST_MAP_READ | GST_MAP_CUDA);
+  return TRUE;
+}
+
+gpointer
+cudagray_pending_writer_stream (GstBuffer * buffer)
+{
+#if GST_CHECK_VERSION(1, 24, 0)
+  GstCudaStream *first = NULL;
+  for (guint i = 0; i < gst_buffer_n_memory (buffer); i++) {
+    GstMemory *mem = gst_buffer_peek_memory (buffer, i);
+    if (!gst_is_cuda_memory (mem)
+        || !GST_MEMORY_FLAG_IS_SET (mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC))
+      continue;
+    GstCudaStream *stream = gst_cuda_memory_get_stream (GST_CUDA_MEMORY_CAST
+        (mem));
+    if (!stream || stream == first)
+      continue;
+    if (!first) {
+      first = stream;
+    } else {
+      GST_LOG ("memory %u written on a second CUDA stream: waiting for it", i);
+      gst_cuda_memory_sync (GST_CUDA_MEMORY_CAST (mem));
+    }
+  }
+  return first ? (gpointer) gst_cuda_stream_get_handle (first) : NULL;
+#else
+  /* before 1.24, producers finish their work before pushing */
+  return NULL;
+#endif
+}
+
+void
+cudagray_context_add_cuda_pool (CudaGrayContext * context, GstQuery * query,
+    GstCaps * caps, guint min_buffers)
+{
+#if GST_CHECK_VERSION(1, 24, 0)
+  GstVideoInfo info;
+  GstCapsFeatures *features = caps ? gst_caps_get_features (caps, 0) : NULL;
+  if (!context->cuda || !context->stream || !features
+      || !gst_caps_features_contains (features,
+          GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY)
+      || !gst_video_info_from_caps (&info, caps))
+    return;
+  GstBufferPool *pool = gst_cuda_buffer_pool_new (context->cuda);
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, info.size, min_buffers, 0);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_set_cuda_stream (config, context->stream);
+  if (gst_buffer_pool_set_config (pool, config)) {
+    /* a CUDA pool may round the size up to its pitch */
+    config = gst_buffer_pool_get_config (pool);
+    guint size = info.size;
+    gst_buffer_pool_config_get_params (config, NULL, &size, NULL, NULL);
+    gst_structure_free (config);
+    gst_query_add_allocation_pool (query, pool, size, min_buffers, 0);
+    GST_DEBUG_OBJECT (context->element, "offering a CUDA pool on our stream "
+        "for %" GST_PTR_FORMAT, caps);
+  }
+  gst_object_unref (pool);
+#endif
+}
+
+#else /* without gstreamer-cuda-1.0: the device's primary context */
+
+void
+cudagray_context_set (CudaGrayContext *, GstContext *, gint)
+{
+}
+
+gboolean
+cudagray_context_query (CudaGrayContext *, GstQuery *)
+{
+  return FALSE;
+}
+
+gboolean
+cudagray_context_open (CudaGrayContext * context, gint device_id,
+    std::string * why)
+{
+  context->device = cudagray::open_cuda_device (device_id, why);
+  return context->device >= 0;
+}
+
+void
+cudagray_context_close (CudaGrayContext * context)
+{
+  context->device = -1;
+}
+
+GstObject *
+cudagray_context_object (CudaGrayContext *)
+{
+  return NULL;
+}
+
+CudaGrayScope::CudaGrayScope (GstObject *)
+{
+}
+
+/* the primary context is current on the thread that opened it: make it so
+ * on this one too (cudaSetDevice; no pop needed) */
+CudaGrayScope::CudaGrayScope (CudaGrayContext * context)
+{
+  std::string ignored;
+  if (context->device >= 0)
+    cudagray::open_cuda_device (context->device, &ignored);
+}
+
+CudaGrayScope::~CudaGrayScope ()
+{
+}
+
+gboolean
+cudagray_context_reads_on_device (CudaGrayContext *, GstBuffer *,
+    GstMapFlags * flags, std::string *)
+{
+  *flags = GST_MAP_READ;
+  return FALSE;
+}
+
+gpointer
+cudagray_pending_writer_stream (GstBuffer *)
+{
+  return NULL;
+}
+
+void
+cudagray_context_add_cuda_pool (CudaGrayContext *, GstQuery *, GstCaps *,
+    guint)
+{
+}
+#endif

@@ -1,0 +1,87 @@
+/* The element's CUDA context: with gstreamer-cuda-1.0 a GstCudaContext shared
+ * with the pipeline, otherwise a device's primary context; also CUDA memory
+ * input (version safety, the producer's stream, the pool offered upstream).
+ * Every #ifdef on gstreamer-cuda-1.0 and every gstreamer-cuda version check
+ * of the plugin is in cudagraycontext.cpp. */
+#pragma once
+
+#include <gst/gst.h>
+
+#include <string>
+
+G_BEGIN_DECLS
+
+/* The caps feature of frames in GPU memory (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY). */
+#define CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY "memory:CUDAMemory"
+
+/* Whether memory:CUDAMemory may be offered: the plugin was built with
+ * gstreamer-cuda-1.0, and the libgstcuda running now is the minor version it
+ * was built against (its allocator ABI changed in 1.24 under the same
+ * soname). Otherwise *why says what is missing; decided once per process. */
+gboolean cudagray_cuda_memory_usable (std::string * why);
+
+/* The GStreamer minor version in a libgstcuda file name such as
+ * "libgstcuda-1.0.so.0.2602.0" (26), or -1 when the name does not carry one. */
+gint cudagray_gst_cuda_minor_from_library (const gchar * path);
+
+/* One per element, for its lifetime; opened at start, closed at stop. */
+typedef struct _CudaGrayContext CudaGrayContext;
+
+CudaGrayContext *cudagray_context_new (GstElement * element);
+void cudagray_context_free (CudaGrayContext * context);
+
+/* A context handed down by the application or a neighbour (set_context);
+ * kept when it is on device_id (or device_id < 0). */
+void cudagray_context_set (CudaGrayContext * context, GstContext * gst_context,
+    gint device_id);
+/* Answers a neighbour's context query with ours, when open. */
+gboolean cudagray_context_query (CudaGrayContext * context, GstQuery * query);
+
+/* Takes the CUDA context to convert in on device_id (< 0: any): one set by
+ * the application or shared by a neighbour, else a new one that is then
+ * shared. FALSE with why when there is none. */
+gboolean cudagray_context_open (CudaGrayContext * context, gint device_id,
+    std::string * why);
+void cudagray_context_close (CudaGrayContext * context);
+/* The GstCudaContext when open with gstreamer-cuda-1.0, else NULL
+ * (transfer none); what allocations ref to make it current later. */
+GstObject *cudagray_context_object (CudaGrayContext * context);
+
+/* Makes the element's CUDA context current on the calling thread for the
+ * scope's lifetime (nothing when it is not open): every backend call is made
+ * inside one. */
+class CudaGrayScope
+{
+public:
+  explicit CudaGrayScope (CudaGrayContext * context);
+  /* a GstCudaContext from cudagray_context_object, or NULL for nothing */
+  explicit CudaGrayScope (GstObject * cuda_context);
+  ~CudaGrayScope ();
+  CudaGrayScope (const CudaGrayScope &) = delete;
+  CudaGrayScope & operator= (const CudaGrayScope &) = delete;
+private:
+  GstObject *pushed_ = nullptr;
+};
+
+/* Whether the kernel can read buffer where it is: CUDA memory of the
+ * element's context. CUDA memory of another context on the same device is
+ * read through a host mapping (a debug line says so); on another device
+ * *mismatch says so, an error. Also sets the flags to map it with. */
+gboolean cudagray_context_reads_on_device (CudaGrayContext * context,
+    GstBuffer * buffer, GstMapFlags * flags, std::string * mismatch);
+
+/* The CUDA stream (a cudaStream_t) whose queued work still writes the CUDA
+ * memory of buffer (GStreamer 1.24+ producers leave it pending and flag it),
+ * or NULL when the memory is ready. The reader orders its reads after that
+ * stream's work; further streams of a buffer of several memories are waited
+ * for here. */
+gpointer cudagray_pending_writer_stream (GstBuffer * buffer);
+
+/* Offers upstream a GstCudaBufferPool in the element's context for caps
+ * whose memory carries a stream of ours (1.24+), so that a producer adopting
+ * it writes on it and need not wait for its work before pushing. Nothing
+ * when caps are not in CUDA memory, or before 1.24. */
+void cudagray_context_add_cuda_pool (CudaGrayContext * context,
+    GstQuery * query, GstCaps * caps, guint min_buffers);
+
+G_END_DECLS

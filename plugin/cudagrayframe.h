@@ -1,0 +1,55 @@
+/* The frame bridge: a GstBuffer checked to hold its frame, mapped with
+ * gst_video_frame_map, and shown to the kernels as an InputFrame or a
+ * GrayFrame. */
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <string>
+
+#include "gray.h"
+
+/* Whether buffer holds every row of the planes layout reads of a frame of
+ * info (its video meta, if any, agreeing with info); otherwise *why says
+ * what is wrong, in the words of the element's error. Maps nothing. */
+gboolean cudagray_frame_check (GstBuffer * buffer, const GstVideoInfo * info,
+    cudagray::PixelLayout layout, std::string * why);
+
+/* One frame in flight: its input and output buffers, mapped (and so
+ * referenced) from map_input / map_output until release or destruction.
+ * Moves, never copies: one owner at a time. */
+class CudaGrayFrame
+{
+public:
+  CudaGrayFrame () = default;
+  CudaGrayFrame (CudaGrayFrame && other) noexcept;
+  CudaGrayFrame & operator= (CudaGrayFrame && other) noexcept;
+  CudaGrayFrame (const CudaGrayFrame &) = delete;
+  CudaGrayFrame & operator= (const CudaGrayFrame &) = delete;
+  ~CudaGrayFrame ();
+
+  /* Checks buffer (cudagray_frame_check) and maps it with flags (GST_MAP_READ,
+   * plus GST_MAP_CUDA for device pointers); FALSE with why otherwise. */
+  gboolean map_input (GstBuffer * buffer, const GstVideoInfo * info,
+      cudagray::PixelLayout layout, GstMapFlags flags, std::string * why);
+  /* Maps buffer for writing a width x height GRAY8 frame. */
+  gboolean map_output (GstBuffer * buffer, gint width, gint height);
+
+  /* What the kernels read and write: valid while mapped. */
+  const cudagray::InputFrame & input () const { return input_; }
+  cudagray::InputFrame & input () { return input_; }
+  cudagray::GrayFrame output () const;
+  GstBuffer *input_buffer () const { return in_.buffer; }
+
+  /* Unmaps both buffers and hands over the output one (transfer full). */
+  GstBuffer *release ();
+
+private:
+  void unmap ();
+
+  GstVideoFrame in_ = GstVideoFrame ();
+  GstVideoFrame out_ = GstVideoFrame ();
+  bool in_mapped_ = false, out_mapped_ = false;
+  cudagray::InputFrame input_ = cudagray::InputFrame ();
+};

@@ -1,0 +1,162 @@
+// The frames in flight and their one owner: CudaGrayFrame maps a frame's
+// input and output buffers (and names what is wrong with a buffer that does
+// not hold its frame); CudaGrayFrameQueue hands frames from the streaming
+// thread to the output task in order, holds upstream back at its limit, and
+// unmaps every frame it drops. No element, no GPU.
+#include <atomic>
+#include <thread>
+
+#include "cudagrayframequeue.h"
+#include "gst_helpers.h"
+
+using namespace cudagray;
+using namespace cudagray::test;
+
+namespace {
+
+constexpr int kWidth = 33, kHeight = 17;
+
+int refcount(GstBuffer *buf) { return GST_MINI_OBJECT_REFCOUNT_VALUE(buf); }
+
+// A mapped frame of a random padded RGB input and a fresh GRAY8 output; the
+// caller keeps a reference to both buffers.
+struct Buffers {
+  TestFrame frame = random_frame(PixelLayout::RGB, kWidth, kHeight);
+  GstBuffer *in = buffer_for(frame);
+  GstBuffer *out = gst_buffer_new_allocate(nullptr, GST_ROUND_UP_4(kWidth) * kHeight, nullptr);
+  ~Buffers() {
+    gst_buffer_unref(in);
+    gst_buffer_unref(out);
+  }
+  CudaGrayFrame map() const {
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
+    CudaGrayFrame f;
+    std::string why;
+    EXPECT_TRUE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why)) << why;
+    EXPECT_TRUE(f.map_output(out, kWidth, kHeight));
+    return f;
+  }
+};
+
+}  // namespace
+
+// The kernels see the planes where the video meta puts them, and converting
+// into the mapped output gives the reference.
+TEST(CudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
+  Buffers b;
+  CudaGrayFrame f = b.map();
+  EXPECT_EQ(f.input().width, kWidth);
+  EXPECT_EQ(f.input().stride[0], b.frame.stride[0]);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(b.in, &map, GST_MAP_READ));
+  EXPECT_EQ(0, memcmp(f.input().plane[0], map.data + b.frame.offset[0], kWidth * 3));
+  gst_buffer_unmap(b.in, &map);
+  convert_cpu(f.input(), f.output(), weights_of(kWeightChoices[0]));
+  GstBuffer *out = f.release();
+  EXPECT_EQ(out, b.out);
+  EXPECT_TRUE(same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(b.frame, kWeightChoices[0])));
+  gst_buffer_unref(out);
+}
+
+// A short buffer: the element's words, and nothing left mapped.
+TEST(CudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
+  GstBuffer *in = gst_buffer_new_allocate(nullptr, 100, nullptr);
+  CudaGrayFrame f;
+  std::string why;
+  EXPECT_FALSE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why));
+  EXPECT_EQ(why, "plane 0 (offset 0, stride 100) needs 1699 bytes, the buffer has 100");
+  EXPECT_EQ(refcount(in), 1);
+  gst_buffer_unref(in);
+}
+
+// Frames come out in the order they went in; once out, nothing of theirs is
+// held (the output buffer handed over, the input let go).
+TEST(CudaGrayFrameQueue, PopsInOrderAndLetsGo) {
+  Buffers a, b, c;
+  CudaGrayFrameQueue queue;
+  for (Buffers *x : {&a, &b, &c}) {
+    queue.push(x->map());
+    EXPECT_EQ(refcount(x->in), 2);  // the queue's mapping holds it
+  }
+  EXPECT_EQ(queue.size(), 3u);
+  size_t held = 3;
+  for (Buffers *x : {&a, &b, &c}) {
+    ASSERT_TRUE(queue.wait_for_frame());
+    GstBuffer *out = queue.pop_finished();
+    EXPECT_EQ(out, x->out);
+    EXPECT_EQ(refcount(x->in), 1);
+    EXPECT_EQ(refcount(x->out), 2);  // ours and the one handed over
+    gst_buffer_unref(out);
+    EXPECT_EQ(queue.size(), held) << "held until pushed";
+    queue.pushed(GST_FLOW_OK);
+    EXPECT_EQ(queue.size(), --held);
+  }
+  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_EQ(queue.drain(), GST_FLOW_OK);
+}
+
+// Dropping every frame unmaps and lets go of every buffer.
+TEST(CudaGrayFrameQueue, DiscardAllLetsGoOfEveryBuffer) {
+  Buffers a, b;
+  CudaGrayFrameQueue queue;
+  queue.push(a.map());
+  queue.push(b.map());
+  EXPECT_EQ(queue.discard_all(), 2u);
+  for (Buffers *x : {&a, &b}) {
+    EXPECT_EQ(refcount(x->in), 1);
+    EXPECT_EQ(refcount(x->out), 1);
+    GstMapInfo map;  // no mapping left: it maps for writing again
+    ASSERT_TRUE(gst_buffer_map(x->out, &map, GST_MAP_WRITE));
+    gst_buffer_unmap(x->out, &map);
+  }
+  EXPECT_EQ(queue.size(), 0u);
+}
+
+// Upstream waits at the limit until the output task has pushed one.
+TEST(CudaGrayFrameQueue, WaitsForRoomUntilAFrameIsPushed) {
+  Buffers a, b;
+  CudaGrayFrameQueue queue;
+  queue.push(a.map());
+  queue.push(b.map());
+  std::atomic<bool> returned{false};
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  std::thread streaming([&] {
+    ret = queue.wait_for_room(2);
+    returned = true;
+  });
+  g_usleep(50 * 1000);
+  EXPECT_FALSE(returned.load()) << "did not wait at the limit";
+  GstBuffer *out = queue.pop_finished();
+  g_usleep(50 * 1000);
+  EXPECT_FALSE(returned.load()) << "a frame being pushed still counts";
+  queue.pushed(GST_FLOW_OK);
+  streaming.join();
+  EXPECT_EQ(ret, GST_FLOW_OK);
+  gst_buffer_unref(out);
+  queue.discard_all();
+}
+
+// Flushing wakes both threads; a failed push stops the output and is what
+// upstream and a drain are told, until reset.
+TEST(CudaGrayFrameQueue, FlushingAndFailedPushesStopTheWaits) {
+  Buffers a;
+  CudaGrayFrameQueue queue;
+  std::thread output([&] { EXPECT_FALSE(queue.wait_for_frame()); });
+  std::thread streaming([&] { EXPECT_EQ(queue.wait_for_room(0), GST_FLOW_FLUSHING); });
+  g_usleep(20 * 1000);
+  queue.set_flushing(TRUE);
+  output.join();
+  streaming.join();
+  queue.reset();
+  queue.push(a.map());
+  gst_buffer_unref(queue.pop_finished());
+  queue.pushed(GST_FLOW_NOT_LINKED);
+  EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_NOT_LINKED);
+  EXPECT_EQ(queue.drain(), GST_FLOW_NOT_LINKED);
+  EXPECT_FALSE(queue.wait_for_frame());
+  queue.reset();
+  EXPECT_EQ(queue.drain(), GST_FLOW_OK);
+}
