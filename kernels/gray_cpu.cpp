@@ -450,6 +450,7 @@ bool parse_coefficients(const char *text, Coefficients *out, std::string *error)
                std::to_string(static_cast<int>(kMaxCustomCoefficient));
       return false;
     }
+    if (values[i] == 0.0) values[i] = 0.0;  // "-0" reads back as "0"
     pos = end + 1;
   }
   *out = {values[0], values[1], values[2]};
