@@ -227,6 +227,19 @@ TEST(PythonExample, NumpyRoundTripMatchesTheFormula) {
   EXPECT_EQ(shell(quote(python) + " " + quote(source_dir() + "/examples/appsrc_roundtrip.py") + " colour=red", &log), 2);
 }
 
+// A python3 that cannot import gi (here: any python3 without its site
+// packages, -S) gets one line saying what to install and which python3 to use.
+TEST(PythonExample, WithoutGiSaysWhatToInstallInOneLine) {
+  const std::string python = env("CUDAGRAY_PYTHON", "python3");
+  const std::string example = source_dir() + "/examples/appsrc_roundtrip.py";
+  std::string log, executable;
+  ASSERT_EQ(shell(quote(python) + " -S -c 'import sys; print(sys.executable, end=\"\")'", &executable), 0);
+  EXPECT_EQ(shell(quote(python) + " -S " + quote(example) + " backend=cpu", &log), 3);
+  EXPECT_EQ(log, example + ": " + executable +
+                     " cannot use GStreamer from Python (No module named 'gi'): install python3-gst-1.0, "
+                     "gir1.2-gst-plugins-base-1.0 and python3-numpy, and run it with /usr/bin/python3\n");
+}
+
 // ---- pipelines/sidebyside
 
 TEST(SideBySide, TestPatternBesideItsGray) {
