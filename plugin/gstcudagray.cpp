@@ -1302,7 +1302,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
-  trans_class->transform_meta = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_meta);
+  trans_class->transform_meta =
+      GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_meta);
 
   gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags) 0);
