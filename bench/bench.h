@@ -114,6 +114,11 @@ const char *layout_name(PixelLayout layout);
 
 std::string format_double(double value, int decimals);
 
+// ---- rows without GStreamer or CUDA (cpu_rows.cpp) --------------------------
+
+// convert_cpu alone on RGB and on YUV luma of both ranges: the "cpu" group.
+void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
+
 // ---- report (report.cpp) --------------------------------------------------
 
 // The table on out, one block per size, then what the ratios mean.

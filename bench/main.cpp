@@ -271,7 +271,10 @@ int run(int argc, char **argv) {
       skip_cuda_rows(size, options, cuda.reason, &rows);
     }
     if (options.wants("element")) element_rows(size, options, elements, cuda, &rows);
-    if (options.wants("cpu")) cpu_rows(size, options, elements, &rows);
+    if (options.wants("cpu")) {
+      cpu_rows(size, options, elements, &rows);
+      cpu_kernel_rows(size, options, &rows);
+    }
   }
   if (options.wants("latency")) {
     if (cuda.usable) {

@@ -133,7 +133,8 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
                "  raw:latency       raw CUDA, one frame at a time, synchronised\n"
                "  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores\n"
                "  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R\n"
-               "  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)\n");
+               "  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)\n"
+               "  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the cpu-kernel:luma rows)\n");
 
   bool heading = false;
   for (const Row &r : rows) {

@@ -7,21 +7,29 @@
 key=value pairs are cudagray properties. Makes 30 RGB frames of 640x360 as
 numpy arrays, converts them, compares every gray pixel with the formula in
 the README (computed here with numpy from the weights the element reports),
-prints the element's stats and exits 0 when all pixels match, 1 otherwise.
+prints the element's stats and exits 0 when all pixels match, 1 otherwise
+(2: a bad argument; 3: this Python cannot import gi or numpy, said in one line).
 
 Needs PyGObject with GStreamer (Debian/Ubuntu: python3-gst-1.0,
-gir1.2-gst-plugins-base-1.0, python3-numpy) and the cudagray plugin
-installed or on GST_PLUGIN_PATH.
+gir1.2-gst-plugins-base-1.0, python3-numpy), which the system's
+/usr/bin/python3 sees and a python3 of its own (a venv, conda, pyenv) does
+not, and the cudagray plugin installed or on GST_PLUGIN_PATH.
 """
 import sys
 
-import gi
+try:
+    import gi
 
-gi.require_version("Gst", "1.0")
-gi.require_version("GstApp", "1.0")
-gi.require_version("GstVideo", "1.0")
-from gi.repository import Gst, GstApp, GstVideo  # noqa: E402  (after require_version)
-import numpy as np  # noqa: E402
+    gi.require_version("Gst", "1.0")
+    gi.require_version("GstApp", "1.0")
+    gi.require_version("GstVideo", "1.0")
+    from gi.repository import Gst, GstApp, GstVideo
+    import numpy as np
+except (ImportError, ValueError) as missing:  # ValueError: gi without the GstApp/GstVideo typelibs
+    print(f"{sys.argv[0]}: {sys.executable} cannot use GStreamer from Python ({missing}): install "
+          "python3-gst-1.0, gir1.2-gst-plugins-base-1.0 and python3-numpy, and run it with /usr/bin/python3",
+          file=sys.stderr)
+    sys.exit(3)
 
 WIDTH, HEIGHT, FRAMES, FPS = 640, 360, 30, 30
 

@@ -12,8 +12,9 @@
 // round() is round-half-away-from-zero; arithmetic is unsigned 32-bit.
 //
 // YUV input (Luma layout): gray is the luma plane. Full range: copied.
-// Limited range: Y = clamp(round((Y' - 16) * 255 / 219), 0, 255), computed
-// exactly in integers as (2 * 255 * (Y' - 16) + 219) / 438 for 16 < Y' < 235.
+// Limited range: Y = clamp(round((Y' - 16) * 255 / 219), 0, 255), which is
+// (2 * 255 * (Y' - 16) + 219) / 438 in integers for 16 < Y' < 235; computed
+// with a multiply and shift that gives the same for every Y' (layouts.h).
 #pragma once
 
 #include <cstddef>

@@ -88,18 +88,20 @@ void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in,
   }
 }
 
-// Luma: rows copied, or expanded from limited range (the compiler vectorises
-// the loop; the SIMD kernels below have nothing to add).
+// Luma: rows copied, or expanded from limited range (expand_limited is written
+// so that the compiler vectorises the loop; the SIMD kernels below have
+// nothing to add).
 void convert_rows(LumaLayout, const InputFrame &in, const GrayFrame &out, const Weights &, int y0,
                   int y1) {
+  const int width = in.width;  // a byte store could alias in.width: read it once
   for (int y = y0; y < y1; ++y) {
     const uint8_t *__restrict src = in.plane[0] + y * in.stride[0];
     uint8_t *__restrict dst = out.data + y * out.stride;
     if (!in.limited_range) {
-      std::memcpy(dst, src, in.width);
+      std::memcpy(dst, src, width);
       continue;
     }
-    for (int x = 0; x < in.width; ++x) dst[x] = expand_limited(src[x]);
+    for (int x = 0; x < width; ++x) dst[x] = expand_limited(src[x]);
   }
 }
 
@@ -448,6 +450,7 @@ bool parse_coefficients(const char *text, Coefficients *out, std::string *error)
                std::to_string(static_cast<int>(kMaxCustomCoefficient));
       return false;
     }
+    if (values[i] == 0.0) values[i] = 0.0;  // "-0" reads back as "0"
     pos = end + 1;
   }
   *out = {values[0], values[1], values[2]};

@@ -66,6 +66,8 @@ struct Streaming
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;
+  /* the warning that matrix and weights do not apply to YUV was posted */
+  bool warned_weights_unused = false;
 };
 
 struct _GstCudaGray
@@ -77,6 +79,8 @@ struct _GstCudaGray
   gint cuda_device_id;
   GstCudaGrayMatrix matrix;
   cudagray::Coefficients custom;
+  /* weights text set before start that does not parse: start fails on it */
+  gchar *invalid_weights;
   guint max_inflight;
   cudagray::TimingStats stats;
   gint stats_in_flight;
@@ -179,7 +183,17 @@ gst_cuda_gray_set_property (GObject * object, guint prop_id,
       const gchar *text = g_value_get_string (value);
       cudagray::Coefficients k;
       std::string error;
-      if (!cudagray::parse_coefficients (text, &k, &error)) {
+      const bool valid = cudagray::parse_coefficients (text, &k, &error);
+      if (!valid && GST_STATE (self) <= GST_STATE_READY) {
+        /* from a pipeline description: an error at start, not a warning
+         * that scrolls past */
+        GST_OBJECT_LOCK (self);
+        g_free (self->invalid_weights);
+        self->invalid_weights = g_strdup (GST_STR_NULL (text));
+        GST_OBJECT_UNLOCK (self);
+        break;
+      }
+      if (!valid) {
         GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
             ("Ignoring invalid weights \"%s\": %s", GST_STR_NULL (text),
                 error.c_str ()),
@@ -191,6 +205,7 @@ gst_cuda_gray_set_property (GObject * object, guint prop_id,
       GST_OBJECT_LOCK (self);
       self->custom = k;
       self->matrix = GST_CUDA_GRAY_MATRIX_CUSTOM;
+      g_clear_pointer (&self->invalid_weights, g_free);
       GST_OBJECT_UNLOCK (self);
       break;
     }
@@ -267,9 +282,24 @@ gst_cuda_gray_start (GstBaseTransform * trans)
   GST_OBJECT_LOCK (self);
   const GstCudaGrayBackend choice = self->backend_choice;
   const gint device_id = self->cuda_device_id;
+  gchar *invalid_weights = g_strdup (self->invalid_weights);
   self->stats = cudagray::TimingStats ();
   self->stats_in_flight = 0;
   GST_OBJECT_UNLOCK (self);
+
+  if (invalid_weights) {
+    cudagray::Coefficients ignored;
+    std::string error;
+    cudagray::parse_coefficients (invalid_weights, &ignored, &error);
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("Invalid weights \"%s\": %s; expected \"R,G,B\", each between 0 "
+            "and %g", invalid_weights, error.c_str (),
+            cudagray::kMaxCustomCoefficient),
+        ("correct the weights property, e.g. weights=0.21,0.72,0.07, or "
+            "leave it out for matrix=bt601"));
+    g_free (invalid_weights);
+    return FALSE;
+  }
 
   /* testing only: make a chosen CUDA call fail (see inject_cuda_fault) */
   cudagray::inject_cuda_fault (GST_STR_NULL (g_getenv ("CUDAGRAY_INJECT_FAULT")));
@@ -349,6 +379,7 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
   cudagray_context_close (self->context);
   s.cuda_input = false;
   s.configure_error.clear ();
+  s.warned_weights_unused = false;
   gst_video_info_init (&s.in_info);
   GST_OBJECT_LOCK (self);
   self->reads_device_memory = -1;
@@ -568,6 +599,28 @@ stop_output (GstCudaGray * self, GstFlowReturn ret)
   discard_in_flight (self);
 }
 
+/* YUV's gray is its luma plane: weights chosen away from the default would
+ * silently change nothing, so say so, once per run. */
+static void
+warn_if_weights_unused (GstCudaGray * self, const cudagray::Weights & weights)
+{
+  Streaming & s = *self->streaming;
+  const cudagray::Weights standard =
+      cudagray::standard_weights (cudagray::Matrix::BT601);
+  if (s.layout != cudagray::PixelLayout::Luma || s.warned_weights_unused
+      || (weights.r == standard.r && weights.g == standard.g
+          && weights.b == standard.b))
+    return;
+  s.warned_weights_unused = true;
+  GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+      ("matrix and weights do not apply to %s input: its gray is the luma "
+          "plane, %s", GST_VIDEO_INFO_NAME (&s.in_info),
+          s.in_info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255 ?
+          "copied" : "expanded from limited range"),
+      ("to apply them, convert to RGB before cudagray: "
+          "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
+}
+
 /* Starts converting inbuf into outbuf; the frame queue holds both, mapped,
  * until the output task pushes the result. */
 static GstFlowReturn
@@ -603,6 +656,7 @@ submit_frame (GstCudaGray * self, GstBuffer * inbuf, GstBuffer * outbuf)
   GST_OBJECT_LOCK (self);
   const cudagray::Weights weights = current_weights (self);
   GST_OBJECT_UNLOCK (self);
+  warn_if_weights_unused (self, weights);
   if (!s.backend->submit (in, frame.output (), weights, &error)) {
     post_backend_error (self, "start converting a frame", error);
     stop_output (self, GST_FLOW_ERROR);
@@ -775,6 +829,25 @@ gst_cuda_gray_change_state (GstElement * element, GstStateChange transition)
   return ret;
 }
 
+/* The output has the input's size and orientation, so metas that describe
+ * only geometry (crop, regions of interest) or time (untagged: timecode,
+ * reference timestamps) stay true and are copied; any other tag, such as
+ * colorspace (the video meta of the input's pixel format) or memory, is
+ * about what changed, and the meta is dropped. */
+static gboolean
+gst_cuda_gray_transform_meta (GstBaseTransform * trans, GstBuffer * outbuf,
+    GstMeta * meta, GstBuffer * inbuf)
+{
+  static const gchar *const geometry_tags[] = { GST_META_TAG_VIDEO_STR,
+    GST_META_TAG_VIDEO_SIZE_STR, GST_META_TAG_VIDEO_ORIENTATION_STR, NULL
+  };
+  const gchar *const *tags = gst_meta_api_type_get_tags (meta->info->api);
+  for (const gchar * const *tag = tags; tag && *tag; tag++)
+    if (!g_strv_contains (geometry_tags, *tag))
+      return FALSE;
+  return TRUE;
+}
+
 /* A CUDA context handed down by the application or a neighbour. */
 static void
 gst_cuda_gray_set_context (GstElement * element, GstContext * context)
@@ -792,6 +865,7 @@ gst_cuda_gray_finalize (GObject * object)
 {
   GstCudaGray *self = GST_CUDA_GRAY (object);
   delete self->streaming;
+  g_free (self->invalid_weights);
   cudagray_context_free (self->context);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -823,15 +897,17 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
   g_object_class_install_property (gobject_class, PROP_MATRIX,
       g_param_spec_enum ("matrix", "Matrix",
           "Luma coefficients: Y = min(255, (wR*R + wG*G + wB*B + 32768) >> 16) "
-          "with Q16 weights from this matrix",
+          "with Q16 weights from this matrix. RGB input only: YUV input's gray "
+          "is its luma plane (a warning says so when this is not bt601)",
           GST_TYPE_CUDA_GRAY_MATRIX, DEFAULT_MATRIX,
           (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
               GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights",
           "Custom coefficients \"R,G,B\" (each 0..64, e.g. \"0.21,0.72,0.07\"); "
-          "setting them selects matrix=custom, invalid text is ignored with a "
-          "warning. Reads back the coefficients in use",
+          "setting them selects matrix=custom. Invalid text makes the element "
+          "fail to start; set while playing, it is ignored with a warning. "
+          "RGB input only, like matrix. Reads back the coefficients in use",
           DEFAULT_WEIGHTS,
           (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
               GST_PARAM_MUTABLE_PLAYING)));
@@ -859,7 +935,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
   std::string cuda_off;
   GstCaps *sink_caps = cudagray_sink_template_caps (&cuda_off);
   std::string description =
-      "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU";
+      "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU; "
+      "YUV video gives its luma plane";
   if (!cuda_off.empty ())
     description += "; CUDA memory input is off: " + cuda_off;
   gst_element_class_add_pad_template (element_class,
@@ -889,6 +966,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
+  trans_class->transform_meta =
+      GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_meta);
 
   gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags) 0);
@@ -911,4 +990,6 @@ gst_cuda_gray_init (GstCudaGray * self)
   gst_video_info_init (&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */
   gst_base_transform_set_prefer_passthrough (GST_BASE_TRANSFORM (self), FALSE);
+  /* like videoconvert: frames already late at the sink are not converted */
+  gst_base_transform_set_qos_enabled (GST_BASE_TRANSFORM (self), TRUE);
 }

@@ -785,3 +785,224 @@ TEST_P(FrameLeaves, EachFrameLeavesBeforeTheNextArrives) {
 
 INSTANTIATE_TEST_SUITE_P(Configurations, FrameLeaves, ::testing::ValuesIn(kOutputCases),
                          [](const auto &info) { return std::string(info.param.name); });
+// ------------------------------------------------ what users trip over (issue 13)
+
+namespace {
+
+// Pushes one random limited-range I420 frame; true when a frame came out.
+bool push_yuv_frame(Harness &harness, int width, int height) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_I420, width, height);
+  std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+  fill_random(bytes);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(harness.h);  // the output task pushes it
+  if (out) gst_buffer_unref(out);
+  return out != nullptr;
+}
+
+// All warnings on the bus, in order.
+std::vector<std::string> warnings(Harness &harness) {
+  std::vector<std::string> texts;
+  for (std::string t; !(t = harness.pop_message(GST_MESSAGE_WARNING)).empty();) texts.push_back(t);
+  return texts;
+}
+
+}  // namespace
+
+// matrix and weights cannot change YUV's gray (its luma plane): one warning
+// says so when they are set away from the default, none otherwise.
+TEST(YuvWeights, SetAwayFromTheDefaultTheyWarnOnce) {
+  const std::string kLimited =
+      "matrix and weights do not apply to I420 input: its gray is the luma plane, expanded from limited range";
+  for (const std::string setting : {"matrix=bt709", "weights=0.21,0.72,0.07", "matrix=custom"}) {
+    SCOPED_TRACE(setting);
+    Harness harness({"backend=cpu", setting});
+    harness.set_caps(caps_string("I420", 641, 481) + ",colorimetry=bt601");
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(push_yuv_frame(harness, 641, 481));
+    const std::vector<std::string> expected =
+        setting == "matrix=custom" ? std::vector<std::string>{} : std::vector<std::string>{kLimited};
+    EXPECT_EQ(warnings(harness), expected);  // matrix=custom alone keeps BT.601's weights
+  }
+  // Full range, and a matrix chosen while playing.
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("I420", 17, 3) + ",colorimetry=1:4:0:0");
+  ASSERT_TRUE(push_yuv_frame(harness, 17, 3));
+  EXPECT_EQ(warnings(harness), std::vector<std::string>{});
+  gst_util_set_object_arg(G_OBJECT(harness.element()), "matrix", "bt2020");
+  ASSERT_TRUE(push_yuv_frame(harness, 17, 3));
+  ASSERT_TRUE(push_yuv_frame(harness, 17, 3));
+  EXPECT_EQ(warnings(harness), std::vector<std::string>{
+                                   "matrix and weights do not apply to I420 input: its gray is the luma "
+                                   "plane, copied"});
+}
+
+// On RGB input they apply, so no warning; the BT.601 weights given as
+// custom text are the default and give none on YUV either.
+TEST(YuvWeights, NoWarningWhereTheyApplyOrEqualTheDefault) {
+  Harness rgb({"backend=cpu", "matrix=bt709"});
+  rgb.set_caps(caps_string("RGB", 641, 481));
+  const TestFrame f = random_frame(PixelLayout::RGB, 641, 481);
+  EXPECT_TRUE(same_pixels(convert_through(rgb, f), cpu_reference(f, kWeightChoices[1])));
+  EXPECT_EQ(warnings(rgb), std::vector<std::string>{});
+  Harness yuv({"backend=cpu", "weights=0.299,0.587,0.114"});
+  yuv.set_caps(caps_string("I420", 4097, 3));
+  ASSERT_TRUE(push_yuv_frame(yuv, 4097, 3));
+  EXPECT_EQ(warnings(yuv), std::vector<std::string>{});
+}
+
+// gst-inspect's descriptions say what happens to YUV.
+TEST(YuvWeights, DescriptionsMentionYuv) {
+  GstElement *e = gst_element_factory_make("cudagray", nullptr);
+  ASSERT_NE(e, nullptr);
+  for (const char *name : {"matrix", "weights"}) {
+    const std::string blurb = g_param_spec_get_blurb(g_object_class_find_property(G_OBJECT_GET_CLASS(e), name));
+    EXPECT_NE(blurb.find("RGB input only"), std::string::npos) << name << ": " << blurb;
+  }
+  const std::string description = gst_element_get_metadata(e, GST_ELEMENT_METADATA_DESCRIPTION);
+  EXPECT_NE(description.find("YUV video gives its luma plane"), std::string::npos) << description;
+  gst_object_unref(e);
+}
+
+// Weights that do not parse, set before start (as gst-launch does), stop the
+// start with an error naming them; valid weights set after them win.
+TEST(Properties, InvalidWeightsBeforeStartAreAnError) {
+  const PipelineRun bad = run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c ! fakesink");
+  EXPECT_FALSE(bad.reached_eos);
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0],
+            "Invalid weights \"a,b,c\": \"a\" is not a number in \"a,b,c\"; expected \"R,G,B\", each between 0 and 64");
+  const PipelineRun range = run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu weights=0.3,65,0 ! fakesink");
+  ASSERT_EQ(range.errors.size(), 1u);
+  EXPECT_EQ(range.errors[0],
+            "Invalid weights \"0.3,65,0\": weight \"65\" is outside 0..64; expected \"R,G,B\", each between 0 and 64");
+  const PipelineRun fixed = run_pipeline(
+      "videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c weights=0.2,0.7,0.1 ! fakesink");
+  EXPECT_TRUE(fixed.reached_eos);
+  EXPECT_EQ(fixed.errors, std::vector<std::string>{});
+  EXPECT_EQ(fixed.warnings, std::vector<std::string>{});
+}
+
+TEST(Properties, NegativeZeroWeightReadsBackAsZero) {
+  GstElement *e = gst_element_factory_make("cudagray", nullptr);
+  ASSERT_NE(e, nullptr);
+  gst_util_set_object_arg(G_OBJECT(e), "weights", "-0,0.5,-0.0");
+  gchar *text = nullptr;
+  g_object_get(e, "weights", &text, nullptr);
+  EXPECT_STREQ(text, "0,0.5,0");
+  g_free(text);
+  gst_object_unref(e);
+}
+
+// ------------------------------------------------ metas
+
+namespace {
+
+const char *const kColorspaceTags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_COLORSPACE_STR, nullptr};
+const char *const kSizeTags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR, nullptr};
+
+// Adds a custom meta with these tags (registered on first use), standing
+// for a pixel-format meta or a geometry meta.
+void add_tagged_meta(GstBuffer *buffer, const char *name, const char *const *tags) {
+  if (!gst_meta_get_info(name))
+    gst_meta_register_custom(name, const_cast<const gchar **>(tags), nullptr, nullptr, nullptr);
+  ASSERT_NE(gst_buffer_add_custom_meta(buffer, name), nullptr);
+}
+
+}  // namespace
+
+// The gray frame has the input's size: crop, regions of interest, timecode
+// and reference timestamps still describe it and come out unchanged; a meta
+// about the input's pixel format (tagged colorspace) does not.
+TEST(Metas, GeometryAndTimeAreKeptPixelFormatIsDropped) {
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("RGBx", 641, 481));
+  const TestFrame f = random_frame(PixelLayout::RGBx, 641, 481);
+  GstBuffer *in = buffer_for(f);
+  GstVideoCropMeta *crop = gst_buffer_add_video_crop_meta(in);
+  crop->x = 3, crop->y = 5, crop->width = 600, crop->height = 401;
+  gst_buffer_add_video_region_of_interest_meta(in, "face", 10, 20, 30, 40);
+  gst_buffer_add_video_time_code_meta_full(in, 30, 1, nullptr, GST_VIDEO_TIME_CODE_FLAGS_NONE, 1, 2, 3, 4, 0);
+  GstCaps *ntp = gst_caps_from_string("timestamp/x-ntp");
+  gst_buffer_add_reference_timestamp_meta(in, ntp, 123456789, 1000);
+  add_tagged_meta(in, "CudaGrayTestColorspaceMeta", kColorspaceTags);
+  add_tagged_meta(in, "CudaGrayTestSizeMeta", kSizeTags);
+  ASSERT_EQ(gst_harness_push(harness.h, in), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(harness.h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])));
+
+  const GstVideoCropMeta *out_crop = gst_buffer_get_video_crop_meta(out);
+  ASSERT_NE(out_crop, nullptr);
+  EXPECT_EQ(std::vector<guint>({out_crop->x, out_crop->y, out_crop->width, out_crop->height}),
+            std::vector<guint>({3, 5, 600, 401}));
+  const GstVideoRegionOfInterestMeta *roi = gst_buffer_get_video_region_of_interest_meta_id(out, 0);
+  ASSERT_NE(roi, nullptr);
+  EXPECT_STREQ(g_quark_to_string(roi->roi_type), "face");
+  EXPECT_EQ(std::vector<guint>({roi->x, roi->y, roi->w, roi->h}), std::vector<guint>({10, 20, 30, 40}));
+  const GstVideoTimeCodeMeta *tc = gst_buffer_get_video_time_code_meta(out);
+  ASSERT_NE(tc, nullptr);
+  EXPECT_EQ(std::vector<guint>({tc->tc.hours, tc->tc.minutes, tc->tc.seconds, tc->tc.frames}),
+            std::vector<guint>({1, 2, 3, 4}));
+  const GstReferenceTimestampMeta *ref = gst_buffer_get_reference_timestamp_meta(out, ntp);
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->timestamp, 123456789u);
+  EXPECT_EQ(ref->duration, 1000u);
+  EXPECT_NE(gst_buffer_get_custom_meta(out, "CudaGrayTestSizeMeta"), nullptr);
+  EXPECT_EQ(gst_buffer_get_custom_meta(out, "CudaGrayTestColorspaceMeta"), nullptr);
+  // the input's video meta (RGBx, its padded strides) is not carried over
+  const GstVideoMeta *vmeta = gst_buffer_get_video_meta(out);
+  if (vmeta) {
+    EXPECT_EQ(vmeta->format, GST_VIDEO_FORMAT_GRAY8);
+  }
+  gst_caps_unref(ntp);
+  gst_buffer_unref(out);
+}
+
+// ------------------------------------------------ QoS
+
+namespace {
+
+guint64 frames_converted(GstElement *element) {
+  GstStructure *stats = nullptr;
+  g_object_get(element, "stats", &stats, nullptr);
+  guint64 frames = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "frames", &frames));
+  gst_structure_free(stats);
+  return frames;
+}
+
+}  // namespace
+
+// qos is on by default, like videoconvert's: once the sink reports frames
+// late up to 1 s, a frame due at 0.5 s is dropped before it is converted
+// (with a QoS message) and a frame due at 2 s is converted. With qos=false
+// the late frame is converted too.
+TEST(Qos, OnByDefaultLateFramesAreDroppedBeforeConversion) {
+  for (bool qos : {true, false}) {
+    SCOPED_TRACE(qos ? "default" : "qos=false");
+    Harness harness({"backend=cpu"});
+    gboolean enabled = FALSE;
+    g_object_get(harness.element(), "qos", &enabled, nullptr);
+    EXPECT_TRUE(enabled);
+    if (!qos) g_object_set(harness.element(), "qos", FALSE, nullptr);
+    harness.set_caps(caps_string("BGR", 641, 481));
+    ASSERT_TRUE(gst_harness_push_upstream_event(
+        harness.h, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.0, 0, GST_SECOND)));
+    std::vector<TestFrame> frames = {random_frame(PixelLayout::BGR, 641, 481), random_frame(PixelLayout::BGR, 641, 481)};
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames[0], 15)), GST_FLOW_OK);  // due at 0.5 s
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames[1], 60)), GST_FLOW_OK);  // due at 2 s
+    for (size_t i = qos ? 1 : 0; i < frames.size(); ++i) {
+      GstBuffer *out = gst_harness_pull(harness.h);
+      ASSERT_NE(out, nullptr);
+      EXPECT_EQ(GST_BUFFER_PTS(out), (i == 0 ? 15 : 60) * GST_SECOND / 30);
+      EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(frames[i], kWeightChoices[0])));
+      gst_buffer_unref(out);
+    }
+    EXPECT_EQ(gst_harness_try_pull(harness.h), nullptr);
+    EXPECT_EQ(frames_converted(harness.element()), qos ? 1u : 2u);  // the late one never was
+    GstMessage *message = gst_bus_pop_filtered(harness.bus, GST_MESSAGE_QOS);
+    EXPECT_EQ(message != nullptr, qos);
+    if (message) gst_message_unref(message);
+  }
+}

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "common.h"
+
 namespace {
 
 std::string env(const char *name, const char *fallback = "") {
@@ -227,6 +229,19 @@ TEST(PythonExample, NumpyRoundTripMatchesTheFormula) {
   EXPECT_EQ(shell(quote(python) + " " + quote(source_dir() + "/examples/appsrc_roundtrip.py") + " colour=red", &log), 2);
 }
 
+// A python3 that cannot import gi (here: any python3 without its site
+// packages, -S) gets one line saying what to install and which python3 to use.
+TEST(PythonExample, WithoutGiSaysWhatToInstallInOneLine) {
+  const std::string python = env("CUDAGRAY_PYTHON", "python3");
+  const std::string example = source_dir() + "/examples/appsrc_roundtrip.py";
+  std::string log, executable;
+  ASSERT_EQ(shell(quote(python) + " -S -c 'import sys; print(sys.executable, end=\"\")'", &executable), 0);
+  EXPECT_EQ(shell(quote(python) + " -S " + quote(example) + " backend=cpu", &log), 3);
+  EXPECT_EQ(log, example + ": " + executable +
+                     " cannot use GStreamer from Python (No module named 'gi'): install python3-gst-1.0, "
+                     "gir1.2-gst-plugins-base-1.0 and python3-numpy, and run it with /usr/bin/python3\n");
+}
+
 // ---- pipelines/sidebyside
 
 TEST(SideBySide, TestPatternBesideItsGray) {
@@ -409,11 +424,11 @@ std::vector<uint8_t> all_triples() {
 }
 
 // The frame through "appsrc ! CONVERTER ! appsink", GRAY8 out.
-Picture convert_all(const std::vector<uint8_t> &rgb, const std::string &converter) {
+Picture convert_all(const std::vector<uint8_t> &rgb, const std::string &converter,
+                    const std::string &caps = "video/x-raw,format=RGB,width=4096,height=4096,framerate=1/1") {
   GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch(("appsrc name=in format=time caps=video/x-raw,format=RGB,width=4096,"
-                                           "height=4096,framerate=1/1 ! " +
-                                           converter + " ! appsink name=out sync=false")
+  GstElement *pipeline = gst_parse_launch(("appsrc name=in format=time caps=" + caps + " ! " + converter +
+                                           " ! appsink name=out sync=false")
                                               .c_str(),
                                           &error);
   EXPECT_EQ(error, nullptr) << error->message;
@@ -473,6 +488,29 @@ TEST(Comparison, VideoconvertIsTheSameOrOneBelow) {
   }
 }
 
+// Limited-range YUV (I420 as decoders give it): videoconvert 1.22 copies the
+// luma plane into GRAY8, cudagray expands it to full range, so the same
+// video is 16 levels apart at black. The README's table gives 16/128/235.
+TEST(Comparison, LimitedRangeYuvVideoconvertCopiesCudagrayExpands) {
+  constexpr int kWidth = 256, kHeight = 2;  // every luma value, twice
+  std::vector<uint8_t> i420(kWidth * kHeight * 3 / 2);
+  cudagray::test::fill_random(i420);  // chroma: random, and it must not matter
+  for (int i = 0; i < kWidth * kHeight; ++i) i420[i] = static_cast<uint8_t>(i % kWidth);
+  const std::string caps = "video/x-raw,format=I420,width=256,height=2,framerate=1/1,colorimetry=bt601";
+  const Picture copied = convert_all(i420, "videoconvert ! video/x-raw,format=GRAY8", caps);
+  const Picture expanded = convert_all(i420, "cudagray backend=cpu", caps);
+  ASSERT_EQ(copied.bytes.size(), i420.size() * 2 / 3);
+  ASSERT_EQ(expanded.bytes.size(), i420.size() * 2 / 3);
+  for (int i = 0; i < kWidth * kHeight; ++i) {
+    const int y = i % kWidth;
+    EXPECT_EQ(copied.bytes[i], y) << "videoconvert, Y' = " << y;
+    EXPECT_EQ(expanded.bytes[i], std::clamp(std::lround((y - 16) * 255.0 / 219.0), 0L, 255L)) << "cudagray, Y' = " << y;
+  }
+  EXPECT_EQ(std::vector<int>({copied.bytes[16], copied.bytes[128], copied.bytes[235]}), std::vector<int>({16, 128, 235}));
+  EXPECT_EQ(std::vector<int>({expanded.bytes[16], expanded.bytes[128], expanded.bytes[235]}),
+            std::vector<int>({0, 130, 255}));
+}
+
 // OpenCV's cvtColor(RGB2GRAY) on 8 bits: Q14 weights 4899, 9617, 1868,
 // rounded (imgproc color_rgb: R2Y, G2Y, B2Y, yuv_shift = 14). The README
 // gives these counts.
@@ -494,10 +532,12 @@ TEST(Comparison, OpenCvFormulaDiffersByOneOnFewTriples) {
 // ---- the README's properties table against the element
 
 namespace {
-std::string default_text(GParamSpec *spec) {
+// What a new element has, as gst-inspect-1.0 shows it (qos: the element's
+// own default, not GstBaseTransform's).
+std::string default_text(GObject *fresh, GParamSpec *spec) {
   GValue v = G_VALUE_INIT;
   g_value_init(&v, spec->value_type);
-  g_param_value_set_default(spec, &v);
+  g_object_get_property(fresh, spec->name, &v);
   std::string text;
   if (G_IS_PARAM_SPEC_ENUM(spec)) {
     GEnumValue *e = g_enum_get_value(G_PARAM_SPEC_ENUM(spec)->enum_class, g_value_get_enum(&v));
@@ -506,6 +546,8 @@ std::string default_text(GParamSpec *spec) {
     text = g_value_get_string(&v) ? std::string("\"") + g_value_get_string(&v) + "\"" : "";
   } else if (G_VALUE_HOLDS_BOXED(&v)) {
     text = "";
+  } else if (G_VALUE_HOLDS_BOOLEAN(&v)) {
+    text = g_value_get_boolean(&v) ? "true" : "false";
   } else {
     gchar *s = g_strdup_value_contents(&v);
     text = s;
@@ -517,7 +559,7 @@ std::string default_text(GParamSpec *spec) {
 }  // namespace
 
 // Each property the element has, apart from those of every element (name,
-// parent, qos), is a row of the README's table with the default it has.
+// parent), is a row of the README's table with the default it has.
 TEST(Readme, PropertiesTableMatchesTheElement) {
   GError *error = nullptr;
   gchar *text = nullptr;
@@ -558,11 +600,11 @@ TEST(Readme, PropertiesTableMatchesTheElement) {
   std::set<std::string> listed;
   for (guint i = 0; i < n; ++i) {
     const std::string name = specs[i]->name;
-    if (name == "name" || name == "parent" || name == "qos") continue;
+    if (name == "name" || name == "parent") continue;
     listed.insert(name);
     SCOPED_TRACE(name);
     ASSERT_TRUE(rows.count(name)) << "the README's properties table has no row for " << name;
-    EXPECT_EQ(rows[name], default_text(specs[i])) << "default in the README's table";
+    EXPECT_EQ(rows[name], default_text(G_OBJECT(gray), specs[i])) << "default in the README's table";
   }
   g_free(specs);
   for (const auto &[name, cell] : rows) EXPECT_TRUE(listed.count(name)) << "README lists " << name << ", which cudagray lacks";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.h"
+#include "layouts.h"
 #include "timing.h"
 
 using namespace cudagray;
@@ -250,6 +251,15 @@ TEST(Luma, LimitedRangeExpandsEveryValueAsDocumented) {
   EXPECT_EQ(out.at(16, 0), 0);
   EXPECT_EQ(out.at(235, 0), 255);
   EXPECT_EQ(out.at(126, 0), 128);  // (126 - 16) * 255 / 219 = 128.08
+}
+
+// The multiply and shift that replaced the division (so that the CPU loop
+// vectorises) gives the division's result for every input byte.
+TEST(Luma, ExpansionEqualsTheIntegerDivisionForEveryValue) {
+  for (int v = 0; v < 256; ++v) {
+    const int by_division = v <= 16 ? 0 : v >= 235 ? 255 : (2 * 255 * (v - 16) + 219) / 438;
+    EXPECT_EQ(expand_limited(static_cast<uint8_t>(v)), by_division) << "Y' = " << v;
+  }
 }
 
 TEST(Luma, EveryPixelOfPaddedFramesFullAndLimited) {

@@ -124,7 +124,9 @@ TEST(WebcamPipeline, FallsBackToLiveTestPattern) {
       << log;
   EXPECT_NE(log.find("no readable camera at /dev/no-such-camera"), std::string::npos) << log;
   EXPECT_NE(log.find("videotestsrc is-live=true"), std::string::npos) << log;
-  EXPECT_NE(log.find("cudagray backend=cpu matrix=bt2020"), std::string::npos) << log;
+  // matrix weighs R, G and B: the video is made RGB for it
+  EXPECT_NE(log.find("videoconvert ! video/x-raw,format=RGBx ! cudagray backend=cpu matrix=bt2020"), std::string::npos)
+      << log;
 }
 
 // The GPU-decode script: with NVDEC it writes the gray video, every frame
@@ -150,4 +152,82 @@ TEST(GpuDecodePipeline, DecodesOnTheGpuOrSaysWhatIsMissing) {
   std::vector<GstSample *> frames = decode(out, "video/x-raw,format=I420");
   EXPECT_EQ(frames.size(), 30u);
   for (GstSample *f : frames) gst_sample_unref(f);
+}
+
+namespace {
+
+std::string file_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// An output that is the input file, under any name, is refused before the
+// pipeline starts, and the input is left as it was. (Before, the file script
+// emptied it and the side-by-side one emptied it and hung.)
+TEST(Scripts, RefuseToWriteOverTheirInput) {
+  TempDir dir;
+  const std::string input = dir.path + "/v.mp4";
+  std::vector<uint8_t> noise(6000);
+  fill_random(noise);
+  const std::string original(noise.begin(), noise.end());
+  std::ofstream(input, std::ios::binary) << original;
+  std::string log;
+  ASSERT_EQ(shell("cd '" + dir.path + "' && ln -s v.mp4 symlink.mp4 && ln v.mp4 hardlink.mp4 && mkdir sub", &log), 0)
+      << log;
+  struct Case {
+    const char *script, *in, *out;
+  };
+  const Case cases[] = {
+      {"file", "v.mp4", "v.mp4"},        {"file", "v.mp4", "sub/../v.mp4"},   {"file", "v.mp4", "symlink.mp4"},
+      {"file", "v.mp4", "hardlink.mp4"}, {"file", "v.png", "v"},  // its PNG would be the input
+      {"sidebyside", "v.mp4", "v.mp4"},  {"sidebyside", "v.mp4", "./symlink.mp4"},
+      {"gpu-decode", "v.mp4", "v.mp4"},  {"gpu-decode", "symlink.mp4", "hardlink.mp4"},
+  };
+  ASSERT_EQ(shell("cp '" + input + "' '" + dir.path + "/v.png'", &log), 0) << log;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.script) + " " + c.in + " " + c.out);
+    log.clear();
+    EXPECT_EQ(shell("cd '" + dir.path + "' && timeout 60 '" + script(c.script) + "' " + c.in + " " + c.out +
+                        " backend=cpu",
+                    &log),
+              2);
+    const std::string written = std::string(c.out) == "v" ? "v.png" : c.out;
+    EXPECT_EQ(log, "error: output " + written + " is the same file as input " + c.in + "; write to another file\n");
+    EXPECT_TRUE(file_bytes(input) == original) << "the input was changed";
+  }
+}
+
+// Decoded video is YUV: for matrix and weights to apply, the file script
+// makes it RGB first (322x242: H.264's 4:2:0 needs even sizes, and these are
+// not whole macroblocks). Its PNG is then the BT.709 formula applied to the
+// decoded frame's RGB, pixel for pixel (the luma plane would not be).
+TEST(FilePipeline, MatrixAppliesToDecodedVideo) {
+  TempDir dir;
+  const std::string clip = dir.path + "/in.mp4", out = dir.path + "/gray.mp4";
+  std::string log;
+  ASSERT_EQ(shell("gst-launch-1.0 -q videotestsrc pattern=smpte num-buffers=3 ! "
+                  "video/x-raw,width=322,height=242,format=I420 ! x264enc ! mp4mux ! filesink location='" +
+                      clip + "'",
+                  &log),
+            0)
+      << log;
+  ASSERT_EQ(shell("'" + script("file") + "' '" + clip + "' '" + out + "' backend=cpu matrix=bt709", &log), 0) << log;
+  EXPECT_NE(log.find("videoconvert ! video/x-raw,format=RGBx ! cudagray backend=cpu matrix=bt709"), std::string::npos)
+      << log;
+  std::vector<GstSample *> png = decode(dir.path + "/gray.png", "video/x-raw");
+  ASSERT_EQ(png.size(), 1u);
+  const GrayImage snapshot = gray_of(gst_sample_get_buffer(png[0]), 322, 242);
+  gst_sample_unref(png[0]);
+
+  std::vector<GstSample *> rgb = decode(clip, "video/x-raw,format=RGBx");
+  ASSERT_EQ(rgb.size(), 3u);
+  GstMapInfo map;
+  gst_buffer_map(gst_sample_get_buffer(rgb[0]), &map, GST_MAP_READ);
+  TestFrame first = random_frame(PixelLayout::RGBx, 322, 242, Rows::Tight);
+  first.bytes.assign(map.data, map.data + map.size);
+  gst_buffer_unmap(gst_sample_get_buffer(rgb[0]), &map);
+  for (GstSample *s : rgb) gst_sample_unref(s);
+  EXPECT_TRUE(same_pixels(snapshot, cpu_reference(first, kWeightChoices[1])));
 }

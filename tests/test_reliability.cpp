@@ -388,39 +388,45 @@ const std::vector<std::pair<const char *, const char *>> kBadWeights = {
     {"0,0,-inf", "weight \"-inf\" is outside 0..64"},
 };
 
-// Sets every invalid weights text (and NULL) on e; each must give exactly one
-// warning that says what weights takes, and leave the weights as they were.
-void expect_bad_weights_refused(GstElement *e, GstBus *bus) {
+// Sets every invalid weights text (and NULL) on e; each must leave the weights
+// as they were. Once started, each gives exactly one warning that says what
+// weights takes; before, none (the start fails on them instead).
+void expect_bad_weights_refused(GstElement *e, GstBus *bus, bool started = true) {
   const std::string before = weights_of(e);
   const int matrix = int_property(e, "matrix");
+  const size_t warnings_each = started ? 1 : 0;
   for (const auto &[text, why] : kBadWeights) {
     SCOPED_TRACE(std::string("weights=") + text);
     g_object_set(e, "weights", text, nullptr);
     const std::vector<BusMessage> warnings = pop_messages(bus, GST_MESSAGE_WARNING);
-    ASSERT_EQ(warnings.size(), 1u) << describe(warnings);
+    EXPECT_EQ(weights_of(e), before);
+    EXPECT_EQ(int_property(e, "matrix"), matrix);
+    ASSERT_EQ(warnings.size(), warnings_each) << describe(warnings);
+    if (!started) continue;
     EXPECT_EQ(warnings[0].text, std::string("Ignoring invalid weights \"") + text + "\": " + why);
     EXPECT_EQ(warnings[0].debug.substr(warnings[0].debug.find('\n') + 1),
               "weights takes three numbers \"R,G,B\" between 0 and 64, e.g. \"0.21,0.72,0.07\"; "
               "the previous weights stay in use");
-    EXPECT_EQ(weights_of(e), before);
-    EXPECT_EQ(int_property(e, "matrix"), matrix);
   }
   g_object_set(e, "weights", nullptr, nullptr);
   const std::vector<BusMessage> warnings = pop_messages(bus, GST_MESSAGE_WARNING);
-  ASSERT_EQ(warnings.size(), 1u) << describe(warnings);
-  EXPECT_EQ(warnings[0].text, "Ignoring invalid weights \"(NULL)\": expected three comma-separated numbers "
-                              "\"R,G,B\", got \"\"");
+  ASSERT_EQ(warnings.size(), warnings_each) << describe(warnings);
+  if (started) {
+    EXPECT_EQ(warnings[0].text, "Ignoring invalid weights \"(NULL)\": expected three comma-separated numbers "
+                                "\"R,G,B\", got \"\"");
+  }
   EXPECT_EQ(weights_of(e), before);
   std::string huge(100000, '7');
   g_object_set(e, "weights", huge.c_str(), nullptr);
-  EXPECT_EQ(pop_messages(bus, GST_MESSAGE_WARNING).size(), 1u);
+  EXPECT_EQ(pop_messages(bus, GST_MESSAGE_WARNING).size(), warnings_each);
   EXPECT_EQ(weights_of(e), before);
 }
 
 }  // namespace
 
 // In NULL, READY and PAUSED (an element alone), and PLAYING with frames
-// flowing: bad weights warn, and frames keep the weights they had.
+// flowing: bad weights change nothing, and frames keep the weights they had.
+// Started, they warn; before, the start fails until valid weights are set.
 TEST_P(ByBackend, InvalidWeightsInEveryStateWarnAndChangeNothing) {
   GstElement *e = gst_element_factory_make("cudagray", nullptr);
   ASSERT_NE(e, nullptr);
@@ -431,8 +437,17 @@ TEST_P(ByBackend, InvalidWeightsInEveryStateWarnAndChangeNothing) {
   for (GstState state : {GST_STATE_NULL, GST_STATE_READY, GST_STATE_PAUSED, GST_STATE_PLAYING}) {
     SCOPED_TRACE(gst_element_state_get_name(state));
     ASSERT_NE(gst_element_set_state(e, state), GST_STATE_CHANGE_FAILURE);
-    expect_bad_weights_refused(e, bus);
+    const bool started = state >= GST_STATE_PAUSED;
+    expect_bad_weights_refused(e, bus, started);
     EXPECT_EQ(weights_of(e), "0.5,0.25,0.125");
+    if (started) continue;
+    g_object_set(e, "weights", "0,0,-inf", nullptr);
+    EXPECT_EQ(gst_element_set_state(e, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    const std::vector<BusMessage> errors = pop_messages(bus, GST_MESSAGE_ERROR);
+    ASSERT_EQ(errors.size(), 1u) << describe(errors);
+    EXPECT_EQ(errors[0].text, "Invalid weights \"0,0,-inf\": weight \"-inf\" is outside 0..64; expected "
+                              "\"R,G,B\", each between 0 and 64");
+    g_object_set(e, "weights", "0.5,0.25,0.125", nullptr);  // valid again: starts
   }
   gst_element_set_state(e, GST_STATE_NULL);
   gst_bus_set_flushing(bus, TRUE);  // queued messages hold e, which holds bus

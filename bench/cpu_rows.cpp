@@ -1,0 +1,64 @@
+// The CPU backend's conversion alone (cudagray::convert_cpu on all cores, no
+// GStreamer): RGB, and the luma plane of YUV copied (full range) or expanded
+// (limited range), so that the three can be compared at each size.
+#include <memory>
+#include <vector>
+
+#include "bench.h"
+
+namespace bench {
+
+namespace {
+
+struct Kind {
+  const char *key, *what;
+  PixelLayout layout;
+  bool limited_range;
+};
+
+const Kind kKinds[] = {
+    {"cpu-kernel:RGB", "convert_cpu RGB", PixelLayout::RGB, false},
+    {"cpu-kernel:luma-full", "convert_cpu YUV luma, full range (copy)", PixelLayout::Luma, false},
+    {"cpu-kernel:luma-limited", "convert_cpu YUV luma, limited range (expand)", PixelLayout::Luma, true},
+};
+
+}  // namespace
+
+void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
+  for (const Kind &kind : kKinds) {
+    Row row;
+    row.size = size;
+    row.group = "cpu";
+    row.key = kind.key;
+    row.what = kind.what;
+    row.format = kind.layout == PixelLayout::RGB ? "RGB" : kind.limited_range ? "I420 limited" : "I420 full";
+    const size_t in_bytes = frame_bytes(kind.layout, size);
+    row.bytes = static_cast<double>(in_bytes + size.pixels());
+    row.ceiling = kind.layout == PixelLayout::RGB ? "" : "cpu-kernel:RGB";
+    record(rows, row, [&](Row &r) {
+      const size_t count = rotation_count(in_bytes, options.rotate_bytes);
+      PageableBlock in(in_bytes * count), out(size.pixels() * count);
+      fill_random(in.data, in.size, 1);
+      fill_random(out.data, out.size, 2);  // touched now, or the timed loop pays its page faults
+      long next = 0;
+      const auto run = [&](long n) {
+        const Clock::time_point start = Clock::now();
+        for (long i = 0; i < n; ++i, ++next) {
+          const size_t k = static_cast<size_t>(next) % count;
+          const cudagray::LayoutInfo &info = cudagray::layout_info(kind.layout);
+          cudagray::InputFrame frame{kind.layout, size.width, size.height, {}, {}, kind.limited_range};
+          for (int p = 0; p < info.planes; ++p) {
+            frame.plane[p] = in.data + k * in_bytes + p * size.pixels();
+            frame.stride[p] = static_cast<size_t>(size.width) * info.bytes_per_pixel;
+          }
+          cudagray::convert_cpu(frame, {out.data + k * size.pixels(), static_cast<size_t>(size.width)},
+                                cudagray::standard_weights(cudagray::Matrix::BT601));
+        }
+        return seconds_since(start);
+      };
+      r.us = seconds_per_iteration(run, Budget{options.seconds, 3, 100000, 5}, &r.frames) * 1e6;
+    });
+  }
+}
+
+}  // namespace bench
