@@ -8,25 +8,12 @@
 #include <cstring>
 #include <memory>
 
-#include "cuda_check.h"
-#include "gray_cuda.h"
+#include "cuda_util.h"
+#include "cudagray/convert_cuda.h"
 
 namespace bench {
 
 namespace {
-
-using cudagray::DeviceMemory;
-using cudagray::EventOwner;
-using cudagray::PinnedMemory;
-using cudagray::StreamOwner;
-using GraphOwner = cudagray::CudaOwner<cudaGraph_t, cudaGraphDestroy>;
-using GraphExecOwner = cudagray::CudaOwner<cudaGraphExec_t, cudaGraphExecDestroy>;
-
-EventOwner make_event() {
-  cudaEvent_t event;
-  CUDAGRAY_CHECK(cudaEventCreate(&event));
-  return EventOwner(event);
-}
 
 // Equal buffers (device or pinned host), picked by a rotating index.
 template <class Owner>
@@ -49,17 +36,17 @@ using DeviceRing = Ring<DeviceMemory>;
 using PinnedRing = Ring<PinnedMemory>;
 
 DeviceRing random_device_ring(size_t count, size_t bytes, uint64_t seed) {
-  DeviceRing ring(count, bytes, cudagray::make_device_memory);
+  DeviceRing ring(count, bytes, make_device_memory);
   PageableBlock host(bytes);
   for (size_t i = 0; i < count; ++i) {
     fill_random(host.data, bytes, seed + i);
-    CUDAGRAY_CHECK(cudaMemcpy(ring.at(i), host.data, bytes, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(ring.at(i), host.data, bytes, cudaMemcpyHostToDevice));
   }
   return ring;
 }
 
 PinnedRing random_pinned_ring(size_t count, size_t bytes, uint64_t seed) {
-  PinnedRing ring(count, bytes, cudagray::make_pinned_memory);
+  PinnedRing ring(count, bytes, make_pinned_memory);
   for (size_t i = 0; i < count; ++i) fill_random(ring.at(i), bytes, seed + i);
   return ring;
 }
@@ -68,22 +55,22 @@ PinnedRing random_pinned_ring(size_t count, size_t bytes, uint64_t seed) {
 class EventTimer {
  public:
   double seconds(cudaStream_t stream, const std::function<void()> &enqueue) {
-    CUDAGRAY_CHECK(cudaEventRecord(start_.get(), stream));
+    CHECK_CUDA(cudaEventRecord(start_.get(), stream));
     enqueue();
-    CUDAGRAY_CHECK(cudaEventRecord(stop_.get(), stream));
-    CUDAGRAY_CHECK(cudaEventSynchronize(stop_.get()));
+    CHECK_CUDA(cudaEventRecord(stop_.get(), stream));
+    CHECK_CUDA(cudaEventSynchronize(stop_.get()));
     float ms = 0;
-    CUDAGRAY_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
     return ms / 1e3;
   }
 
  private:
-  EventOwner start_ = make_event(), stop_ = make_event();
+  Event start_ = make_event(), stop_ = make_event();
 };
 
 // Records `count` operations into a CUDA graph; an empty owner, and *why,
 // when the stream cannot be captured (the stream is usable again either way).
-GraphExecOwner capture(cudaStream_t stream, long count, const Operation &op, std::string *why) {
+GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::string *why) {
   cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
   if (err != cudaSuccess) {
     cudaGetLastError();
@@ -98,7 +85,7 @@ GraphExecOwner capture(cudaStream_t stream, long count, const Operation &op, std
   }
   cudaGraph_t graph = nullptr;
   err = cudaStreamEndCapture(stream, &graph);  // ends the capture even after a failure
-  const GraphOwner owner(graph);
+  const Graph owner(graph);
   if (failure.empty() && err != cudaSuccess)
     failure = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(err);
   if (failure.empty() && !graph) failure = "the capture made no graph";
@@ -112,7 +99,7 @@ GraphExecOwner capture(cudaStream_t stream, long count, const Operation &op, std
     *why = failure;
     return {};
   }
-  return GraphExecOwner(exec);
+  return GraphExec(exec);
 }
 
 // Where each plane of a tightly packed frame starts in one device block.
@@ -164,10 +151,10 @@ class RawLoop {
       : size_(size), in_bytes_(3 * size.pixels()), out_bytes_(size.pixels()), source_(source) {
     for (int l = 0; l < lanes; ++l) {
       Lane lane;
-      lane.stream = cudagray::make_stream();
-      if (source_ != RawSource::Device) lane.in = cudagray::make_device_memory(in_bytes_);
-      lane.out = cudagray::make_device_memory(out_bytes_);
-      if (source_ == RawSource::Staging) lane.staging = cudagray::make_pinned_memory(in_bytes_);
+      lane.stream = make_stream();
+      if (source_ != RawSource::Device) lane.in = make_device_memory(in_bytes_);
+      lane.out = make_device_memory(out_bytes_);
+      if (source_ == RawSource::Staging) lane.staging = make_pinned_memory(in_bytes_);
       lane.uploaded = make_event();
       lanes_.push_back(std::move(lane));
     }
@@ -180,14 +167,14 @@ class RawLoop {
     if (source_ != RawSource::Device) {
       const uint8_t *host = in;
       if (source_ == RawSource::Staging) {
-        if (lane.staging_used) CUDAGRAY_CHECK(cudaEventSynchronize(lane.uploaded.get()));
+        if (lane.staging_used) CHECK_CUDA(cudaEventSynchronize(lane.uploaded.get()));
         std::memcpy(lane.staging.get(), in, in_bytes_);
         host = static_cast<const uint8_t *>(lane.staging.get());
       }
-      CUDAGRAY_CHECK(cudaMemcpyAsync(lane.in.get(), host, in_bytes_, cudaMemcpyHostToDevice,
+      CHECK_CUDA(cudaMemcpyAsync(lane.in.get(), host, in_bytes_, cudaMemcpyHostToDevice,
                                      lane.stream.get()));
       if (source_ == RawSource::Staging) {
-        CUDAGRAY_CHECK(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
+        CHECK_CUDA(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
         lane.staging_used = true;
       }
       on_device = static_cast<const uint8_t *>(lane.in.get());
@@ -195,13 +182,13 @@ class RawLoop {
     const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, on_device);
     const cudagray::GrayFrame gray{static_cast<uint8_t *>(lane.out.get()),
                                    static_cast<size_t>(size_.width)};
-    CUDAGRAY_CHECK(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
-    CUDAGRAY_CHECK(cudaMemcpyAsync(host_out, lane.out.get(), out_bytes_, cudaMemcpyDeviceToHost,
+    CHECK_CUDA(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
+    CHECK_CUDA(cudaMemcpyAsync(host_out, lane.out.get(), out_bytes_, cudaMemcpyDeviceToHost,
                                    lane.stream.get()));
   }
 
   void synchronize() {
-    for (Lane &lane : lanes_) CUDAGRAY_CHECK(cudaStreamSynchronize(lane.stream.get()));
+    for (Lane &lane : lanes_) CHECK_CUDA(cudaStreamSynchronize(lane.stream.get()));
   }
 
   size_t in_bytes() const { return in_bytes_; }
@@ -209,10 +196,10 @@ class RawLoop {
 
  private:
   struct Lane {
-    StreamOwner stream;
+    Stream stream;
     DeviceMemory in, out;
     PinnedMemory staging;
-    EventOwner uploaded;  // the lane's last upload (from staging) is done
+    Event uploaded;  // the lane's last upload (from staging) is done
     bool staging_used = false;
   };
   FrameSize size_;
@@ -239,13 +226,13 @@ bool cuda_open(int device, std::string *description, std::string *reason) {
     return false;
   }
   try {
-    CUDAGRAY_CHECK(cudaSetDevice(device));
-    CUDAGRAY_CHECK(cudaFree(nullptr));  // creates the context now
+    CHECK_CUDA(cudaSetDevice(device));
+    CHECK_CUDA(cudaFree(nullptr));  // creates the context now
     cudaDeviceProp prop;
-    CUDAGRAY_CHECK(cudaGetDeviceProperties(&prop, device));
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
     int driver = 0, runtime = 0;
-    CUDAGRAY_CHECK(cudaDriverGetVersion(&driver));
-    CUDAGRAY_CHECK(cudaRuntimeGetVersion(&runtime));
+    CHECK_CUDA(cudaDriverGetVersion(&driver));
+    CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
     auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
     *description = std::string(prop.name) + " (device " + std::to_string(device) + " of " +
                    std::to_string(count) + ", sm_" + std::to_string(prop.major) +
@@ -254,7 +241,7 @@ bool cuda_open(int device, std::string *description, std::string *reason) {
                    format_double(prop.l2CacheSize / double(1 << 20), 0) + " MiB; driver " +
                    version(driver) + ", runtime " + version(runtime) + ")";
     return true;
-  } catch (const cudagray::CudaError &e) {
+  } catch (const std::exception &e) {
     *reason = std::string("no usable CUDA device: ") + e.what();
     return false;
   }
@@ -278,8 +265,8 @@ std::string host_memory_kind(const void *pointer) {
 
 size_t device_rotation_bytes(const Options &options) {
   int device = 0, l2 = 0;
-  CUDAGRAY_CHECK(cudaGetDevice(&device));
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  CHECK_CUDA(cudaGetDevice(&device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   return std::max(options.rotate_bytes, 4 * static_cast<size_t>(l2));
 }
 
@@ -306,7 +293,7 @@ OperationTiming time_operations(cudaStream_t stream, long rotation, const Operat
       rotation, std::clamp(static_cast<long>(std::llround(0.005 / std::max(plain_estimate, 1e-9))),
                            16L, 1024L));
   std::string why;
-  const GraphExecOwner graph = capture(stream, batch, op, &why);
+  const GraphExec graph = capture(stream, batch, op, &why);
   if (!graph.get()) {
     OperationTiming t = time_plain();
     t.how += " (no CUDA graph: " + why + ")";
@@ -314,7 +301,7 @@ OperationTiming time_operations(cudaStream_t stream, long rotation, const Operat
   }
   const auto launches = [&](long count) {
     return timer.seconds(stream, [&] {
-      for (long k = 0; k < count; ++k) CUDAGRAY_CHECK(cudaGraphLaunch(graph.get(), stream));
+      for (long k = 0; k < count; ++k) CHECK_CUDA(cudaGraphLaunch(graph.get(), stream));
     });
   };
   OperationTiming timing;
@@ -340,9 +327,9 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
   try {
     const size_t count = rotation_count(5 * n, device_rotation_bytes(options));
     const DeviceRing in = random_device_ring(count, 4 * n, 1000);
-    const DeviceRing gray(count, n, cudagray::make_device_memory);
-    const DeviceRing copies_to(count, copy_bytes_max, cudagray::make_device_memory);
-    const StreamOwner stream = cudagray::make_stream();
+    const DeviceRing gray(count, n, make_device_memory);
+    const DeviceRing copies_to(count, copy_bytes_max, make_device_memory);
+    const Stream stream = make_stream();
     const long rotation = static_cast<long>(count);
 
     // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
@@ -360,7 +347,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
       row.bytes = 2.0 * bytes;
       record(rows, row, [&](Row &r) {
         fill(r, time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
-          CUDAGRAY_CHECK(cudaMemcpyAsync(copies_to.at(i), in.at(i), bytes, cudaMemcpyDeviceToDevice, s));
+          CHECK_CUDA(cudaMemcpyAsync(copies_to.at(i), in.at(i), bytes, cudaMemcpyDeviceToDevice, s));
         }, timing, true));
       });
     }
@@ -368,7 +355,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     if (options.wants("copy")) {
       const size_t host_count = rotation_count(3 * n, options.rotate_bytes);
       const PinnedRing host_in = random_pinned_ring(host_count, 3 * n, 2000);
-      const PinnedRing host_out(host_count, n, cudagray::make_pinned_memory);
+      const PinnedRing host_out(host_count, n, make_pinned_memory);
       struct Transfer { const char *key, *what; size_t bytes; bool up; };
       for (const Transfer &t : {Transfer{"copy:h2d", "pinned H2D of an RGB frame", 3 * n, true},
                                 Transfer{"copy:d2h", "pinned D2H of a GRAY8 frame", n, false}}) {
@@ -383,9 +370,9 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
         record(rows, row, [&](Row &r) {
           fill(r, time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
             if (t.up)
-              CUDAGRAY_CHECK(cudaMemcpyAsync(in.at(i), host_in.at(i), t.bytes, cudaMemcpyHostToDevice, s));
+              CHECK_CUDA(cudaMemcpyAsync(in.at(i), host_in.at(i), t.bytes, cudaMemcpyHostToDevice, s));
             else
-              CUDAGRAY_CHECK(cudaMemcpyAsync(host_out.at(i), gray.at(i), t.bytes, cudaMemcpyDeviceToHost, s));
+              CHECK_CUDA(cudaMemcpyAsync(host_out.at(i), gray.at(i), t.bytes, cudaMemcpyDeviceToHost, s));
           }, timing));
         });
       }
@@ -407,7 +394,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
         record(rows, row, [&](Row &r) {
           fill(r, time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
             const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
-            CUDAGRAY_CHECK(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
+            CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
           }, timing));
         });
       }
@@ -450,7 +437,7 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
 
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
-    const PinnedRing host_out(count, n, cudagray::make_pinned_memory);
+    const PinnedRing host_out(count, n, make_pinned_memory);
     {
       const PinnedRing host_in = random_pinned_ring(count, 3 * n, 3000);
       RawLoop loop(size, kRawStreams, RawSource::Pinned);
@@ -499,7 +486,7 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in = random_pinned_ring(count, 3 * n, 5000);
-    const PinnedRing host_out(count, n, cudagray::make_pinned_memory);
+    const PinnedRing host_out(count, n, make_pinned_memory);
     RawLoop loop(size, 1, RawSource::Pinned);
     std::vector<double> samples;
     const Clock::time_point begin = Clock::now();

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "cuda_check.h"
 #include "cuda_rows.h"
-#include "gray_cuda.h"
+#include "cuda_util.h"
+#include "cudagray/convert_cuda.h"
 
 namespace bench {
 
@@ -116,20 +116,20 @@ NppStreamContext stream_context(cudaStream_t stream) {
   NppStreamContext context{};
   context.hStream = stream;
   int device = 0;
-  CUDAGRAY_CHECK(cudaGetDevice(&device));
+  CHECK_CUDA(cudaGetDevice(&device));
   context.nCudaDeviceId = device;
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&context.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, device));
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&context.nMaxThreadsPerMultiProcessor,
+  CHECK_CUDA(cudaDeviceGetAttribute(&context.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&context.nMaxThreadsPerMultiProcessor,
                                         cudaDevAttrMaxThreadsPerMultiProcessor, device));
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&context.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&context.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, device));
   int shared = 0;
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, device));
   context.nSharedMemPerBlock = static_cast<size_t>(shared);
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&context.nCudaDevAttrComputeCapabilityMajor,
+  CHECK_CUDA(cudaDeviceGetAttribute(&context.nCudaDevAttrComputeCapabilityMajor,
                                         cudaDevAttrComputeCapabilityMajor, device));
-  CUDAGRAY_CHECK(cudaDeviceGetAttribute(&context.nCudaDevAttrComputeCapabilityMinor,
+  CHECK_CUDA(cudaDeviceGetAttribute(&context.nCudaDevAttrComputeCapabilityMinor,
                                         cudaDevAttrComputeCapabilityMinor, device));
-  CUDAGRAY_CHECK(cudaStreamGetFlags(stream, &context.nStreamFlags));
+  CHECK_CUDA(cudaStreamGetFlags(stream, &context.nStreamFlags));
   return context;
 }
 
@@ -155,17 +155,17 @@ void convert_npp(const Npp &npp, const Conversion &c, const NppStreamContext &co
 std::string compare_with_cudagray(const Npp &npp, const Conversion &c, const NppStreamContext &context,
                                   const uint8_t *in, const FrameSize &size) {
   const size_t n = size.pixels();
-  const cudagray::DeviceMemory npp_out = cudagray::make_device_memory(n);
-  const cudagray::DeviceMemory ours = cudagray::make_device_memory(n);
+  const DeviceMemory npp_out = make_device_memory(n);
+  const DeviceMemory ours = make_device_memory(n);
   convert_npp(npp, c, context, in, static_cast<uint8_t *>(npp_out.get()), size);
   cudagray::InputFrame frame{c.layout, size.width, size.height, {in}, {size.width * size_t(c.channels)}};
   const cudagray::GrayFrame gray{static_cast<uint8_t *>(ours.get()), static_cast<size_t>(size.width)};
-  CUDAGRAY_CHECK(cudagray::convert_cuda(frame, gray, cudagray::standard_weights(cudagray::Matrix::BT601),
+  CHECK_CUDA(cudagray::convert_cuda(frame, gray, cudagray::standard_weights(cudagray::Matrix::BT601),
                                         context.hStream));
-  CUDAGRAY_CHECK(cudaStreamSynchronize(context.hStream));
+  CHECK_CUDA(cudaStreamSynchronize(context.hStream));
   std::vector<uint8_t> a(n), b(n);
-  CUDAGRAY_CHECK(cudaMemcpy(a.data(), npp_out.get(), n, cudaMemcpyDeviceToHost));
-  CUDAGRAY_CHECK(cudaMemcpy(b.data(), ours.get(), n, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(a.data(), npp_out.get(), n, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(b.data(), ours.get(), n, cudaMemcpyDeviceToHost));
   int worst = 0;
   size_t differ = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -204,15 +204,15 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
     }
     record(rows, row, [&](Row &r) {
       const size_t count = rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));
-      std::vector<cudagray::DeviceMemory> in, out;
+      std::vector<DeviceMemory> in, out;
       PageableBlock host(c.channels * n);
       for (size_t i = 0; i < count; ++i) {
-        in.push_back(cudagray::make_device_memory(c.channels * n));
-        out.push_back(cudagray::make_device_memory(n));
+        in.push_back(make_device_memory(c.channels * n));
+        out.push_back(make_device_memory(n));
         fill_random(host.data, host.size, 6000 + i);
-        CUDAGRAY_CHECK(cudaMemcpy(in.back().get(), host.data, host.size, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(in.back().get(), host.data, host.size, cudaMemcpyHostToDevice));
       }
-      const cudagray::StreamOwner stream = cudagray::make_stream();
+      const Stream stream = make_stream();
       if (!c.with_context && npp.set_stream(stream.get()) < 0)
         throw std::runtime_error("nppSetStream failed");
       const NppStreamContext context = stream_context(stream.get());

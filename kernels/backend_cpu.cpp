@@ -2,7 +2,8 @@
 #include <atomic>
 #include <chrono>
 
-#include "gray.h"
+#include "cudagray/backend.h"
+#include "cudagray/convert_cpu.h"
 #include "timing.h"
 
 namespace cudagray {

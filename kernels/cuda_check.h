@@ -26,7 +26,7 @@ inline void check(cudaError_t err, const char *call) {
   }
 }
 
-// Fault injection for tests (see inject_cuda_fault in gray.h): when a fault
+// Fault injection for tests (see cudagray/fault_injection.h): when a fault
 // is armed for this call's function, the call is skipped and fails instead.
 bool cuda_fault_due(const char *call);
 cudaError_t injected_cuda_error(const char *call);

@@ -1,5 +1,7 @@
 // Built instead of gray_cuda.cu when the plugin is configured without CUDA.
-#include "gray.h"
+#include "cudagray/backend.h"
+#include "cudagray/device.h"
+#include "cudagray/fault_injection.h"
 
 namespace cudagray {
 

@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "cuda_check.h"
-#include "gray_cuda.h"
+#include "cudagray/backend.h"
+#include "cudagray/convert_cuda.h"
+#include "cudagray/device.h"
+#include "cudagray/fault_injection.h"
 #include "layouts.h"
 #include "parallel.h"
 #include "timing.h"

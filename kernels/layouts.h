@@ -4,7 +4,8 @@
 
 #include <cstdint>
 
-#include "gray.h"
+#include "cudagray/frame.h"
+#include "cudagray/weights.h"
 
 #if defined(__CUDACC__)
 #define CUDAGRAY_HOST_DEVICE __host__ __device__ __forceinline__
@@ -21,7 +22,7 @@ CUDAGRAY_HOST_DEVICE uint8_t luma(uint32_t r, uint32_t g, uint32_t b,
   return static_cast<uint8_t>(y > 255u ? 255u : y);
 }
 
-// Limited-range luma (16..235) to full range, exactly as documented in gray.h:
+// Limited-range luma (16..235) to full range, exactly as documented in weights.h:
 // clamp(round((Y' - 16) * 255 / 219), 0, 255). A multiply and shift in 16-bit
 // lanes instead of the division, so that the compiler vectorises the CPU loop
 // (plain SSE2 has pmulhuw, no division): 26 * 2935 / 65536 is 255/219 to six

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "gray.h"
+#include "cudagray/backend.h"
 
 namespace cudagray {
 

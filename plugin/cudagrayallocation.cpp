@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cudagraycontext.h"
-#include "gray.h"
+#include "cudagray/device.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_pinned_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_pinned_debug

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "gray.h"
+#include "cudagray/frame.h"
 
 /* The sink template: system memory formats, and the same in CUDA memory when
  * cudagray_cuda_memory_usable (else *cuda_off says why not). */

@@ -11,7 +11,7 @@
 
 #include <gst/video/video.h>
 
-#include "gray.h"
+#include "cudagray/device.h"
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
 #include <gst/cuda/gstcudabufferpool.h>

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "gray.h"
+#include "cudagray/frame.h"
 
 /* Whether buffer holds every row of the planes layout reads of a frame of
  * info (its video meta, if any, agreeing with info); otherwise *why says

@@ -26,7 +26,10 @@
 #include "cudagraycontext.h"
 #include "cudagrayframe.h"
 #include "cudagrayframequeue.h"
-#include "gray.h"
+#include "cudagrayweights.h"
+#include "cudagray/backend.h"
+#include "cudagray/device.h"
+#include "cudagray/fault_injection.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -183,7 +186,7 @@ gst_cuda_gray_set_property (GObject * object, guint prop_id,
       const gchar *text = g_value_get_string (value);
       cudagray::Coefficients k;
       std::string error;
-      const bool valid = cudagray::parse_coefficients (text, &k, &error);
+      const bool valid = cudagray_parse_weights (text, &k, &error);
       if (!valid && GST_STATE (self) <= GST_STATE_READY) {
         /* from a pipeline description: an error at start, not a warning
          * that scrolls past */
@@ -238,7 +241,7 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
       g_value_set_enum (value, self->matrix);
       break;
     case PROP_WEIGHTS:
-      g_value_set_string (value, cudagray::format_coefficients (
+      g_value_set_string (value, cudagray_format_weights (
               self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM ? self->custom :
               cudagray::standard_coefficients (static_cast < cudagray::Matrix >
                   (self->matrix))).c_str ());
@@ -290,7 +293,7 @@ gst_cuda_gray_start (GstBaseTransform * trans)
   if (invalid_weights) {
     cudagray::Coefficients ignored;
     std::string error;
-    cudagray::parse_coefficients (invalid_weights, &ignored, &error);
+    cudagray_parse_weights (invalid_weights, &ignored, &error);
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
         ("Invalid weights \"%s\": %s; expected \"R,G,B\", each between 0 "
             "and %g", invalid_weights, error.c_str (),

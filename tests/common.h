@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "gray.h"
+#include "cudagray/backend.h"
+#include "cudagray/convert_cpu.h"
+#include "cudagray/device.h"
+#include "cudagray/frame.h"
+#include "cudagray/weights.h"
 
 namespace cudagray::test {
 

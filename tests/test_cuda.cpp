@@ -8,7 +8,8 @@
 #include <thread>
 
 #include "common.h"
-#include "gray_cuda.h"
+#include "cudagray/convert_cuda.h"
+#include "cudagray/fault_injection.h"
 #include "slow_writer.h"
 
 using namespace cudagray;

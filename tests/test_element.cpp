@@ -6,6 +6,7 @@
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 
+#include "cudagrayweights.h"
 #include "gst_helpers.h"
 
 using namespace cudagray;
@@ -15,7 +16,7 @@ namespace {
 
 void select_weights(GstElement *element, const WeightChoice &c) {
   if (c.matrix == Matrix::Custom)
-    g_object_set(element, "weights", format_coefficients(c.k).c_str(), nullptr);
+    g_object_set(element, "weights", cudagray_format_weights(c.k).c_str(), nullptr);
   else
     gst_util_set_object_arg(G_OBJECT(element), "matrix", c.name.c_str());
 }

@@ -1,10 +1,11 @@
 // The CUDA kernels, for callers that manage their own device memory and
-// stream (the CUDA backend and the tests).
+// stream (the CUDA backend, the tests and the bench). CUDA builds only.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include "gray.h"
+#include "cudagray/frame.h"
+#include "cudagray/weights.h"
 
 namespace cudagray {
 

@@ -1,0 +1,84 @@
+// A place to convert frames, CPU or CUDA, behind one interface: the element
+// picks one at start and never asks how it works.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cudagray/frame.h"
+#include "cudagray/weights.h"
+
+namespace cudagray {
+
+// Running figures of a backend, for the element's stats property. On CUDA,
+// measured with events: device time is the kernel(s), upload and download the
+// host-device copies (first start to last end of each frame's strips). On the
+// CPU, device time is the conversion time.
+struct TimingStats {
+  uint64_t frames = 0;
+  double device_us_mean = 0, device_us_min = 0, device_us_max = 0;
+  double upload_us_mean = 0, download_us_mean = 0;
+  // Frames whose input or output was not pinned and went through staging.
+  uint64_t staged_inputs = 0, staged_outputs = 0;
+  // Frames read straight from GPU memory (no upload).
+  uint64_t device_inputs = 0;
+};
+
+// What a backend needs from the element around it; the element asks, and
+// never looks at which backend it holds.
+struct BackendNeeds {
+  // Frames worth keeping in flight for a non-live upstream when the user
+  // leaves it to the element, and the most the backend can use (1: it
+  // converts each frame as it is submitted).
+  int auto_in_flight = 1;
+  int max_in_flight = 1;
+  // Host frames are copied fastest from and into pinned memory (see
+  // alloc_pinned in device.h): the element offers pinned buffers upstream
+  // and downstream.
+  bool pinned_host_memory = false;
+  // It reads frames in GPU memory where they are (InputFrame::on_device).
+  bool reads_device_memory = false;
+};
+
+// Frames are finished in the order they were submitted.
+// Threads: submit, configure and discard_all come from one thread;
+// finish_oldest may run on a second thread at the same time as submit
+// (never two finish_oldest at once); configure and discard_all run with
+// nothing else in the backend.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // For messages only: "cpu" or "cuda".
+  virtual const char *name() const = 0;
+  virtual BackendNeeds needs() const = 0;
+  // Called when the frame geometry changes, with nothing in flight; sizes
+  // buffers for up to max_in_flight frames at once (at least 1).
+  // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
+  // so no upload buffers are reserved; a host frame still works, its upload
+  // buffer then being allocated when it first needs one.
+  virtual bool configure(PixelLayout layout, int width, int height, int max_in_flight,
+                         bool inputs_on_device, std::string *error) = 0;
+  // Starts converting a frame (in host memory, or on the GPU when
+  // in.on_device) into a host GRAY8 frame; both must stay valid until the
+  // frame is finished. At most max_in_flight unfinished.
+  virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                      std::string *error) = 0;
+  // Waits for the oldest unfinished frame; its output then holds the result.
+  virtual bool finish_oldest(std::string *error) = 0;
+  // Forgets every unfinished frame, after the device has let go of them.
+  virtual void discard_all() = 0;
+  virtual int in_flight() const = 0;
+  // The CUDA device the backend converts on, or -1 for the CPU.
+  virtual int device_id() const = 0;
+  virtual TimingStats stats() const = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// The CUDA backend, working in the CUDA context current on the calling
+// thread (a device's primary context from open_cuda_device, or a context
+// the caller pushed): every later call, from any thread, must be made with
+// that context current. nullptr and why when it cannot be made.
+std::unique_ptr<Backend> make_cuda_backend(std::string *error);
+
+}  // namespace cudagray

@@ -1,0 +1,15 @@
+// The conversion on the host: the reference the tests trust, and what the
+// CPU backend runs.
+#pragma once
+
+#include "cudagray/frame.h"
+#include "cudagray/weights.h"
+
+namespace cudagray {
+
+// Converts one frame on the calling thread plus up to threads-1 helpers
+// (threads <= 0: one per hardware thread).
+void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                 int threads = 0);
+
+}  // namespace cudagray

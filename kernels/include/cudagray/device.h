@@ -1,0 +1,29 @@
+// The process's CUDA devices and pinned host memory. Every function works in
+// a build without CUDA too, saying why it cannot help.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace cudagray {
+
+// Number of usable CUDA devices; 0 with a reason when there are none.
+int cuda_device_count(std::string *reason);
+// Whether device_id names a CUDA device there is (any device when < 0), without
+// making a CUDA context; otherwise says why not (naming the CUDA error), also
+// when the plugin was built without CUDA.
+bool cuda_device_exists(int device_id, std::string *error);
+// Opens device_id (< 0: the first usable device) and makes its primary
+// context current on the calling thread; again on a thread where it is
+// already open, only makes it current. Returns the device, or -1 and why.
+int open_cuda_device(int device_id, std::string *error);
+
+// Host memory that CUDA can copy from or into by DMA (cudaHostAlloc). Without
+// CUDA, or without a driver, allocation returns nullptr and says why.
+void *alloc_pinned(size_t bytes, std::string *error);
+void free_pinned(void *memory);
+// Whether CUDA can DMA straight from or into this host memory (pinned by
+// cudaHostAlloc or cudaHostRegister, in this process).
+bool is_pinned(const void *memory);
+
+}  // namespace cudagray
