@@ -1,4 +1,5 @@
-// Built instead of gray_cuda.cu when the plugin is configured without CUDA.
+// Built instead of the CUDA sources (convert_cuda.cu, backend_cuda.cpp,
+// device_cuda.cpp) when the plugin is configured without CUDA.
 #include "cudagray/backend.h"
 #include "cudagray/device.h"
 #include "cudagray/fault_injection.h"

@@ -1,0 +1,70 @@
+// The process's CUDA devices and pinned host memory (device.h), with CUDA.
+#include "cuda_check.h"
+#include "cudagray/device.h"
+
+namespace cudagray {
+
+void *alloc_pinned(size_t bytes, std::string *error) {
+  void *p = nullptr;
+  try {
+    CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    return p;
+  } catch (const CudaError &e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
+void free_pinned(void *memory) { cudaFreeHost(memory); }
+
+bool is_pinned(const void *memory) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, memory) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+}
+
+int cuda_device_count(std::string *reason) {
+  int count = 0;
+  try {
+    CUDAGRAY_CHECK(cudaGetDeviceCount(&count));
+  } catch (const CudaError &e) {
+    *reason = e.what();
+    return 0;
+  }
+  if (count == 0) *reason = "no CUDA device found";
+  return count;
+}
+
+bool cuda_device_exists(int device_id, std::string *error) {
+  const int count = cuda_device_count(error);
+  if (count == 0) return false;
+  if (device_id >= count) {
+    *error = "CUDA device " + std::to_string(device_id) + " does not exist: " +
+             std::to_string(count) + " device(s) found, numbered from 0";
+    return false;
+  }
+  return true;
+}
+
+int open_cuda_device(int device_id, std::string *error) {
+  if (!cuda_device_exists(device_id, error)) return -1;
+  const int first = device_id < 0 ? 0 : device_id;
+  const int last = device_id < 0 ? cuda_device_count(error) - 1 : device_id;
+  for (int device = first; device <= last; ++device) {
+    try {
+      // creates the primary context now, so that a device that cannot be
+      // used fails here rather than at the first frame
+      CUDAGRAY_CHECK(cudaSetDevice(device));
+      CUDAGRAY_CHECK(cudaFree(nullptr));
+      return device;
+    } catch (const CudaError &e) {
+      *error = "CUDA device " + std::to_string(device) + ": " + e.what();
+    }
+  }
+  return -1;
+}
+
+}  // namespace cudagray
