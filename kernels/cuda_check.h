@@ -26,8 +26,9 @@ inline void check(cudaError_t err, const char *call) {
   }
 }
 
-// Fault injection for tests (see cudagray/fault_injection.h): when a fault
-// is armed for this call's function, the call is skipped and fails instead.
+#ifdef CUDAGRAY_FAULT_INJECTION
+// Test builds (cudagray/fault_injection.h): when a fault is armed for this
+// call's function, the call is skipped and fails instead.
 bool cuda_fault_due(const char *call);
 cudaError_t injected_cuda_error(const char *call);
 
@@ -35,6 +36,9 @@ cudaError_t injected_cuda_error(const char *call);
   ::cudagray::check(::cudagray::cuda_fault_due(#call) ? ::cudagray::injected_cuda_error(#call) \
                                                       : (call),                                \
                     #call)
+#else
+#define CUDAGRAY_CHECK(call) ::cudagray::check((call), #call)
+#endif
 
 // Owns one handle; Release is the CUDA call that frees it.
 template <class Handle, cudaError_t (*Release)(Handle)>

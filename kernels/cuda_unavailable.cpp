@@ -2,7 +2,6 @@
 // device_cuda.cpp) when the plugin is configured without CUDA.
 #include "cudagray/backend.h"
 #include "cudagray/device.h"
-#include "cudagray/fault_injection.h"
 
 namespace cudagray {
 
@@ -31,8 +30,6 @@ void *alloc_pinned(size_t, std::string *error) {
 void free_pinned(void *) {}
 
 bool is_pinned(const void *) { return false; }
-
-void inject_cuda_fault(const std::string &) {}
 
 int cuda_device_count(std::string *reason) {
   *reason = kNoCuda;

@@ -29,7 +29,6 @@
 #include "cudagrayweights.h"
 #include "cudagray/backend.h"
 #include "cudagray/device.h"
-#include "cudagray/fault_injection.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -303,9 +302,6 @@ gst_cuda_gray_start (GstBaseTransform * trans)
     g_free (invalid_weights);
     return FALSE;
   }
-
-  /* testing only: make a chosen CUDA call fail (see inject_cuda_fault) */
-  cudagray::inject_cuda_fault (GST_STR_NULL (g_getenv ("CUDAGRAY_INJECT_FAULT")));
 
   std::unique_ptr < cudagray::Backend > backend;
   if (choice != GST_CUDA_GRAY_BACKEND_CPU) {

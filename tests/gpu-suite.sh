@@ -7,7 +7,8 @@
 #
 # TEST_NAME picks binaries (default: every tests/test_* that speaks gtest, the
 # examples aside, which need Python's gi). On a machine without GStreamer,
-# source a GStreamer bundle's env.sh first. Each binary gets 590 s.
+# source a GStreamer bundle's env.sh first. Each binary gets 590 s. Configure
+# BUILD_DIR as CI does (-Dfault-injection=enabled), or the fault cases skip.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(cd "${1:?usage: tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]}" && pwd)

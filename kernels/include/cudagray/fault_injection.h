@@ -3,6 +3,10 @@
 // no other: the plugin installed from a default build has none of it.
 #pragma once
 
+#ifndef CUDAGRAY_FAULT_INJECTION
+#error "fault injection exists only in builds configured with -Dfault-injection=enabled"
+#endif
+
 #include <string>
 
 namespace cudagray {
@@ -12,8 +16,9 @@ namespace cudagray {
 // kernel launch, "cudaEventSynchronize", ...) fails with
 // cudaErrorMemoryAllocation (allocations) or cudaErrorLaunchFailure
 // (anything else), once. spec is "name" or "name:nth"; an empty spec
-// disarms. Process-wide: the plugin holds its own copy of the kernels, which
-// tests arm through the plugin's exported cudagray_inject_cuda_fault.
+// disarms. Armed for the whole process; the plugin links its own copy of
+// the kernels, which tests arm through the plugin's exported
+// cudagray_inject_cuda_fault (plugin/plugin.cpp).
 void inject_cuda_fault(const std::string &spec);
 
 }  // namespace cudagray
