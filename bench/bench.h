@@ -15,6 +15,7 @@
 #include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
+#include "frames.h"
 
 namespace bench {
 
@@ -99,7 +100,7 @@ double seconds_since(Clock::time_point start);
 size_t rotation_count(size_t frame_bytes, size_t budget_bytes);
 
 // Fills bytes with a fast pseudo-random sequence that depends on seed only.
-void fill_random(void *bytes, size_t size, uint64_t seed);
+using harness::fill_random;
 
 // Host memory that is plain pageable malloc memory, page-aligned and touched.
 struct PageableBlock {

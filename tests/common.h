@@ -16,6 +16,7 @@
 #include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
+#include "frames.h"
 
 namespace cudagray::test {
 
@@ -34,9 +35,9 @@ inline std::mt19937 &rng() {
 
 inline int random_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
 
-inline void fill_random(std::vector<uint8_t> &bytes) {
-  for (auto &b : bytes) b = static_cast<uint8_t>(rng()());
-}
+// Random bytes from the harness's generator, seeded from rng() so that
+// CUDAGRAY_TEST_SEED replays them.
+inline void fill_random(std::vector<uint8_t> &bytes) { harness::fill_random(bytes.data(), bytes.size(), rng()()); }
 
 struct Size {
   int width, height;

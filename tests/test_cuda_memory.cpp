@@ -19,7 +19,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "gst_helpers.h"
+#include "element_harness.h"
 #include "slow_writer.h"
 
 using namespace cudagray;
@@ -87,18 +87,17 @@ constexpr uint64_t kFrames = 5;
 
 // Pushes `count` random 641x481 frames of layout into appsrc "src", ends the
 // stream, and checks that appsink "sink" gets each one's CPU reference.
-void push_and_check(GstElement *pipeline, PixelLayout layout, uint64_t count) {
-  GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink");
+void push_and_check(const Pipeline &pipeline, PixelLayout layout, uint64_t count) {
   std::vector<TestFrame> frames;
   for (uint64_t i = 0; i < count; ++i) {
     frames.push_back(random_frame(layout, 641, 481));
     GstBuffer *buf = buffer_for(frames.back());
     GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
-    EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+    EXPECT_EQ(pipeline.push("src", buf), GST_FLOW_OK);
   }
-  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  pipeline.end_of_stream("src");
   for (const TestFrame &f : frames) {
-    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+    GstSample *sample = pipeline.pull("sink", 10 * GST_SECOND);
     if (!sample) {
       ADD_FAILURE() << "a frame did not reach the sink";
       break;
@@ -106,8 +105,6 @@ void push_and_check(GstElement *pipeline, PixelLayout layout, uint64_t count) {
     EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
     gst_sample_unref(sample);
   }
-  gst_object_unref(src);
-  gst_object_unref(sink);
 }
 
 }  // namespace
@@ -122,13 +119,9 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
   for (PixelLayout layout : kAllLayouts) {
     const char *format = layout_info(layout).name;
     const std::string caps = caps_string(format, 641, 481);
-    GstElement *pipeline = gst_parse_launch(
-        ("appsrc name=src format=time caps=\"" + caps + "\" ! cudaupload name=up ! "
-         "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! appsink name=sink")
-            .c_str(),
-        nullptr);
-    ASSERT_NE(pipeline, nullptr);
-    GstElement *upload = by_name(pipeline, "up");
+    const Pipeline pipeline("appsrc name=src format=time caps=\"" + caps + "\" ! cudaupload name=up ! "
+                            "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! appsink name=sink");
+    GstElement *upload = pipeline.by_name("up");
     GstPad *up_sink = gst_element_get_static_pad(upload, "sink");
     GstCaps *wanted = gst_caps_from_string(caps.c_str());
     GstCaps *taken = gst_pad_get_pad_template_caps(up_sink);
@@ -138,14 +131,12 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
     gst_object_unref(up_sink);
     if (!supported) {
       std::printf("cudaupload does not take %s: not tested through CUDA memory\n", format);
-      gst_object_unref(upload);
-      gst_object_unref(pipeline);
       continue;
     }
     SCOPED_TRACE(format);
     ++formats_tested;
-    GstElement *gray = by_name(pipeline, "gray");
-    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    GstElement *gray = pipeline.by_name("gray");
+    ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
     push_and_check(pipeline, layout, kFrames);
     EXPECT_EQ(stat_of(gray, "device-inputs"), kFrames);
     EXPECT_EQ(stat_of(gray, "staged-inputs"), 0u);
@@ -154,9 +145,6 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
     GstObject *theirs = cuda_context_of(upload, "src");
     EXPECT_NE(ours, nullptr);
     EXPECT_EQ(ours, theirs) << "cudaupload and cudagray use different CUDA contexts";
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    for (GstElement *e : {gray, upload}) gst_object_unref(e);
-    gst_object_unref(pipeline);
   }
   EXPECT_GT(formats_tested, 0);
 }
@@ -278,11 +266,10 @@ TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
     const bool cuda_memory = std::string(launch).find("cudaupload") != std::string::npos;
     std::string description = launch;
     description.replace(description.find("@CAPS@"), 6, caps_string("RGBA", 641, 481));
-    GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
-    ASSERT_NE(pipeline, nullptr);
-    gst_element_set_context(pipeline, shared);
-    GstElement *gray = by_name(pipeline, "gray");
-    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    const Pipeline pipeline(description);
+    gst_element_set_context(pipeline.get(), shared);
+    GstElement *gray = pipeline.by_name("gray");
+    ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
     push_and_check(pipeline, PixelLayout::RGBA, kFrames);
     EXPECT_EQ(stat_of(gray, "frames"), kFrames);
     EXPECT_EQ(stat_of(gray, "device-inputs"), cuda_memory ? kFrames : 0u);
@@ -294,9 +281,6 @@ TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
     if (cuda_memory) {
       EXPECT_EQ(cuda_context_of(gray, "sink"), GST_OBJECT(context));
     }
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(gray);
-    gst_object_unref(pipeline);
   }
   gst_context_unref(shared);
   gst_object_unref(context);

@@ -1,7 +1,7 @@
 // Version safety of CUDA memory: the plugin offers memory:CUDAMemory only
 // when the running libgstcuda is the minor version it was built against.
 #include "cudagraycontext.h"
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
   EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);

@@ -1,13 +1,11 @@
 // The cudagray element through GstHarness: conversion on both backends,
 // caps, properties and bad input.
 #include <algorithm>
+#include <memory>
 #include <thread>
 
-#include <gst/app/gstappsink.h>
-#include <gst/app/gstappsrc.h>
-
 #include "cudagrayweights.h"
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -173,13 +171,10 @@ TEST(Caps, SourceIsNotAskedForGray8) {
   const PipelineRun run = run_pipeline(
       "videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink");
   EXPECT_TRUE(run.reached_eos);
-  GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch(
-      "videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink", &error);
-  ASSERT_NE(pipeline, nullptr);
-  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
-  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
-  GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "g");
+  const Pipeline pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink");
+  ASSERT_NE(gst_element_set_state(pipeline.get(), GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(gst_element_get_state(pipeline.get(), nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  GstElement *gray = pipeline.by_name("g");
   GstPad *sink = gst_element_get_static_pad(gray, "sink");
   GstCaps *caps = gst_pad_get_current_caps(sink);
   ASSERT_NE(caps, nullptr);
@@ -187,9 +182,6 @@ TEST(Caps, SourceIsNotAskedForGray8) {
   EXPECT_FALSE(gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(gray)));
   gst_caps_unref(caps);
   gst_object_unref(sink);
-  gst_object_unref(gray);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(pipeline);
 }
 
 TEST(Properties, Defaults) {
@@ -525,12 +517,10 @@ TEST(PinnedPool, OfferedUpstream) {
 // Downstream without a pool of its own gets output buffers in pinned memory.
 TEST(PinnedPool, UsedForOutputWhenDownstreamHasNone) {
   SKIP_WITHOUT_GPU();
-  GstElement *pipeline = gst_parse_launch(
+  const Pipeline pipeline(
       "videotestsrc num-buffers=5 ! video/x-raw,format=BGR,width=320,height=240 ! "
-      "cudagray backend=cuda name=gray ! fakesink name=sink",
-      nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstPad *pad = gst_element_get_static_pad(sink, "sink");
+      "cudagray backend=cuda name=gray ! fakesink name=sink");
+  GstPad *pad = gst_element_get_static_pad(pipeline.by_name("sink"), "sink");
   int pinned = 0, buffers = 0;
   std::pair<int *, int *> counts{&pinned, &buffers};
   gst_pad_add_probe(
@@ -545,32 +535,22 @@ TEST(PinnedPool, UsedForOutputWhenDownstreamHasNone) {
         return GST_PAD_PROBE_OK;
       },
       &counts, nullptr);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND,
-                                               GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(msg, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(msg), GST_MESSAGE_EOS);
-  gst_message_unref(msg);
+  pipeline.play();
+  BusLog log;
+  ASSERT_EQ(pipeline.wait_end(10 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
   // The element's own account: no frame went through a staging copy, since
   // videotestsrc wrote into the pinned pool offered to it.
-  GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "gray");
   GstStructure *stats = nullptr;
-  g_object_get(gray, "stats", &stats, nullptr);
+  g_object_get(pipeline.by_name("gray"), "stats", &stats, nullptr);
   guint64 staged_inputs = 99, staged_outputs = 99;
   EXPECT_TRUE(gst_structure_get_uint64(stats, "staged-inputs", &staged_inputs));
   EXPECT_TRUE(gst_structure_get_uint64(stats, "staged-outputs", &staged_outputs));
   EXPECT_EQ(staged_inputs, 0u);
   EXPECT_EQ(staged_outputs, 0u);
   gst_structure_free(stats);
-  gst_object_unref(gray);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
   EXPECT_EQ(buffers, 5);
   EXPECT_EQ(pinned, 5);
-  gst_object_unref(bus);
   gst_object_unref(pad);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
 }
 
 // A live source needs no frames held: max-inflight=0 then means 1.
@@ -727,18 +707,8 @@ class FrameLeaves : public ::testing::TestWithParam<OutputCase> {
     const std::string launch = "appsrc name=src format=time caps=\"" + caps_string("BGRx", 641, 481) +
                                "\" ! cudagray name=gray " + GetParam().settings +
                                " ! appsink name=sink sync=false";
-    pipeline = gst_parse_launch(launch.c_str(), nullptr);
-    ASSERT_NE(pipeline, nullptr);
-    src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-    sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-    ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  }
-  void TearDown() override {
-    if (!pipeline) return;
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(src);
-    gst_object_unref(sink);
-    gst_object_unref(pipeline);
+    pipeline = std::make_unique<Pipeline>(launch);
+    ASSERT_NE(pipeline->play(), GST_STATE_CHANGE_FAILURE);
   }
 
   // Pushes frame i and waits at most 1 s for its result, with no further
@@ -749,8 +719,8 @@ class FrameLeaves : public ::testing::TestWithParam<OutputCase> {
     GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
     GST_BUFFER_DURATION(buf) = GST_SECOND / 30;
     const gint64 start = g_get_monotonic_time();
-    EXPECT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
-    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND);
+    EXPECT_EQ(pipeline->push("src", buf), GST_FLOW_OK);
+    GstSample *sample = pipeline->pull("sink", GST_SECOND);
     const double took_ms = (g_get_monotonic_time() - start) / 1000.0;
     if (!sample) {
       ADD_FAILURE() << "frame " << i << " did not come out within 1 s of its push";
@@ -763,7 +733,7 @@ class FrameLeaves : public ::testing::TestWithParam<OutputCase> {
     return took_ms;
   }
 
-  GstElement *pipeline = nullptr, *src = nullptr, *sink = nullptr;
+  std::unique_ptr<Pipeline> pipeline;
 };
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

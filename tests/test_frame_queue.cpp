@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "cudagrayframequeue.h"
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

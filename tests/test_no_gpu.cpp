@@ -2,7 +2,7 @@
 // emptied before CUDA is first touched, so this holds on a GPU machine too.
 #include <cstdlib>
 
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "reliability_helpers.h"
+#include "probes.h"
 
 #ifdef CUDAGRAY_TEST_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -617,25 +617,25 @@ TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
              "cudagray name=gray backend=" + backend() + " max-inflight=4 ! fakesink name=sink sync=false");
   PadCounter counter;
   counter.attach(p.by_name("sink"), "sink");
-  ASSERT_NE(gst_element_set_state(p.pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
   ASSERT_TRUE(wait_for(counter.buffers, 10, 10000)) << "no frames before the seeks";
   const long seeks = 200;
   for (long i = 0; i < seeks; ++i) {
     const long before = counter.buffers.load();
-    ASSERT_TRUE(gst_element_seek_simple(p.pipeline, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
+    ASSERT_TRUE(gst_element_seek_simple(p.get(), GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
                                         (i % 50) * GST_SECOND / 30))
         << "seek " << i;
     // A flushing seek in PLAYING is asynchronous: the pipeline prerolls
     // again. Sending the next event before that ends can deadlock in
     // GStreamer itself (the pipeline's state lock against the preroll), so
     // wait for it, as an application must.
-    ASSERT_EQ(gst_element_get_state(p.pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS)
+    ASSERT_EQ(gst_element_get_state(p.get(), nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS)
         << "the pipeline did not return to PLAYING after seek " << i;
     ASSERT_TRUE(wait_for(counter.buffers, before + 1, 10000)) << "no frame after seek " << i;
   }
-  ASSERT_TRUE(gst_element_send_event(p.pipeline, gst_event_new_eos()));
-  std::vector<BusMessage> errors;
-  EXPECT_EQ(p.wait_end(20 * GST_SECOND, &errors), GST_MESSAGE_EOS) << describe(errors);
+  ASSERT_TRUE(gst_element_send_event(p.get(), gst_event_new_eos()));
+  BusLog log;
+  EXPECT_EQ(p.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
   EXPECT_GE(counter.buffers.load(), seeks + 10);
 }
 
@@ -708,9 +708,9 @@ TEST_P(ByBackend, EosWithFramesInFlightDeliversEveryFrame) {
     PadCounter made, delivered;
     made.attach(p.by_name("src"), "src");
     delivered.attach(p.by_name("sink"), "sink");
-    ASSERT_NE(gst_element_set_state(p.pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-    std::vector<BusMessage> errors;
-    ASSERT_EQ(p.wait_end(30 * GST_SECOND, &errors), GST_MESSAGE_EOS) << describe(errors);
+    ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+    BusLog log;
+    ASSERT_EQ(p.wait_end(30 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
     EXPECT_EQ(made.buffers.load(), 97);
     EXPECT_EQ(delivered.buffers.load(), 97);
     EXPECT_FALSE(delivered.pts_decreased);

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "reliability_helpers.h"
+#include "probes.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -52,22 +52,22 @@ TEST_P(Stress, StateCyclesMidStream) {
     const bool eos_cycle = i % 10 == 9;
     g_object_set(src, "num-buffers", eos_cycle ? 20 : -1, nullptr);
     counter.buffers = 0;
-    ASSERT_NE(gst_element_set_state(p.pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE) << "cycle " << i;
+    ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE) << "cycle " << i;
     if (eos_cycle) {
-      std::vector<BusMessage> errs;
-      ASSERT_EQ(p.wait_end(20 * GST_SECOND, &errs), GST_MESSAGE_EOS) << "cycle " << i << describe(errs);
+      BusLog log;
+      ASSERT_EQ(p.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << "cycle " << i << describe(log.errors);
       ASSERT_EQ(counter.buffers.load(), 20) << "cycle " << i;
       ++to_eos;
     } else {
       ASSERT_TRUE(wait_for(counter.buffers, 3, 20000)) << "cycle " << i << ": no frames";
     }
     frames += counter.buffers.load();
-    ASSERT_EQ(gst_element_set_state(p.pipeline, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS) << "cycle " << i;
-    const std::vector<BusMessage> errs = pop_messages(p.bus, GST_MESSAGE_ERROR);
+    ASSERT_EQ(gst_element_set_state(p.get(), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS) << "cycle " << i;
+    const std::vector<BusMessage> errs = pop_messages(p.bus(), GST_MESSAGE_ERROR);
     errors += static_cast<long>(errs.size());
     EXPECT_EQ(describe(errs), "") << "cycle " << i;
-    gst_bus_set_flushing(p.bus, TRUE);  // drop the state-change messages
-    gst_bus_set_flushing(p.bus, FALSE);
+    gst_bus_set_flushing(p.bus(), TRUE);  // drop the state-change messages
+    gst_bus_set_flushing(p.bus(), FALSE);
     if (i == std::min(cycles, 10L) - 1) {
       fds_warm = proc_entries("fd");
       threads_warm = proc_entries("task");
@@ -106,9 +106,9 @@ TEST_P(Stress, HundredThousandFrames) {
   delivered.attach(p.by_name("sink"), "sink");
   checker.attach(p.by_name("gray"));
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_NE(gst_element_set_state(p.pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  std::vector<BusMessage> errors;
-  ASSERT_EQ(p.wait_end(600 * GST_SECOND, &errors), GST_MESSAGE_EOS) << describe(errors);
+  ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  BusLog log;
+  ASSERT_EQ(p.wait_end(600 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
   const double took = seconds_since(start);
   GstStructure *stats = nullptr;
   g_object_get(p.by_name("gray"), "stats", &stats, nullptr);
@@ -137,7 +137,7 @@ TEST_P(Stress, EightElementsInEightThreads) {
                              "ball", "circular", "pinwheel", "gamut"};
   struct Result {
     long made = 0, delivered = 0, checked = 0, mismatched = 0, unexpected = 0;
-    std::vector<BusMessage> errors;
+    BusLog log;
     bool eos = false;
   };
   Result results[8];
@@ -154,10 +154,10 @@ TEST_P(Stress, EightElementsInEightThreads) {
       made.attach(p.by_name("src"), "src");
       delivered.attach(p.by_name("sink"), "sink");
       checker.attach(p.by_name("gray"));
-      gst_element_set_state(p.pipeline, GST_STATE_PLAYING);
+      gst_element_set_state(p.get(), GST_STATE_PLAYING);
       Result &r = results[t];
-      r.eos = p.wait_end(600 * GST_SECOND, &r.errors) == GST_MESSAGE_EOS;
-      gst_element_set_state(p.pipeline, GST_STATE_NULL);
+      r.eos = p.wait_end(600 * GST_SECOND, &r.log) == GST_MESSAGE_EOS;
+      gst_element_set_state(p.get(), GST_STATE_NULL);
       r.made = made.buffers, r.delivered = delivered.buffers;
       r.checked = checker.checked, r.mismatched = checker.mismatched, r.unexpected = checker.unexpected;
     });
@@ -167,7 +167,7 @@ TEST_P(Stress, EightElementsInEightThreads) {
   for (int t = 0; t < 8; ++t) {
     SCOPED_TRACE(std::string("thread ") + std::to_string(t) + " " + formats[t]);
     const Result &r = results[t];
-    EXPECT_TRUE(r.eos) << describe(r.errors);
+    EXPECT_TRUE(r.eos) << describe(r.log.errors);
     EXPECT_EQ(r.made, n);
     EXPECT_EQ(r.delivered, n);
     EXPECT_EQ(r.checked, n);
@@ -197,9 +197,9 @@ TEST_P(Stress, TeeWithTwoBranches) {
   check_a.attach(p.by_name("a"));
   check_b.attach(p.by_name("b"));
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_NE(gst_element_set_state(p.pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  std::vector<BusMessage> errors;
-  ASSERT_EQ(p.wait_end(600 * GST_SECOND, &errors), GST_MESSAGE_EOS) << describe(errors);
+  ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  BusLog log;
+  ASSERT_EQ(p.wait_end(600 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
   EXPECT_EQ(made.buffers.load(), n);
   for (auto [name, got, check] : {std::tuple{"a", &got_a, &check_a}, std::tuple{"b", &got_b, &check_b}}) {
     SCOPED_TRACE(name);

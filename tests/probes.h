@@ -1,6 +1,6 @@
-// Helpers for the reliability and stress tests: bus messages with their debug
-// text, pipelines driven by hand, frame counting and hashing at a pad, and the
-// process's open files and threads.
+// Probes for the reliability and stress tests: frames counted, hashed and
+// checked at a pad; the process's memory, open files and threads; how long
+// the stress runs last.
 #pragma once
 
 #include <dirent.h>
@@ -14,50 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "gst_helpers.h"
+#include "element_harness.h"
 
 namespace cudagray::test {
-
-// An error or warning as posted: the message for users and the debug text,
-// which is where cudagray says what to do.
-struct BusMessage {
-  std::string source, text, debug;
-  bool is_error = false;
-};
-
-// Pops every message of the given types (errors, warnings or both) in order.
-// gst_bus_pop_filtered drops what does not match, so ask for both at once
-// when both matter.
-inline std::vector<BusMessage> pop_messages(GstBus *bus, GstMessageType types) {
-  std::vector<BusMessage> found;
-  while (GstMessage *msg = gst_bus_pop_filtered(bus, types)) {
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, &debug);
-    else gst_message_parse_warning(msg, &err, &debug);
-    found.push_back({GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message, debug ? debug : "",
-                     GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR});
-    g_error_free(err);
-    g_free(debug);
-    gst_message_unref(msg);
-  }
-  return found;
-}
-
-// Errors and warnings, popped together and kept apart.
-struct BusLog {
-  std::vector<BusMessage> errors, warnings;
-  explicit BusLog(GstBus *bus) {
-    for (BusMessage &m : pop_messages(bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING)))
-      (m.is_error ? errors : warnings).push_back(m);
-  }
-};
-
-inline std::string describe(const std::vector<BusMessage> &messages) {
-  std::string text;
-  for (const BusMessage &m : messages) text += "\n  [" + m.source + "] " + m.text + " | " + m.debug;
-  return text;
-}
 
 // How much longer the stress tests run: CUDAGRAY_STRESS_SCALE=10 runs ten
 // times the counts; 0.01 a hundredth (under valgrind). Never below one.
@@ -195,53 +154,6 @@ struct FrameChecker {
     self->expected.pop_front();
     ++self->checked;
     return GST_PAD_PROBE_OK;
-  }
-};
-
-// A pipeline from a description, owned, with its bus.
-struct Pipeline {
-  GstElement *pipeline = nullptr;
-  GstBus *bus = nullptr;
-  explicit Pipeline(const std::string &description) {
-    GError *error = nullptr;
-    pipeline = gst_parse_launch(description.c_str(), &error);
-    if (!pipeline) {
-      ADD_FAILURE() << "cannot parse \"" << description << "\": " << error->message;
-      g_error_free(error);
-      return;
-    }
-    bus = gst_element_get_bus(pipeline);
-  }
-  ~Pipeline() {
-    if (!pipeline) return;
-    gst_element_set_state(pipeline, GST_STATE_NULL);
-    gst_object_unref(bus);
-    gst_object_unref(pipeline);
-  }
-  Pipeline(const Pipeline &) = delete;
-  Pipeline &operator=(const Pipeline &) = delete;
-
-  GstElement *by_name(const char *name) const {
-    GstElement *e = gst_bin_get_by_name(GST_BIN(pipeline), name);
-    if (e) gst_object_unref(e);  // the bin keeps it alive
-    return e;
-  }
-  // Waits for EOS or an error; returns the message type, or 0 on timeout.
-  GstMessageType wait_end(GstClockTime timeout, std::vector<BusMessage> *errors = nullptr) const {
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, timeout,
-                                                 GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-    if (!msg) return GstMessageType(0);
-    const GstMessageType type = GST_MESSAGE_TYPE(msg);
-    if (type == GST_MESSAGE_ERROR && errors) {
-      GError *err = nullptr;
-      gchar *debug = nullptr;
-      gst_message_parse_error(msg, &err, &debug);
-      errors->push_back({GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err->message, debug ? debug : "", true});
-      g_error_free(err);
-      g_free(debug);
-    }
-    gst_message_unref(msg);
-    return type;
   }
 };
 

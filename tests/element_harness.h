@@ -1,5 +1,6 @@
-// GStreamer-side helpers: frames in and out of a GstHarness, bus messages,
-// and short pipelines run to the end.
+// The element alone in a GstHarness: frames in and out, and what it posts on
+// its bus. Pipelines, bus logs and frames shared with the bench come from
+// the harness library (harness/).
 #pragma once
 
 #include <gst/check/gstharness.h>
@@ -10,8 +11,12 @@
 #include <vector>
 
 #include "common.h"
+#include "frames.h"
+#include "pipeline.h"
 
 namespace cudagray::test {
+
+using namespace ::harness;
 
 inline GstVideoFormat video_format(PixelLayout layout) {
   return gst_video_format_from_string(layout_info(layout).name);
@@ -56,15 +61,10 @@ struct Harness {
   std::string pop_message(GstMessageType type) {
     GstMessage *msg = gst_bus_pop_filtered(bus, type);
     if (!msg) return "";
-    GError *err = nullptr;
-    gchar *debug = nullptr;
-    if (type == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, &debug);
-    else gst_message_parse_warning(msg, &err, &debug);
-    std::string text = err->message;
-    g_error_free(err);
-    g_free(debug);
+    BusLog log;
+    log.add(msg);
     gst_message_unref(msg);
-    return text;
+    return (type == GST_MESSAGE_ERROR ? log.errors : log.warnings).front().text;
   }
 };
 
@@ -111,50 +111,6 @@ inline GrayImage convert_through(Harness &harness, const TestFrame &f) {
   GrayImage img = gray_of(out, f.width, f.height);
   gst_buffer_unref(out);
   return img;
-}
-
-// What a pipeline said on its bus from PLAYING to its end.
-struct PipelineRun {
-  bool reached_eos = false;
-  std::vector<std::string> errors, warnings;
-};
-
-inline PipelineRun run_pipeline(const std::string &description, GstClockTime timeout = 20 * GST_SECOND) {
-  PipelineRun run;
-  GError *parse_error = nullptr;
-  GstElement *pipeline = gst_parse_launch(description.c_str(), &parse_error);
-  if (!pipeline) {
-    ADD_FAILURE() << "cannot parse \"" << description << "\": " << parse_error->message;
-    g_error_free(parse_error);
-    return run;
-  }
-  g_clear_error(&parse_error);  // a recoverable error (a link left for later) comes with a pipeline
-  GstBus *bus = gst_element_get_bus(pipeline);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  for (;;) {
-    GstMessage *msg = gst_bus_timed_pop_filtered(
-        bus, timeout, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING | GST_MESSAGE_EOS));
-    if (!msg) {
-      ADD_FAILURE() << "pipeline did not finish within the timeout: " << description;
-      break;
-    }
-    const GstMessageType type = GST_MESSAGE_TYPE(msg);
-    if (type == GST_MESSAGE_EOS) {
-      run.reached_eos = true;
-    } else {
-      GError *err = nullptr;
-      if (type == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, nullptr);
-      else gst_message_parse_warning(msg, &err, nullptr);
-      (type == GST_MESSAGE_ERROR ? run.errors : run.warnings).push_back(err->message);
-      g_error_free(err);
-    }
-    gst_message_unref(msg);
-    if (type != GST_MESSAGE_WARNING) break;
-  }
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(pipeline);
-  return run;
 }
 
 }  // namespace cudagray::test
