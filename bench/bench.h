@@ -1,5 +1,5 @@
-// cudagray-bench: what every part of the benchmark shares. The rows, the
-// options, and the helpers that time a loop and make random frames.
+// cudagray-bench: what every part of the benchmark shares: the options, the
+// rows, the timing loops and the frame helpers.
 #pragma once
 
 #include <chrono>
@@ -21,6 +21,7 @@ namespace bench {
 
 using Clock = std::chrono::steady_clock;
 using cudagray::PixelLayout;
+using harness::fill_random;
 
 struct FrameSize {
   std::string name;  // "1080p"
@@ -38,21 +39,38 @@ struct Options {
   int device = 0;                    // CUDA device
   std::string csv = "bench-results.csv";
   std::string npp_lib;               // explicit libnppicc path, if any
-  std::vector<int> inflight;         // extra max-inflight values for the pinned-pool element rows
+  std::vector<int> inflight;         // extra max-inflight values for the element rows
   bool wants(const std::string &group) const;
 };
+
+// The options on the command line (options.cpp); throws std::invalid_argument
+// on a bad one, prints kUsage and exits on --help.
+extern const char kUsage[];
+Options parse_options(int argc, char **argv);
 
 // One line of the table: one thing measured at one size. The measuring code
 // names what the row is compared with (ceiling, peer) by key; report.cpp
 // turns keys into ratios once every row is in.
 struct Row {
+  Row() = default;
+  Row(FrameSize size, std::string group, std::string key, std::string what, std::string format = "",
+      double bytes = 0)
+      : size(std::move(size)), group(std::move(group)), key(std::move(key)), what(std::move(what)),
+        format(std::move(format)), bytes(bytes) {}
+  // The same row, not measured, saying why.
+  Row skip(const std::string &why) const {
+    Row row = *this;
+    row.skipped = why;
+    return row;
+  }
+
   FrameSize size;
   std::string group;   // ceiling, kernel, npp, element, latency, cpu
   std::string key;     // unique within a size: "kernel:RGB", "raw:pinned", ...
   std::string what;    // readable name
   std::string format;  // input format, or "" when none applies
-  double us = 0;       // µs per frame (latency rows: the median)
   double bytes = 0;    // bytes per frame counted for GB/s
+  double us = 0;       // µs per frame (latency rows: the median)
   long frames = 0;     // frames (or operations) measured
   std::string ceiling; // key of the row this one is a ratio to ("" none)
   std::string peer;    // key of a peer row ("" none)
@@ -60,9 +78,6 @@ struct Row {
   std::string skipped; // non-empty: not measured, and why
   std::string note;
 };
-
-Row skipped_row(const FrameSize &size, const std::string &group, const std::string &key,
-                const std::string &what, const std::string &why);
 
 // Thrown by a measurement that cannot apply here (the row reads "n/a: ...");
 // any other exception marks the row "failed: ...".
@@ -72,9 +87,9 @@ struct Unavailable : std::runtime_error {
 
 // Measures one row: measure (when given) fills in row or throws. Prints a
 // progress line on stderr and appends the row to rows.
-void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure);
+void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure = nullptr);
 
-// ---- timing ---------------------------------------------------------------
+// ---- timing (measure.cpp) ---------------------------------------------------
 
 struct Budget {
   double seconds;      // total measured time, split over repeats
@@ -88,19 +103,21 @@ struct Budget {
 // returns the median seconds per iteration; *iterations gets the total.
 double seconds_per_iteration(const std::function<double(long n)> &run, const Budget &budget,
                              long *iterations = nullptr);
+// Single-frame latency: one() handles one lone frame and returns its µs.
+// After 10 warm-up frames, samples until there are 100 and options.seconds
+// have passed (2000 at most); the row gets the median and a note with the
+// spread.
+void time_lone_frames(Row &row, const Options &options, const std::function<double()> &one);
 
 double median(std::vector<double> values);
 double percentile(std::vector<double> values, double p);  // p in [0, 1]
 double seconds_since(Clock::time_point start);
 
-// ---- frames ---------------------------------------------------------------
+// ---- frames -------------------------------------------------------------------
 
 // How many frames of frame_bytes to rotate over so that together they exceed
 // budget_bytes (and so any cache); at least 4.
 size_t rotation_count(size_t frame_bytes, size_t budget_bytes);
-
-// Fills bytes with a fast pseudo-random sequence that depends on seed only.
-using harness::fill_random;
 
 // Host memory that is plain pageable malloc memory, page-aligned and touched.
 struct PageableBlock {
@@ -112,18 +129,22 @@ struct PageableBlock {
   size_t size;
 };
 
-// Input bytes of one frame of layout (tight rows, planes back to back).
+// Input bytes of one frame of layout (tight rows, planes back to back), and
+// the frame at base.
 size_t frame_bytes(PixelLayout layout, const FrameSize &size);
+cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base);
 const char *layout_name(PixelLayout layout);
 
 std::string format_double(double value, int decimals);
+// The non-empty parts, joined by "; ".
+std::string join(const std::vector<std::string> &parts);
 
-// ---- rows without GStreamer or CUDA (cpu_rows.cpp) --------------------------
+// ---- rows without GStreamer or CUDA (cpu_rows.cpp) ------------------------------
 
 // convert_cpu alone on RGB and on YUV luma of both ranges: the "cpu" group.
 void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
 
-// ---- report (report.cpp) --------------------------------------------------
+// ---- report (report.cpp) --------------------------------------------------------
 
 // The table on out, one block per size, then what the ratios mean.
 void print_table(std::FILE *out, const std::vector<Row> &rows);

@@ -26,14 +26,10 @@ const Kind kKinds[] = {
 
 void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   for (const Kind &kind : kKinds) {
-    Row row;
-    row.size = size;
-    row.group = "cpu";
-    row.key = kind.key;
-    row.what = kind.what;
-    row.format = kind.layout == PixelLayout::RGB ? "RGB" : kind.limited_range ? "I420 limited" : "I420 full";
     const size_t in_bytes = frame_bytes(kind.layout, size);
-    row.bytes = static_cast<double>(in_bytes + size.pixels());
+    Row row(size, "cpu", kind.key, kind.what,
+            kind.layout == PixelLayout::RGB ? "RGB" : kind.limited_range ? "I420 limited" : "I420 full",
+            static_cast<double>(in_bytes + size.pixels()));
     row.ceiling = kind.layout == PixelLayout::RGB ? "" : "cpu-kernel:RGB";
     record(rows, row, [&](Row &r) {
       const size_t count = rotation_count(in_bytes, options.rotate_bytes);
@@ -45,12 +41,8 @@ void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<
         const Clock::time_point start = Clock::now();
         for (long i = 0; i < n; ++i, ++next) {
           const size_t k = static_cast<size_t>(next) % count;
-          const cudagray::LayoutInfo &info = cudagray::layout_info(kind.layout);
-          cudagray::InputFrame frame{kind.layout, size.width, size.height, {}, {}, kind.limited_range};
-          for (int p = 0; p < info.planes; ++p) {
-            frame.plane[p] = in.data + k * in_bytes + p * size.pixels();
-            frame.stride[p] = static_cast<size_t>(size.width) * info.bytes_per_pixel;
-          }
+          cudagray::InputFrame frame = frame_at(kind.layout, size, in.data + k * in_bytes);
+          frame.limited_range = kind.limited_range;
           cudagray::convert_cpu(frame, {out.data + k * size.pixels(), static_cast<size_t>(size.width)},
                                 cudagray::standard_weights(cudagray::Matrix::BT601));
         }

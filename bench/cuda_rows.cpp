@@ -15,42 +15,6 @@ namespace bench {
 
 namespace {
 
-// Equal buffers (device or pinned host), picked by a rotating index.
-template <class Owner>
-class Ring {
- public:
-  Ring(size_t count, size_t bytes, Owner (*make)(size_t)) : bytes_(bytes) {
-    for (size_t i = 0; i < count; ++i) frames_.push_back(make(bytes));
-  }
-  uint8_t *at(long i) const {
-    return static_cast<uint8_t *>(frames_[static_cast<size_t>(i) % frames_.size()].get());
-  }
-  size_t count() const { return frames_.size(); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  std::vector<Owner> frames_;
-  size_t bytes_;
-};
-using DeviceRing = Ring<DeviceMemory>;
-using PinnedRing = Ring<PinnedMemory>;
-
-DeviceRing random_device_ring(size_t count, size_t bytes, uint64_t seed) {
-  DeviceRing ring(count, bytes, make_device_memory);
-  PageableBlock host(bytes);
-  for (size_t i = 0; i < count; ++i) {
-    fill_random(host.data, bytes, seed + i);
-    CHECK_CUDA(cudaMemcpy(ring.at(i), host.data, bytes, cudaMemcpyHostToDevice));
-  }
-  return ring;
-}
-
-PinnedRing random_pinned_ring(size_t count, size_t bytes, uint64_t seed) {
-  PinnedRing ring(count, bytes, make_pinned_memory);
-  for (size_t i = 0; i < count; ++i) fill_random(ring.at(i), bytes, seed + i);
-  return ring;
-}
-
 // Seconds between two events around what enqueue puts on the stream.
 class EventTimer {
  public:
@@ -100,32 +64,6 @@ GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::str
     return {};
   }
   return GraphExec(exec);
-}
-
-// Where each plane of a tightly packed frame starts in one device block.
-cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base) {
-  const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
-  cudagray::InputFrame frame{layout, size.width, size.height, {}, {}};
-  const size_t row = static_cast<size_t>(size.width) * info.bytes_per_pixel;
-  for (int p = 0; p < info.planes; ++p) {
-    frame.plane[p] = base + p * row * size.height;
-    frame.stride[p] = row;
-  }
-  return frame;
-}
-
-// Device operations are stable: half the per-row time is plenty.
-Options device_timing(const Options &options) {
-  Options o = options;
-  o.seconds = options.seconds / 2;
-  return o;
-}
-
-// The row's figures from an operation timing.
-void fill(Row &row, const OperationTiming &t) {
-  row.us = t.us;
-  row.frames = t.operations;
-  row.note = t.how;
 }
 
 // Input bytes per pixel of a layout, all planes: 3 or 4.
@@ -191,9 +129,6 @@ class RawLoop {
     for (Lane &lane : lanes_) CHECK_CUDA(cudaStreamSynchronize(lane.stream.get()));
   }
 
-  size_t in_bytes() const { return in_bytes_; }
-  size_t out_bytes() const { return out_bytes_; }
-
  private:
   struct Lane {
     Stream stream;
@@ -216,30 +151,23 @@ constexpr int kRawStreams = 3;
 bool cuda_open(int device, std::string *description, std::string *reason) {
   std::string why;
   const int count = cudagray::cuda_device_count(&why);
-  if (count == 0) {
+  if (cudagray::open_cuda_device(device, &why) < 0) {
     *reason = "no usable CUDA device: " + why;
     return false;
   }
-  if (device < 0 || device >= count) {
-    *reason = "no usable CUDA device: device " + std::to_string(device) + " does not exist (" +
-              std::to_string(count) + " found)";
-    return false;
-  }
   try {
-    CHECK_CUDA(cudaSetDevice(device));
-    CHECK_CUDA(cudaFree(nullptr));  // creates the context now
     cudaDeviceProp prop;
     CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
     int driver = 0, runtime = 0;
     CHECK_CUDA(cudaDriverGetVersion(&driver));
     CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
     auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
-    *description = std::string(prop.name) + " (device " + std::to_string(device) + " of " +
-                   std::to_string(count) + ", sm_" + std::to_string(prop.major) +
-                   std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) +
-                   " SMs, " + format_double(prop.totalGlobalMem / double(1 << 30), 1) + " GiB, L2 " +
-                   format_double(prop.l2CacheSize / double(1 << 20), 0) + " MiB; driver " +
-                   version(driver) + ", runtime " + version(runtime) + ")";
+    *description = std::string(prop.name) + " (device " + std::to_string(device) + " of " + std::to_string(count) +
+                   ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+                   std::to_string(prop.multiProcessorCount) + " SMs, " +
+                   format_double(prop.totalGlobalMem / double(1 << 30), 1) + " GiB, L2 " +
+                   format_double(prop.l2CacheSize / double(1 << 20), 0) + " MiB; driver " + version(driver) +
+                   ", runtime " + version(runtime) + ")";
     return true;
   } catch (const std::exception &e) {
     *reason = std::string("no usable CUDA device: ") + e.what();
@@ -270,8 +198,9 @@ size_t device_rotation_bytes(const Options &options) {
   return std::max(options.rotate_bytes, 4 * static_cast<size_t>(l2));
 }
 
-OperationTiming time_operations(cudaStream_t stream, long rotation, const Operation &op,
-                                const Options &options, bool best_of_both) {
+void time_operations(cudaStream_t stream, long rotation, const Operation &op, const Options &options,
+                     Row &row, bool best_of_both) {
+  const double seconds = options.seconds / 2;  // device operations are stable: half is plenty
   EventTimer timer;
   long next = 0;
   const auto plain = [&](long n) {
@@ -279,49 +208,43 @@ OperationTiming time_operations(cudaStream_t stream, long rotation, const Operat
       for (long k = 0; k < n; ++k) op(next++, stream);
     });
   };
+  long plain_count = 0;
   const auto time_plain = [&] {
-    OperationTiming t;
-    t.us = seconds_per_iteration(plain, Budget{options.seconds, 20, 10000000, 5}, &t.operations) * 1e6;
-    t.how = "plain launches";
-    return t;
+    return seconds_per_iteration(plain, Budget{seconds, 20, 10000000, 5}, &plain_count) * 1e6;
   };
   // Warm up outside any capture (first launches load modules lazily), and
   // size the graph at a few milliseconds of work, covering every frame.
   plain(3);
   const double plain_estimate = plain(16) / 16;
   const long batch = std::max(
-      rotation, std::clamp(static_cast<long>(std::llround(0.005 / std::max(plain_estimate, 1e-9))),
-                           16L, 1024L));
+      rotation, std::clamp(static_cast<long>(std::llround(0.005 / std::max(plain_estimate, 1e-9))), 16L, 1024L));
   std::string why;
   const GraphExec graph = capture(stream, batch, op, &why);
-  if (!graph.get()) {
-    OperationTiming t = time_plain();
-    t.how += " (no CUDA graph: " + why + ")";
-    return t;
+  if (!graph) {
+    row.us = time_plain();
+    row.frames = plain_count;
+    row.note = "plain launches (no CUDA graph: " + why + ")";
+    return;
   }
   const auto launches = [&](long count) {
     return timer.seconds(stream, [&] {
       for (long k = 0; k < count; ++k) CHECK_CUDA(cudaGraphLaunch(graph.get(), stream));
     });
   };
-  OperationTiming timing;
-  long n = 0;
-  timing.us = seconds_per_iteration(launches, Budget{options.seconds, 2, 100000, 5}, &n) / batch * 1e6;
-  timing.operations = n * batch;
-  timing.how = "CUDA graph of " + std::to_string(batch) + " back-to-back operations";
-  if (!best_of_both) return timing;
-  const OperationTiming other = time_plain();
-  const std::string both = " (graph " + format_double(timing.us, 2) + " us, plain " + format_double(other.us, 2) + " us)";
-  OperationTiming best = other.us < timing.us ? other : timing;
-  best.how = "CUDA graph or plain launches, the faster" + both;
-  return best;
+  row.us = seconds_per_iteration(launches, Budget{seconds, 2, 100000, 5}, &row.frames) / batch * 1e6;
+  row.frames *= batch;
+  row.note = "CUDA graph of " + std::to_string(batch) + " back-to-back operations";
+  if (!best_of_both) return;
+  const double plain_us = time_plain();
+  row.note = "CUDA graph or plain launches, the faster (graph " + format_double(row.us, 2) + " us, plain " +
+             format_double(plain_us, 2) + " us)";
+  if (plain_us < row.us) row.us = plain_us, row.frames = plain_count;
 }
 
 void device_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const bool kernels = options.wants("kernel");
   const bool copies = options.wants("copy") || kernels || options.wants("npp");
   if (!copies) return;
-  const Options timing = device_timing(options);
   const size_t n = size.pixels();
   const size_t copy_bytes_max = n * 5 / 2;
   try {
@@ -335,20 +258,14 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
     // reads and writes as much.
     for (int bpp : {3, 4}) {
-      Row row;
-      row.size = size;
-      row.group = "copy";
-      row.key = copy_key(bpp);
-      row.format = bpp == 3 ? "RGB" : "RGBx";
-      row.what = std::string("device copy, same traffic as a ") + (bpp == 3 ? "3" : "4") +
-                 "-byte-per-pixel frame";
-      row.versus_videoconvert = false;
       const size_t bytes = n * (bpp + 1) / 2;
-      row.bytes = 2.0 * bytes;
+      Row row(size, "copy", copy_key(bpp), "device copy, same traffic as a " + std::to_string(bpp) +
+              "-byte-per-pixel frame", bpp == 3 ? "RGB" : "RGBx", 2.0 * bytes);
+      row.versus_videoconvert = false;
       record(rows, row, [&](Row &r) {
-        fill(r, time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
+        time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
           CHECK_CUDA(cudaMemcpyAsync(copies_to.at(i), in.at(i), bytes, cudaMemcpyDeviceToDevice, s));
-        }, timing, true));
+        }, options, r, true);
       });
     }
 
@@ -359,21 +276,15 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
       struct Transfer { const char *key, *what; size_t bytes; bool up; };
       for (const Transfer &t : {Transfer{"copy:h2d", "pinned H2D of an RGB frame", 3 * n, true},
                                 Transfer{"copy:d2h", "pinned D2H of a GRAY8 frame", n, false}}) {
-        Row row;
-        row.size = size;
-        row.group = "copy";
-        row.key = t.key;
-        row.what = t.what;
-        row.format = t.up ? "RGB" : "GRAY8";
-        row.bytes = t.bytes;
+        Row row(size, "copy", t.key, t.what, t.up ? "RGB" : "GRAY8", t.bytes);
         row.versus_videoconvert = false;
         record(rows, row, [&](Row &r) {
-          fill(r, time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
+          time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
             if (t.up)
               CHECK_CUDA(cudaMemcpyAsync(in.at(i), host_in.at(i), t.bytes, cudaMemcpyHostToDevice, s));
             else
               CHECK_CUDA(cudaMemcpyAsync(host_out.at(i), gray.at(i), t.bytes, cudaMemcpyDeviceToHost, s));
-          }, timing));
+          }, options, r);
         });
       }
     }
@@ -382,46 +293,30 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
       const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
       for (PixelLayout layout : options.formats) {
         const int bpp = input_bytes_per_pixel(layout);
-        Row row;
-        row.size = size;
-        row.group = "kernel";
-        row.key = std::string("kernel:") + layout_name(layout);
-        row.what = "cudagray kernel alone";
-        row.format = layout_name(layout);
-        row.bytes = double(bpp + 1) * n;
+        Row row(size, "kernel", std::string("kernel:") + layout_name(layout), "cudagray kernel alone",
+                layout_name(layout), double(bpp + 1) * n);
         row.ceiling = copy_key(bpp);
         if (cudagray::layout_info(layout).planes == 1) row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
         record(rows, row, [&](Row &r) {
-          fill(r, time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
+          time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
             const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
             CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
-          }, timing));
+          }, options, r);
         });
       }
     }
   } catch (const std::exception &e) {  // allocation or setup; record() keeps per-row failures
-    record(rows, skipped_row(size, "kernel", "kernel:setup", "cudagray kernel and device copies",
-                             std::string("failed: ") + e.what()), nullptr);
+    record(rows, Row(size, "kernel", "kernel:setup", "cudagray kernel and device copies")
+                     .skip(std::string("failed: ") + e.what()));
   }
 }
 
 void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const size_t n = size.pixels();
-  Row pinned;
-  pinned.size = size;
-  pinned.group = "raw";
-  pinned.key = "raw:pinned";
-  pinned.what = "raw CUDA, pinned in/out, 3 streams";
-  pinned.format = "RGB";
-  pinned.bytes = 4.0 * n;
-  Row staged = pinned;
-  staged.key = "raw:staging";
-  staged.what = "raw CUDA, pageable via staging memcpy, 3 streams";
-  staged.ceiling = "raw:pinned";
-  Row device = pinned;
-  device.key = "raw:device";
-  device.what = "raw CUDA, input on the device, pinned out, 3 streams";
-  device.ceiling = "raw:pinned";
+  const Row pinned(size, "raw", "raw:pinned", "raw CUDA, pinned in/out, 3 streams", "RGB", 4.0 * n);
+  Row staged(size, "raw", "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", "RGB", 4.0 * n);
+  Row device(size, "raw", "raw:device", "raw CUDA, input on the device, pinned out, 3 streams", "RGB", 4.0 * n);
+  staged.ceiling = device.ceiling = "raw:pinned";
   const Budget budget{options.seconds, 20, 10000000, 3};
   // Frames through a loop, rotated over inputs: µs per frame.
   auto time_loop = [&](RawLoop &loop, const std::function<const uint8_t *(long)> &input,
@@ -468,40 +363,28 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       });
     }
   } catch (const std::exception &e) {  // allocation or setup
-    record(rows, skipped_row(size, "raw", "raw:setup", "raw CUDA loops",
-                             std::string("failed: ") + e.what()), nullptr);
+    record(rows, Row(size, "raw", "raw:setup", "raw CUDA loops").skip(std::string("failed: ") + e.what()));
   }
 }
 
 void raw_latency_row(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const size_t n = size.pixels();
-  Row row;
-  row.size = size;
-  row.group = "latency";
-  row.key = "raw:latency";
-  row.what = "raw CUDA single frame, pinned, 1 stream, synchronised";
-  row.format = "RGB";
-  row.bytes = 4.0 * n;
+  Row row(size, "latency", "raw:latency", "raw CUDA single frame, pinned, 1 stream, synchronised", "RGB",
+          4.0 * n);
   row.versus_videoconvert = false;
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in = random_pinned_ring(count, 3 * n, 5000);
     const PinnedRing host_out(count, n, make_pinned_memory);
     RawLoop loop(size, 1, RawSource::Pinned);
-    std::vector<double> samples;
-    const Clock::time_point begin = Clock::now();
-    for (long i = 0; samples.size() < 2000; ++i) {
+    long i = 0;
+    time_lone_frames(r, options, [&] {
       const Clock::time_point start = Clock::now();
       loop.enqueue(i, host_in.at(i), host_out.at(i));
+      ++i;
       loop.synchronize();
-      const double us = seconds_since(start) * 1e6;
-      if (i >= 10) samples.push_back(us);  // after a warm-up
-      if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
-    }
-    r.us = median(samples);
-    r.frames = static_cast<long>(samples.size());
-    r.note = "median of " + std::to_string(samples.size()) + "; p90 " +
-             format_double(percentile(samples, 0.9), 1) + " us";
+      return seconds_since(start) * 1e6;
+    });
   });
 }
 

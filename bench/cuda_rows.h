@@ -41,19 +41,14 @@ std::string host_memory_kind(const void *pointer);
 // Throws on failure.
 using Operation = std::function<void(long i, cudaStream_t stream)>;
 
-struct OperationTiming {
-  double us = 0;     // median µs per operation
-  long operations = 0;
-  std::string how;   // "CUDA graph of N" or why not
-};
-
-// Times back-to-back operations with CUDA events. Captures a batch of them
-// in a CUDA graph (at least `rotation` operations, so every rotated frame is
+// Times back-to-back operations with CUDA events into row (µs per
+// operation, how they were timed in its note). Captures a batch of them in
+// a CUDA graph (at least `rotation` operations, so every rotated frame is
 // used) so that host launch overhead does not hide the device time; falls
 // back to plain launches when capture fails. best_of_both (for ceilings)
 // times plain launches too and keeps the faster.
-OperationTiming time_operations(cudaStream_t stream, long rotation, const Operation &op,
-                                const Options &options, bool best_of_both = false);
+void time_operations(cudaStream_t stream, long rotation, const Operation &op, const Options &options,
+                     Row &row, bool best_of_both = false);
 
 // Device bytes to rotate over so that nothing stays in L2.
 size_t device_rotation_bytes(const Options &options);

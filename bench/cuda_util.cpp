@@ -1,6 +1,8 @@
 // The bench's CUDA check and owners.
 #include "cuda_util.h"
 
+#include "bench.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +38,22 @@ PinnedMemory make_pinned_memory(size_t bytes) {
   void *memory;
   CHECK_CUDA(cudaHostAlloc(&memory, bytes, cudaHostAllocDefault));
   return PinnedMemory(memory);
+}
+
+DeviceRing random_device_ring(size_t count, size_t bytes, uint64_t seed) {
+  DeviceRing ring(count, bytes, make_device_memory);
+  PageableBlock host(bytes);
+  for (size_t i = 0; i < count; ++i) {
+    fill_random(host.data, bytes, seed + i);
+    CHECK_CUDA(cudaMemcpy(ring.at(i), host.data, bytes, cudaMemcpyHostToDevice));
+  }
+  return ring;
+}
+
+PinnedRing random_pinned_ring(size_t count, size_t bytes, uint64_t seed) {
+  PinnedRing ring(count, bytes, make_pinned_memory);
+  for (size_t i = 0; i < count; ++i) fill_random(ring.at(i), bytes, seed + i);
+  return ring;
 }
 
 }  // namespace bench

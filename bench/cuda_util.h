@@ -1,11 +1,13 @@
-// CUDA for the bench's own rows: a check that throws, and owners that give
-// back what they hold. CUDA builds only.
+// CUDA for the bench's own rows: a check that throws, owners that give back
+// what they hold, and rotating sets of random frames. CUDA builds only.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 #include <type_traits>
 
 namespace bench {
@@ -34,5 +36,24 @@ Stream make_stream();  // non-blocking
 Event make_event();
 DeviceMemory make_device_memory(size_t bytes);
 PinnedMemory make_pinned_memory(size_t bytes);
+
+// Equal buffers (device or pinned host), picked by a rotating index.
+template <class Owner>
+class Ring {
+ public:
+  Ring(size_t count, size_t bytes, Owner (*make)(size_t)) {
+    for (size_t i = 0; i < count; ++i) frames_.push_back(make(bytes));
+  }
+  uint8_t *at(long i) const { return static_cast<uint8_t *>(frames_[static_cast<size_t>(i) % frames_.size()].get()); }
+
+ private:
+  std::vector<Owner> frames_;
+};
+using DeviceRing = Ring<DeviceMemory>;
+using PinnedRing = Ring<PinnedMemory>;
+
+// count frames of bytes random bytes, frame i from seed + i.
+DeviceRing random_device_ring(size_t count, size_t bytes, uint64_t seed);
+PinnedRing random_pinned_ring(size_t count, size_t bytes, uint64_t seed);
 
 }  // namespace bench

@@ -16,7 +16,6 @@ struct Elements {
   std::string cudagray_file;         // the plugin file it comes from
   bool max_inflight = false;         // has the property
   std::string max_inflight_default;  // its default, as text
-  bool stats = false;
   bool videoconvert = false;
 };
 Elements inspect_elements();

@@ -1,31 +1,13 @@
-// Timing loops, random frames, and small helpers shared by every row.
+// Timing loops, frames, and small helpers shared by every row.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <new>
-#include <thread>
 
 #include "bench.h"
 
 namespace bench {
-
-bool Options::wants(const std::string &group) const {
-  return std::find(groups.begin(), groups.end(), group) != groups.end();
-}
-
-Row skipped_row(const FrameSize &size, const std::string &group, const std::string &key,
-                const std::string &what, const std::string &why) {
-  Row row;
-  row.size = size;
-  row.group = group;
-  row.key = key;
-  row.what = what;
-  row.skipped = why;
-  return row;
-}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -66,6 +48,21 @@ double seconds_per_iteration(const std::function<double(long n)> &run, const Bud
   return median(per_iteration);
 }
 
+void time_lone_frames(Row &row, const Options &options, const std::function<double()> &one) {
+  std::vector<double> samples;
+  const Clock::time_point begin = Clock::now();
+  for (long i = 0; samples.size() < 2000; ++i) {
+    const double us = one();
+    if (i >= 10) samples.push_back(us);  // after a warm-up
+    if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
+  }
+  row.us = median(samples);
+  row.frames = static_cast<long>(samples.size());
+  row.note = "median of " + std::to_string(samples.size()) + "; p10 " +
+             format_double(percentile(samples, 0.1), 1) + " us, p90 " +
+             format_double(percentile(samples, 0.9), 1) + " us";
+}
+
 size_t rotation_count(size_t frame_bytes, size_t budget_bytes) {
   const size_t n = (budget_bytes + frame_bytes - 1) / std::max<size_t>(frame_bytes, 1);
   return std::max<size_t>(n, 4);
@@ -84,12 +81,30 @@ size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
   return size.pixels() * info.bytes_per_pixel * info.planes;
 }
 
+cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base) {
+  const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
+  cudagray::InputFrame frame{layout, size.width, size.height, {}, {}};
+  const size_t row = static_cast<size_t>(size.width) * info.bytes_per_pixel;
+  for (int p = 0; p < info.planes; ++p) {
+    frame.plane[p] = base + p * row * size.height;
+    frame.stride[p] = row;
+  }
+  return frame;
+}
+
 const char *layout_name(PixelLayout layout) { return cudagray::layout_info(layout).name; }
 
 std::string format_double(double value, int decimals) {
   if (std::isnan(value)) return "-";
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string join(const std::vector<std::string> &parts) {
+  std::string text;
+  for (const std::string &p : parts)
+    if (!p.empty()) text += (text.empty() ? "" : "; ") + p;
   return text;
 }
 

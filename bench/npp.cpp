@@ -182,49 +182,30 @@ std::string compare_with_cudagray(const Npp &npp, const Conversion &c, const Npp
 void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   static const Npp npp = load_npp(options);
   const size_t n = size.pixels();
-  Options timing = options;
-  timing.seconds = options.seconds / 2;
   for (const Conversion &c : npp.conversions) {
-    Row row;
-    row.size = size;
-    row.group = "npp";
-    row.key = c.key;
-    row.what = std::string("NPP ") + c.name;
-    row.format = layout_name(c.layout);
-    row.bytes = double(c.channels + 1) * n;
+    Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout), double(c.channels + 1) * n);
     row.ceiling = "copy:" + std::to_string(c.channels) + "B";
     if (!npp.error.empty()) {
-      record(rows, skipped_row(size, "npp", c.key, row.what, "NPP: not available (" + npp.error + ")"), nullptr);
+      record(rows, row.skip("NPP: not available (" + npp.error + ")"));
       continue;
     }
     if (!c.with_context && !(c.without_context && npp.set_stream)) {
-      record(rows, skipped_row(size, "npp", c.key, row.what,
-                               "NPP: " + npp.library + " has no " + c.name + "_Ctx"), nullptr);
+      record(rows, row.skip("NPP: " + npp.library + " has no " + c.name + "_Ctx"));
       continue;
     }
     record(rows, row, [&](Row &r) {
       const size_t count = rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));
-      std::vector<DeviceMemory> in, out;
-      PageableBlock host(c.channels * n);
-      for (size_t i = 0; i < count; ++i) {
-        in.push_back(make_device_memory(c.channels * n));
-        out.push_back(make_device_memory(n));
-        fill_random(host.data, host.size, 6000 + i);
-        CHECK_CUDA(cudaMemcpy(in.back().get(), host.data, host.size, cudaMemcpyHostToDevice));
-      }
+      const DeviceRing in = random_device_ring(count, c.channels * n, 6000);
+      const DeviceRing out(count, n, make_device_memory);
       const Stream stream = make_stream();
       if (!c.with_context && npp.set_stream(stream.get()) < 0)
         throw std::runtime_error("nppSetStream failed");
       const NppStreamContext context = stream_context(stream.get());
-      const std::string check =
-          compare_with_cudagray(npp, c, context, static_cast<const uint8_t *>(in[0].get()), size);
-      const OperationTiming t = time_operations(stream.get(), static_cast<long>(count), [&](long i, cudaStream_t) {
-        convert_npp(npp, c, context, static_cast<const uint8_t *>(in[size_t(i) % count].get()),
-                    static_cast<uint8_t *>(out[size_t(i) % count].get()), size);
-      }, timing);
-      r.us = t.us;
-      r.frames = t.operations;
-      r.note = check + "; " + (c.with_context ? "" : "non-_Ctx call; ") + t.how + "; " + npp.library;
+      const std::string check = compare_with_cudagray(npp, c, context, in.at(0), size);
+      time_operations(stream.get(), static_cast<long>(count), [&](long i, cudaStream_t) {
+        convert_npp(npp, c, context, in.at(i), out.at(i), size);
+      }, options, r);
+      r.note = join({check, c.with_context ? "" : "non-_Ctx call", r.note, npp.library});
     });
   }
 }

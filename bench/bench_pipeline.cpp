@@ -1,0 +1,388 @@
+// appsrc ! <element> ! fakesink, one process, frames rotated from a set the
+// bench keeps referenced. Throughput is the rate at which frames reach the
+// sink after a warm-up, with upstream kept a few frames ahead so that the
+// element never waits for input; latency is from the push of a lone frame to
+// its arrival at the sink.
+#include "bench_pipeline.h"
+
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+
+#include <algorithm>
+#include <cmath>
+
+#ifdef CUDAGRAY_HAVE_CUDA
+#include "cuda_rows.h"
+#endif
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+#include <gst/cuda/gstcudabufferpool.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
+
+namespace bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr long kWarmupFrames = 20;     // the window starts after this many arrivals,
+constexpr auto kWarmupTime = 250ms;    // or this long after the first for slow rows,
+constexpr long kMinWarmup = 2;         // but never before this many
+constexpr long kMinFrames = 10;        // measured frames, at least
+constexpr long kMaxFrames = 200000;    // measured frames, at most
+constexpr long kMaxAhead = 32;         // if an element holds more frames than `ahead`
+constexpr auto kHoldSuspicion = 500ms; // nothing out for this long (or 4 frame times): feed more
+constexpr auto kStallTime = 30s;       // no arrival for this long: the row fails
+constexpr auto kLoneFrameTime = 5s;    // one frame pushed alone must arrive within this
+constexpr GstClockTime kEosTime = 120 * GST_SECOND;
+
+GstVideoInfo rgb_info(const FrameSize &size) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, size.width, size.height);
+  return info;
+}
+
+// What CUDA says about the memory of a buffer ("pinned", "pageable").
+std::string memory_kind(GstBuffer *buffer) {
+#ifdef CUDAGRAY_HAVE_CUDA
+  GstMapInfo map;
+  if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return "unmappable";
+  const std::string kind = host_memory_kind(map.data);
+  gst_buffer_unmap(buffer, &map);
+  return kind;
+#else
+  (void)buffer;
+  return "unknown (no CUDA in this build)";
+#endif
+}
+
+}  // namespace
+
+void ArrivalLog::add() {
+  const Clock::time_point now = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  times_.push_back(now);
+  const long i = static_cast<long>(times_.size()) - 1;
+  if (start_ < 0 && i >= kMinWarmup && (i >= kWarmupFrames || now - times_[0] >= kWarmupTime))
+    start_ = i;
+  changed_.notify_all();
+}
+
+void ArrivalLog::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  times_.clear();
+  start_ = -1;
+}
+
+long ArrivalLog::count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<long>(times_.size());
+}
+
+Clock::time_point ArrivalLog::last() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return times_.empty() ? Clock::time_point() : times_.back();
+}
+
+std::chrono::duration<double> ArrivalLog::mean_interval() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (times_.size() < 2) return std::chrono::duration<double>(0);
+  return (times_.back() - times_.front()) / double(times_.size() - 1);
+}
+
+long ArrivalLog::window(double *seconds) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *seconds = start_ < 0 ? 0 : std::chrono::duration<double>(times_.back() - times_[start_]).count();
+  return start_ < 0 ? 0 : static_cast<long>(times_.size()) - 1 - start_;
+}
+
+bool ArrivalLog::wait_for(long n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return static_cast<long>(times_.size()) >= n; });
+}
+
+BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory)
+    : pipeline_("appsrc name=src ! " + middle +
+                " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
+  GstVideoInfo info = rgb_info(size);
+  GstCaps *caps = gst_video_info_to_caps(&info);
+  if (cuda_memory) gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
+  // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
+  g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", FALSE,
+               "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE, nullptr);
+  gst_caps_unref(caps);
+  GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("sink"), "sink");
+  gst_pad_add_probe(
+      pad, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *, GstPadProbeInfo *, gpointer log) {
+        static_cast<ArrivalLog *>(log)->add();
+        return GST_PAD_PROBE_OK;
+      },
+      &arrivals_, nullptr);
+  gst_object_unref(pad);
+}
+
+void BenchPipeline::set_dut_property(const char *name, const char *value) {
+  GstElement *element = dut();
+  if (!element || !g_object_class_find_property(G_OBJECT_GET_CLASS(element), name))
+    throw Unavailable(std::string("the element has no property ") + name);
+  gst_util_set_object_arg(G_OBJECT(element), name, value);
+}
+
+void BenchPipeline::play() {
+  if (pipeline_.play() != GST_STATE_CHANGE_FAILURE) return;
+  throw_if_bus_error();
+  throw std::runtime_error("the pipeline did not start");
+}
+
+void BenchPipeline::push(GstBuffer *buffer) {
+  const GstFlowReturn flow = pipeline_.push("src", buffer);
+  if (flow == GST_FLOW_OK) return;
+  throw_if_bus_error();
+  throw std::runtime_error(std::string("appsrc refused a buffer: ") + gst_flow_get_name(flow));
+}
+
+void BenchPipeline::throw_if_bus_error() {
+  const harness::BusLog log(pipeline_.bus());
+  for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
+  if (!log.errors.empty()) throw std::runtime_error(log.errors.front().text);
+}
+
+void BenchPipeline::end() {
+  pipeline_.end_of_stream("src");
+  harness::BusLog log;
+  const GstMessageType end = pipeline_.wait_end(kEosTime, &log);
+  for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
+  if (end == GST_MESSAGE_ERROR) throw std::runtime_error(log.errors.front().text);
+  if (end != GST_MESSAGE_EOS) throw std::runtime_error("no end of stream within the time limit");
+}
+
+std::string BenchPipeline::warnings_note() const {
+  return warnings_.empty() ? "" : "warning: " + warnings_.front();
+}
+
+GstPadProbeReturn BenchPipeline::on_first_buffer(GstPad *pad, GstPadProbeInfo *, gpointer data) {
+  auto *self = static_cast<BenchPipeline *>(data);
+  GstCaps *caps = gst_pad_get_current_caps(pad);
+  GstQuery *query = gst_query_new_allocation(caps, TRUE);
+  if (caps) gst_caps_unref(caps);
+  if (!gst_pad_peer_query(pad, query)) gst_clear_query(&query);
+  std::lock_guard<std::mutex> lock(self->offer_mutex_);
+  self->offer_ = query;
+  self->offer_ready_ = true;
+  self->offer_changed_.notify_all();
+  return GST_PAD_PROBE_REMOVE;
+}
+
+GstBufferPool *BenchPipeline::offered_pool(GstBuffer *priming, GstCaps **caps, guint *size) {
+  GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("src"), "src");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_first_buffer, this, nullptr);
+  gst_object_unref(pad);
+  push(priming);
+  GstQuery *query;
+  {
+    std::unique_lock<std::mutex> lock(offer_mutex_);
+    for (int tenths = 0; !offer_ready_; ++tenths) {
+      offer_changed_.wait_for(lock, 100ms);
+      lock.unlock();
+      throw_if_bus_error();
+      lock.lock();
+      if (tenths > 100) throw std::runtime_error("the first frame never reached the element");
+    }
+    query = std::exchange(offer_, nullptr);
+  }
+  if (!query) throw Unavailable("the element did not answer the ALLOCATION query");
+  GstBufferPool *pool = nullptr;
+  guint min = 0, max = 0;
+  if (gst_query_get_n_allocation_pools(query) > 0)
+    gst_query_parse_nth_allocation_pool(query, 0, &pool, size, &min, &max);
+  gboolean need_pool;
+  gst_query_parse_allocation(query, caps, &need_pool);
+  if (*caps) gst_caps_ref(*caps);
+  gst_query_unref(query);
+  if (!pool) {
+    if (*caps) gst_caps_unref(*caps);
+    throw Unavailable("the element offered no buffer pool in its ALLOCATION answer");
+  }
+  return pool;
+}
+
+void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &options, uint64_t seed) {
+  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
+  const size_t count = rotation_count(bytes, options.rotate_bytes);
+  for (size_t i = 0; i < count; ++i) {
+    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, bytes, nullptr);
+    if (!buffer) throw std::bad_alloc();
+    ring->add(buffer);
+    harness::fill_buffer(buffer, seed + i);
+  }
+}
+
+Feed::Feed(FrameRing &ring, const std::string &what)
+    : ring_(&ring), note_(std::to_string(ring.size()) + " " + what + " frames") {}
+
+// The pool is configured for as many buffers as the rotation wants (unless
+// it is active already), keeping its own options and asking for no maximum;
+// each buffer is filled once. A refused configuration is taken as the pool
+// counter-proposes it.
+Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, const Options &options,
+           bool one_at_a_time)
+    : ring_(&pool_frames_) {
+  GstCaps *offered_caps = nullptr;
+  guint offered_size = 0;
+  pool_ = pipeline.offered_pool(priming.next(), &offered_caps, &offered_size);
+  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
+  const size_t wanted = rotation_count(bytes, options.rotate_bytes);
+  if (!gst_buffer_pool_is_active(pool_)) {
+    GstStructure *config = gst_buffer_pool_get_config(pool_);
+    GstCaps *caps = nullptr;
+    guint pool_size = 0, min = 0, max = 0;
+    gst_buffer_pool_config_get_params(config, &caps, &pool_size, &min, &max);
+    const guint at_least = std::max<guint>(pool_size, std::max<guint>(offered_size, bytes));
+    gst_buffer_pool_config_set_params(config, caps ? caps : offered_caps, at_least, min, 0);
+    if (!gst_buffer_pool_set_config(pool_, config) &&
+        !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
+      throw std::runtime_error("the element's pool refused its configuration");
+    if (!gst_buffer_pool_set_active(pool_, TRUE))
+      throw std::runtime_error("the element's pool could not be activated");
+    activated_ = true;
+  }
+  if (offered_caps) gst_caps_unref(offered_caps);
+  GstBufferPoolAcquireParams params{};
+  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  for (size_t i = 0; i < wanted; ++i) {
+    GstBuffer *buffer = nullptr;
+    if (gst_buffer_pool_acquire_buffer(pool_, &buffer, &params) != GST_FLOW_OK || !buffer) break;
+    pool_frames_.add(buffer);
+    harness::fill_buffer(buffer, 8000 + i);
+  }
+  if (pool_frames_.size() == 0) throw std::runtime_error("the element's pool gave no buffer");
+  note_ = std::to_string(pool_frames_.size()) + " pool frames" +
+          (pool_frames_.size() < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") +
+          ", memory " + memory_kind(pool_frames_.front());
+  if (one_at_a_time && !pipeline.arrivals().wait_for(1, kLoneFrameTime)) {
+    pipeline.throw_if_bus_error();
+    throw std::runtime_error("the priming frame did not reach the sink within 5 s");
+  }
+  pipeline.arrivals().clear();
+}
+
+Feed::~Feed() {
+  pool_frames_.clear();  // back to the pool before it goes
+  if (activated_) gst_buffer_pool_set_active(pool_, FALSE);
+  if (pool_) gst_object_unref(pool_);
+}
+
+std::string stats_note(GstElement *dut) {
+  GParamSpec *spec = dut ? g_object_class_find_property(G_OBJECT_GET_CLASS(dut), "stats") : nullptr;
+  if (!spec || G_PARAM_SPEC_VALUE_TYPE(spec) != GST_TYPE_STRUCTURE) return "";
+  GstStructure *stats = nullptr;
+  g_object_get(dut, "stats", &stats, nullptr);
+  if (!stats) return "";
+  guint64 frames = 0, device_inputs = 0;
+  double gpu = NAN, upload = NAN, download = NAN;
+  gst_structure_get(stats, "frames", G_TYPE_UINT64, &frames, "device-inputs", G_TYPE_UINT64,
+                    &device_inputs, "gpu-time-mean-us", G_TYPE_DOUBLE, &gpu, "upload-time-mean-us",
+                    G_TYPE_DOUBLE, &upload, "download-time-mean-us", G_TYPE_DOUBLE, &download, nullptr);
+  gst_structure_free(stats);
+  return "element stats: gpu " + format_double(gpu, 1) + " us, upload " + format_double(upload, 1) +
+         " us, download " + format_double(download, 1) + " us, frames " + std::to_string(frames) +
+         (device_inputs ? " (" + std::to_string(device_inputs) + " read in CUDA memory)" : "");
+}
+
+void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long ahead, Row &row) {
+  ArrivalLog &arrivals = p.arrivals();
+  long pushed = arrivals.count(), seen = pushed;
+  Clock::time_point changed = Clock::now();  // when seen last changed, or ahead grew
+  double seconds = 0;
+  for (long k = 0;; ++k) {
+    const long frames = arrivals.window(&seconds);
+    if (frames >= kMinFrames && (seconds >= options.seconds || frames >= kMaxFrames)) break;
+    if (arrivals.wait_for(pushed - ahead + 1, 100ms)) {
+      p.push(feed.next());
+      ++pushed;
+      if (k % 64 == 0) p.throw_if_bus_error();
+      continue;
+    }
+    p.throw_if_bus_error();
+    const Clock::time_point now = Clock::now();
+    const auto suspicion = std::max<std::chrono::duration<double>>(kHoldSuspicion, 4 * arrivals.mean_interval());
+    if (arrivals.count() != seen) {
+      seen = arrivals.count();
+      changed = now;
+    } else if (now - changed > kStallTime) {
+      throw std::runtime_error("no frame reached the sink for 30 s");
+    } else if (ahead < kMaxAhead && now - changed > suspicion) {
+      ahead = std::min(2 * ahead, kMaxAhead);
+      changed = now;
+    }
+  }
+  p.end();
+  row.frames = arrivals.window(&seconds);
+  row.us = seconds / row.frames * 1e6;
+}
+
+void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row) {
+  ArrivalLog &arrivals = p.arrivals();
+  long arrived = arrivals.count();
+  time_lone_frames(row, options, [&] {
+    const Clock::time_point pushed_at = Clock::now();
+    p.push(feed.next());
+    if (!arrivals.wait_for(++arrived, kLoneFrameTime)) {
+      p.throw_if_bus_error();
+      throw std::runtime_error("a frame pushed alone did not reach the sink within 5 s");
+    }
+    return std::chrono::duration<double, std::micro>(arrivals.last() - pushed_at).count();
+  });
+  p.end();
+}
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+CudaMemoryFrames::CudaMemoryFrames(const FrameSize &size, const Options &options) {
+  if (!gst_cuda_load_library()) throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
+  gst_cuda_memory_init_once();
+  context_ = gst_cuda_context_new(options.device);
+  if (!context_)
+    throw Unavailable("GStreamer could not make a CUDA context on device " + std::to_string(options.device));
+  pool_ = gst_cuda_buffer_pool_new(context_);
+  GstVideoInfo info = rgb_info(size);
+  const size_t count = rotation_count(GST_VIDEO_INFO_SIZE(&info), options.rotate_bytes);
+  GstCaps *caps = gst_video_info_to_caps(&info);
+  gst_caps_set_features_simple(caps, gst_caps_features_new_single(GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY));
+  GstStructure *config = gst_buffer_pool_get_config(pool_);
+  gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), count, 0);
+  gst_caps_unref(caps);
+  if (!gst_buffer_pool_set_config(pool_, config) || !gst_buffer_pool_set_active(pool_, TRUE))
+    throw std::runtime_error("GStreamer's CUDA buffer pool could not be set up");
+  for (size_t i = 0; i < count; ++i) {
+    GstBuffer *buffer = nullptr;
+    if (gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr) != GST_FLOW_OK || !buffer)
+      throw std::runtime_error("GStreamer's CUDA buffer pool gave no buffer");
+    ring_.add(buffer);
+    harness::fill_buffer(buffer, 11000 + i);  // on the host: uploaded by the next CUDA mapping
+    GstMapInfo map;
+    if (!gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA)))
+      throw std::runtime_error("a CUDA memory frame could not be uploaded");
+    gst_buffer_unmap(buffer, &map);
+  }
+}
+
+CudaMemoryFrames::~CudaMemoryFrames() {
+  ring_.clear();  // back to the pool before it goes
+  if (pool_) {
+    gst_buffer_pool_set_active(pool_, FALSE);
+    gst_object_unref(pool_);
+  }
+  if (context_) gst_object_unref(context_);
+}
+
+void CudaMemoryFrames::share_with(GstElement *element) {
+  GstContext *shared = gst_context_new_cuda_context(context_);
+  gst_element_set_context(element, shared);
+  gst_context_unref(shared);
+}
+#endif
+
+}  // namespace bench

@@ -1,0 +1,166 @@
+// The command line: what to measure, at which sizes, for how long.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "bench.h"
+
+namespace bench {
+
+const char kUsage[] =
+    "usage: cudagray-bench [options]\n"
+    "  --sizes LIST     frame sizes: 640x480 (vga), 1080p, 4k, 8k, or WxH (default: all four)\n"
+    "  --rows LIST      what to measure: kernel copy raw element latency cpu npp (default: all)\n"
+    "  --formats LIST   kernel rows: format names, 'packed' or 'all' (default: all)\n"
+    "  --seconds S      measured time per row, after warm-up (default 0.5)\n"
+    "  --quick          --seconds 0.2 and kernel formats RGB,RGBx,RGBP unless given\n"
+    "  --rotate-mb M    frames rotated per row add up to at least M MiB (default 256)\n"
+    "  --inflight LIST  also time the element rows at these max-inflight values\n"
+    "  --device N       CUDA device (default 0)\n"
+    "  --csv PATH       CSV output (default bench-results.csv)\n"
+    "  --npp-lib PATH   libnppicc to load instead of searching for it\n"
+    "Without a usable GPU only the CPU rows run; the others say why they were skipped.\n";
+
+namespace {
+
+const char *kGroups[] = {"kernel", "copy", "raw", "element", "latency", "cpu", "npp"};
+
+std::vector<std::string> split(const std::string &text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+std::string lower(std::string text) {
+  for (char &c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+FrameSize parse_size(const std::string &text) {
+  const std::string t = lower(text);
+  if (t == "vga" || t == "480p" || t == "640x480") return {"640x480", 640, 480};
+  if (t == "1080p" || t == "fhd" || t == "1920x1080") return {"1080p", 1920, 1080};
+  if (t == "4k" || t == "uhd" || t == "2160p" || t == "3840x2160") return {"4K", 3840, 2160};
+  if (t == "8k" || t == "4320p" || t == "7680x4320") return {"8K", 7680, 4320};
+  int w = 0, h = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(t.c_str(), "%d%c%d%c", &w, &x, &h, &extra) == 3 && x == 'x' && w > 0 && h > 0 &&
+      w <= 16384 && h <= 16384)
+    return {std::to_string(w) + "x" + std::to_string(h), w, h};
+  throw std::invalid_argument("unknown size '" + text + "'");
+}
+
+std::vector<PixelLayout> parse_formats(const std::string &text) {
+  std::vector<PixelLayout> formats;
+  for (const std::string &name : split(text)) {
+    bool found = false;
+    for (PixelLayout layout : cudagray::kAllLayouts) {
+      const bool packed = cudagray::layout_info(layout).planes == 1;
+      if (name == "all" || (name == "packed" && packed) || lower(name) == lower(layout_name(layout))) {
+        if (std::find(formats.begin(), formats.end(), layout) == formats.end()) formats.push_back(layout);
+        found = true;
+      }
+    }
+    if (!found) throw std::invalid_argument("unknown format '" + name + "'");
+  }
+  return formats;
+}
+
+std::vector<std::string> parse_groups(const std::string &text) {
+  std::vector<std::string> groups;
+  for (const std::string &name : split(text)) {
+    bool found = false;
+    for (const char *g : kGroups)
+      if (name == "all" || name == g) {
+        groups.push_back(g);
+        found = true;
+      }
+    if (!found) throw std::invalid_argument("unknown row group '" + name + "'");
+  }
+  return groups;
+}
+
+double number_arg(const std::string &option, const std::string &text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw std::invalid_argument(option + ": '" + text + "' is not a number");
+  return value;
+}
+
+}  // namespace
+
+Options parse_options(int argc, char **argv) {
+  Options o;
+  o.sizes = {parse_size("vga"), parse_size("1080p"), parse_size("4k"), parse_size("8k")};
+  o.groups = parse_groups("all");
+  bool quick = false, formats_given = false, seconds_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto next = [&]() -> std::string {
+      if (eq != std::string::npos) return value;
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--sizes") {
+      o.sizes.clear();
+      for (const std::string &s : split(next())) o.sizes.push_back(parse_size(s));
+    } else if (arg == "--rows") {
+      o.groups = parse_groups(next());
+    } else if (arg == "--formats") {
+      o.formats = parse_formats(next());
+      formats_given = true;
+    } else if (arg == "--seconds") {
+      o.seconds = number_arg(arg, next());
+      seconds_given = true;
+      if (!(o.seconds > 0)) throw std::invalid_argument("--seconds must be positive");
+    } else if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--inflight") {
+      for (const std::string &n : split(next())) {
+        const double v = number_arg(arg, n);
+        if (!(v >= 1 && v <= 16)) throw std::invalid_argument("--inflight values must be 1..16");
+        o.inflight.push_back(static_cast<int>(v));
+      }
+    } else if (arg == "--rotate-mb") {
+      const double mib = number_arg(arg, next());
+      if (!(mib > 0)) throw std::invalid_argument("--rotate-mb must be positive");
+      o.rotate_bytes = static_cast<size_t>(mib * (1 << 20));
+    } else if (arg == "--device") {
+      o.device = static_cast<int>(number_arg(arg, next()));
+    } else if (arg == "--csv") {
+      o.csv = next();
+    } else if (arg == "--npp-lib") {
+      o.npp_lib = next();
+    } else {
+      throw std::invalid_argument(std::string("unknown option '") + argv[i] + "'");
+    }
+  }
+  if (!formats_given) o.formats = parse_formats(quick ? "RGB,RGBx,RGBP" : "all");
+  if (quick && !seconds_given) o.seconds = 0.2;
+  if (o.sizes.empty() || o.groups.empty() || o.formats.empty())
+    throw std::invalid_argument("nothing to measure");
+  return o;
+}
+
+bool Options::wants(const std::string &group) const {
+  return std::find(groups.begin(), groups.end(), group) != groups.end();
+}
+
+}  // namespace bench
