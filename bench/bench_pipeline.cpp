@@ -62,45 +62,23 @@ std::string memory_kind(GstBuffer *buffer) {
 
 void ArrivalLog::add() {
   const Clock::time_point now = Clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
-  times_.push_back(now);
-  const long i = static_cast<long>(times_.size()) - 1;
-  if (start_ < 0 && i >= kMinWarmup && (i >= kWarmupFrames || now - times_[0] >= kWarmupTime))
-    start_ = i;
-  changed_.notify_all();
+  update([&](Counts &c) {
+    if (c.frames == 0) c.first = now;
+    if (c.window_start < 0 && c.frames >= kMinWarmup && (c.frames >= kWarmupFrames || now - c.first >= kWarmupTime))
+      c.window_start = c.frames, c.window_start_time = now;
+    c.last = now;
+    ++c.frames;
+  });
 }
 
-void ArrivalLog::clear() {
+ArrivalLog::Counts ArrivalLog::counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  times_.clear();
-  start_ = -1;
-}
-
-long ArrivalLog::count() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<long>(times_.size());
-}
-
-Clock::time_point ArrivalLog::last() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return times_.empty() ? Clock::time_point() : times_.back();
-}
-
-std::chrono::duration<double> ArrivalLog::mean_interval() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (times_.size() < 2) return std::chrono::duration<double>(0);
-  return (times_.back() - times_.front()) / double(times_.size() - 1);
-}
-
-long ArrivalLog::window(double *seconds) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  *seconds = start_ < 0 ? 0 : std::chrono::duration<double>(times_.back() - times_[start_]).count();
-  return start_ < 0 ? 0 : static_cast<long>(times_.size()) - 1 - start_;
+  return counts_;
 }
 
 bool ArrivalLog::wait_for(long n, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return static_cast<long>(times_.size()) >= n; });
+  return changed_.wait_for(lock, timeout, [&] { return counts_.frames >= n; });
 }
 
 BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory)
@@ -163,50 +141,21 @@ std::string BenchPipeline::warnings_note() const {
   return warnings_.empty() ? "" : "warning: " + warnings_.front();
 }
 
-GstPadProbeReturn BenchPipeline::on_first_buffer(GstPad *pad, GstPadProbeInfo *, gpointer data) {
-  auto *self = static_cast<BenchPipeline *>(data);
+GstQuery *BenchPipeline::ask_for_pool(GstBuffer *priming) {
+  push(priming);
+  if (!arrivals_.wait_for(1, kLoneFrameTime)) {
+    throw_if_bus_error();
+    throw std::runtime_error("the priming frame did not reach the sink within 5 s");
+  }
+  GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("src"), "src");
   GstCaps *caps = gst_pad_get_current_caps(pad);
   GstQuery *query = gst_query_new_allocation(caps, TRUE);
   if (caps) gst_caps_unref(caps);
-  if (!gst_pad_peer_query(pad, query)) gst_clear_query(&query);
-  std::lock_guard<std::mutex> lock(self->offer_mutex_);
-  self->offer_ = query;
-  self->offer_ready_ = true;
-  self->offer_changed_.notify_all();
-  return GST_PAD_PROBE_REMOVE;
-}
-
-GstBufferPool *BenchPipeline::offered_pool(GstBuffer *priming, GstCaps **caps, guint *size) {
-  GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("src"), "src");
-  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_first_buffer, this, nullptr);
+  const bool answered = gst_pad_peer_query(pad, query);
   gst_object_unref(pad);
-  push(priming);
-  GstQuery *query;
-  {
-    std::unique_lock<std::mutex> lock(offer_mutex_);
-    for (int tenths = 0; !offer_ready_; ++tenths) {
-      offer_changed_.wait_for(lock, 100ms);
-      lock.unlock();
-      throw_if_bus_error();
-      lock.lock();
-      if (tenths > 100) throw std::runtime_error("the first frame never reached the element");
-    }
-    query = std::exchange(offer_, nullptr);
-  }
-  if (!query) throw Unavailable("the element did not answer the ALLOCATION query");
-  GstBufferPool *pool = nullptr;
-  guint min = 0, max = 0;
-  if (gst_query_get_n_allocation_pools(query) > 0)
-    gst_query_parse_nth_allocation_pool(query, 0, &pool, size, &min, &max);
-  gboolean need_pool;
-  gst_query_parse_allocation(query, caps, &need_pool);
-  if (*caps) gst_caps_ref(*caps);
+  if (answered) return query;
   gst_query_unref(query);
-  if (!pool) {
-    if (*caps) gst_caps_unref(*caps);
-    throw Unavailable("the element offered no buffer pool in its ALLOCATION answer");
-  }
-  return pool;
+  throw Unavailable("the element did not answer the ALLOCATION query");
 }
 
 void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &options, uint64_t seed) {
@@ -227,29 +176,33 @@ Feed::Feed(FrameRing &ring, const std::string &what)
 // it is active already), keeping its own options and asking for no maximum;
 // each buffer is filled once. A refused configuration is taken as the pool
 // counter-proposes it.
-Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, const Options &options,
-           bool one_at_a_time)
+Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, const Options &options)
     : ring_(&pool_frames_) {
-  GstCaps *offered_caps = nullptr;
-  guint offered_size = 0;
-  pool_ = pipeline.offered_pool(priming.next(), &offered_caps, &offered_size);
+  GstQuery *query = pipeline.ask_for_pool(priming.next());
+  guint offered = 0, min = 0, max = 0;
+  if (gst_query_get_n_allocation_pools(query) > 0)
+    gst_query_parse_nth_allocation_pool(query, 0, &pool_, &offered, &min, &max);
+  GstCaps *query_caps = nullptr;
+  gst_query_parse_allocation(query, &query_caps, nullptr);
+  query_caps = query_caps ? gst_caps_ref(query_caps) : nullptr;
+  gst_query_unref(query);
+  if (!pool_) throw Unavailable("the element offered no buffer pool in its ALLOCATION answer");
   const size_t bytes = frame_bytes(PixelLayout::RGB, size);
   const size_t wanted = rotation_count(bytes, options.rotate_bytes);
   if (!gst_buffer_pool_is_active(pool_)) {
     GstStructure *config = gst_buffer_pool_get_config(pool_);
     GstCaps *caps = nullptr;
-    guint pool_size = 0, min = 0, max = 0;
+    guint pool_size = 0;
     gst_buffer_pool_config_get_params(config, &caps, &pool_size, &min, &max);
-    const guint at_least = std::max<guint>(pool_size, std::max<guint>(offered_size, bytes));
-    gst_buffer_pool_config_set_params(config, caps ? caps : offered_caps, at_least, min, 0);
+    gst_buffer_pool_config_set_params(config, caps ? caps : query_caps, std::max<guint>({pool_size, offered, guint(bytes)}),
+                                      min, 0);
     if (!gst_buffer_pool_set_config(pool_, config) &&
         !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
       throw std::runtime_error("the element's pool refused its configuration");
-    if (!gst_buffer_pool_set_active(pool_, TRUE))
-      throw std::runtime_error("the element's pool could not be activated");
+    if (!gst_buffer_pool_set_active(pool_, TRUE)) throw std::runtime_error("the element's pool could not be activated");
     activated_ = true;
   }
-  if (offered_caps) gst_caps_unref(offered_caps);
+  if (query_caps) gst_caps_unref(query_caps);
   GstBufferPoolAcquireParams params{};
   params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
   for (size_t i = 0; i < wanted; ++i) {
@@ -260,12 +213,8 @@ Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, c
   }
   if (pool_frames_.size() == 0) throw std::runtime_error("the element's pool gave no buffer");
   note_ = std::to_string(pool_frames_.size()) + " pool frames" +
-          (pool_frames_.size() < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") +
-          ", memory " + memory_kind(pool_frames_.front());
-  if (one_at_a_time && !pipeline.arrivals().wait_for(1, kLoneFrameTime)) {
-    pipeline.throw_if_bus_error();
-    throw std::runtime_error("the priming frame did not reach the sink within 5 s");
-  }
+          (pool_frames_.size() < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") + ", memory " +
+          memory_kind(pool_frames_.front());
   pipeline.arrivals().clear();
 }
 
@@ -294,11 +243,16 @@ std::string stats_note(GstElement *dut) {
 
 void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long ahead, Row &row) {
   ArrivalLog &arrivals = p.arrivals();
-  long pushed = arrivals.count(), seen = pushed;
+  long pushed = arrivals.counts().frames, seen = pushed;
   Clock::time_point changed = Clock::now();  // when seen last changed, or ahead grew
+  const auto window = [](const ArrivalLog::Counts &c, double *seconds) {
+    *seconds = c.window_start < 0 ? 0 : std::chrono::duration<double>(c.last - c.window_start_time).count();
+    return c.window_start < 0 ? 0 : c.frames - 1 - c.window_start;
+  };
   double seconds = 0;
   for (long k = 0;; ++k) {
-    const long frames = arrivals.window(&seconds);
+    const ArrivalLog::Counts c = arrivals.counts();
+    const long frames = window(c, &seconds);
     if (frames >= kMinFrames && (seconds >= options.seconds || frames >= kMaxFrames)) break;
     if (arrivals.wait_for(pushed - ahead + 1, 100ms)) {
       p.push(feed.next());
@@ -308,25 +262,25 @@ void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long 
     }
     p.throw_if_bus_error();
     const Clock::time_point now = Clock::now();
-    const auto suspicion = std::max<std::chrono::duration<double>>(kHoldSuspicion, 4 * arrivals.mean_interval());
-    if (arrivals.count() != seen) {
-      seen = arrivals.count();
+    const auto mean_interval = c.frames < 2 ? Clock::duration(0) : (c.last - c.first) / (c.frames - 1);
+    if (c.frames != seen) {
+      seen = c.frames;
       changed = now;
     } else if (now - changed > kStallTime) {
       throw std::runtime_error("no frame reached the sink for 30 s");
-    } else if (ahead < kMaxAhead && now - changed > suspicion) {
+    } else if (ahead < kMaxAhead && now - changed > std::max<Clock::duration>(kHoldSuspicion, 4 * mean_interval)) {
       ahead = std::min(2 * ahead, kMaxAhead);
       changed = now;
     }
   }
   p.end();
-  row.frames = arrivals.window(&seconds);
+  row.frames = window(p.arrivals().counts(), &seconds);
   row.us = seconds / row.frames * 1e6;
 }
 
 void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row) {
   ArrivalLog &arrivals = p.arrivals();
-  long arrived = arrivals.count();
+  long arrived = arrivals.counts().frames;
   time_lone_frames(row, options, [&] {
     const Clock::time_point pushed_at = Clock::now();
     p.push(feed.next());
@@ -334,7 +288,7 @@ void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row
       p.throw_if_bus_error();
       throw std::runtime_error("a frame pushed alone did not reach the sink within 5 s");
     }
-    return std::chrono::duration<double, std::micro>(arrivals.last() - pushed_at).count();
+    return std::chrono::duration<double, std::micro>(arrivals.counts().last - pushed_at).count();
   });
   p.end();
 }

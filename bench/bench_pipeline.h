@@ -7,8 +7,6 @@
 #include <gst/gst.h>
 
 #include <condition_variable>
-#include <utility>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,26 +19,30 @@ namespace bench {
 
 using harness::FrameRing;
 
-// Arrival times at the sink, written by the streaming thread. The measured
+// Arrivals at the sink, written by the streaming thread. The measured
 // window starts after a warm-up.
 class ArrivalLog {
  public:
+  struct Counts {
+    long frames = 0, window_start = -1;  // the window starts at this arrival
+    Clock::time_point first, last, window_start_time;
+  };
   void add();
-  void clear();
-  long count() const;
-  Clock::time_point last() const;
-  // Mean time between arrivals so far; zero before two arrivals.
-  std::chrono::duration<double> mean_interval() const;
-  // Frames that arrived after the warm-up, and the seconds they spanned.
-  long window(double *seconds) const;
+  void clear() { update([](Counts &c) { c = Counts(); }); }
+  Counts counts() const;
   // Waits until at least n frames have arrived; false on timeout.
   bool wait_for(long n, std::chrono::milliseconds timeout);
 
  private:
+  template <class F>
+  void update(F &&f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    f(counts_);
+    changed_.notify_all();
+  }
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<Clock::time_point> times_;
-  long start_ = -1;
+  Counts counts_;
 };
 
 // "appsrc name=src ! <middle> ! fakesink name=sink"; the element under test
@@ -62,22 +64,15 @@ class BenchPipeline {
   void end();
   // The first warning posted, as a note ("" when none).
   std::string warnings_note() const;
-  // Pushes a priming frame and returns the buffer pool the element offers
-  // for it in its ALLOCATION answer, as an upstream with a pool of its own
-  // would ask on its first buffer. Unavailable when it offers none.
-  GstBufferPool *offered_pool(GstBuffer *priming, GstCaps **caps, guint *size);
+  // Pushes a priming frame and, once it is through (caps are set then),
+  // asks the element's sink pad for an allocation pool as an upstream with a
+  // pool of its own would. Returns the ALLOCATION query answered.
+  GstQuery *ask_for_pool(GstBuffer *priming);
 
  private:
-  static GstPadProbeReturn on_first_buffer(GstPad *pad, GstPadProbeInfo *, gpointer self);
-
   harness::Pipeline pipeline_;
   ArrivalLog arrivals_;
   std::vector<std::string> warnings_;
-  // The ALLOCATION answer, filled on the streaming thread.
-  std::mutex offer_mutex_;
-  std::condition_variable offer_changed_;
-  bool offer_ready_ = false;
-  GstQuery *offer_ = nullptr;
 };
 
 // Plain malloc'd (pageable) RGB frames, as an upstream without a pool makes.
@@ -85,14 +80,12 @@ void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &
                          uint64_t seed);
 
 // Where a row's frames come from: a ring the bench made, or (pinned) the
-// pool the element offers, asked for with one priming frame from the ring.
-// The arrival log starts empty after it; one_at_a_time waits for the priming
-// frame to come out first, so that it cannot be taken for the next frame's.
+// pool the element offers, asked for with one priming frame from the ring
+// (the arrival log starts empty after it).
 class Feed {
  public:
   Feed(FrameRing &ring, const std::string &what);
-  Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, const Options &options,
-       bool one_at_a_time);
+  Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, const Options &options);
   ~Feed();
   GstBuffer *next() { return ring_->next(); }
   const std::string &note() const { return note_; }

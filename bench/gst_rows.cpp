@@ -118,7 +118,7 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
 #endif
       p.play();
       std::unique_ptr<Feed> feed = u.pinned_pool
-                                       ? std::make_unique<Feed>(p, pageable, size, options, false)
+                                       ? std::make_unique<Feed>(p, pageable, size, options)
                                        : std::make_unique<Feed>(*ring, u.cuda_memory ? "CUDA memory" : "pageable");
       time_throughput(p, *feed, options, kElementAhead, r);
       r.note = join({feed->note(), stats_note(p.dut()), p.warnings_note()});
@@ -146,7 +146,7 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
       BenchPipeline p(cudagray_cuda(options), size);
       if (elements.max_inflight) p.set_dut_property("max-inflight", "1");
       p.play();
-      std::unique_ptr<Feed> feed = pinned ? std::make_unique<Feed>(p, pageable, size, options, true)
+      std::unique_ptr<Feed> feed = pinned ? std::make_unique<Feed>(p, pageable, size, options)
                                           : std::make_unique<Feed>(pageable, "pageable");
       time_latency(p, *feed, options, r);
       r.note = join({r.note, feed->note(), elements.max_inflight ? "" : "element has no max-inflight property",

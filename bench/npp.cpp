@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 #include "cuda_rows.h"
 #include "cuda_util.h"
@@ -16,156 +17,119 @@ namespace bench {
 
 namespace {
 
-using Npp8u = unsigned char;
 using NppStatus = int;  // an enum in nppdefs.h: 0 success, < 0 error, > 0 warning
 struct NppiSize {
-  int width;
-  int height;
+  int width, height;
 };
 struct NppStreamContext {
   cudaStream_t hStream;
-  int nCudaDeviceId;
-  int nMultiProcessorCount;
-  int nMaxThreadsPerMultiProcessor;
-  int nMaxThreadsPerBlock;
+  int nCudaDeviceId, nMultiProcessorCount, nMaxThreadsPerMultiProcessor, nMaxThreadsPerBlock;
   size_t nSharedMemPerBlock;
-  int nCudaDevAttrComputeCapabilityMajor;
-  int nCudaDevAttrComputeCapabilityMinor;
+  int nCudaDevAttrComputeCapabilityMajor, nCudaDevAttrComputeCapabilityMinor;
   unsigned int nStreamFlags;
   int nReserved0;
 };
 static_assert(sizeof(NppStreamContext) == 48, "NppStreamContext as in nppdefs.h of CUDA 12/13");
+using ToGray = NppStatus (*)(const uint8_t *, int, uint8_t *, int, NppiSize, NppStreamContext);
 
-using ToGrayCtx = NppStatus (*)(const Npp8u *, int, Npp8u *, int, NppiSize, NppStreamContext);
-using ToGray = NppStatus (*)(const Npp8u *, int, Npp8u *, int, NppiSize);
-using SetStream = NppStatus (*)(cudaStream_t);
-
-// One of the two conversions, by its NPP name.
+// One of the two conversions, by its NPP name (without _Ctx).
 struct Conversion {
-  const char *key;     // row key
-  const char *name;    // NPP function, without _Ctx
+  const char *key, *name;
   PixelLayout layout;  // the cudagray layout with the same bytes
   int channels;
-  ToGrayCtx with_context = nullptr;
-  ToGray without_context = nullptr;
+  ToGray call = nullptr;
 };
 
 struct Npp {
   std::string error;  // why NPP is not available; empty when it is
   std::string library;
-  SetStream set_stream = nullptr;
   Conversion conversions[2] = {
       {"npp:C3", "nppiRGBToGray_8u_C3C1R", PixelLayout::RGB, 3},
       {"npp:AC4", "nppiRGBToGray_8u_AC4C1R", PixelLayout::RGBA, 4},
   };
 };
 
-// dlopen of libnppicc, trying the loader's own path and then the usual
-// toolkit directories; libnppc (and cudart) from the same directory first, so
-// that a toolkit outside the loader's path works too. Everything is loaded
-// RTLD_LOCAL: a shared cudart must not take over the cuda* symbols that the
-// plugin (with its static cudart) still resolves lazily.
-void *open_nppicc(const std::string &explicit_path, std::string *library, std::string *error) {
-  std::vector<std::string> candidates;
-  if (!explicit_path.empty()) {
-    candidates.push_back(explicit_path);
-  } else {
-    std::vector<std::string> dirs = {""};
-    for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char *root = std::getenv(var)) dirs.push_back(std::string(root) + "/lib64");
-    dirs.push_back("/usr/local/cuda/lib64");  // the toolkit's default prefix
-    for (const std::string &dir : dirs)
-      for (const char *suffix : {".13", ".12", ""})
-        candidates.push_back((dir.empty() ? "" : dir + "/") + "libnppicc.so" + suffix);
-  }
-  std::string first_error;
-  for (const std::string &path : candidates) {
-    const size_t slash = path.rfind('/');
-    if (slash != std::string::npos) {
-      const std::string dir = path.substr(0, slash + 1);
-      const std::string suffix = path.substr(path.find(".so") + 3);
-      dlopen((dir + "libcudart.so" + suffix).c_str(), RTLD_NOW | RTLD_LOCAL);
-      dlopen((dir + "libnppc.so" + suffix).c_str(), RTLD_NOW | RTLD_LOCAL);
-    }
-    if (void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *library = path;
-      return handle;
-    }
-    const char *why = dlerror();
-    if (first_error.empty()) first_error = why ? why : path + ": cannot open";
-  }
-  *error = first_error + (candidates.size() > 1
-                              ? " (and " + std::to_string(candidates.size() - 1) + " other names)"
-                              : "");
-  return nullptr;
-}
-
+// libnppicc from the loader's own path or the usual toolkit directories,
+// libnppc and cudart from the same directory first, so that a toolkit
+// outside the loader's path works too. Everything RTLD_LOCAL: a shared
+// cudart must not take over the cuda* symbols that the plugin (with its
+// static cudart) still resolves lazily.
 Npp load_npp(const Options &options) {
   Npp npp;
-  void *handle = open_nppicc(options.npp_lib, &npp.library, &npp.error);
-  if (!handle) return npp;
-  npp.set_stream = reinterpret_cast<SetStream>(dlsym(handle, "nppSetStream"));
-  for (Conversion &c : npp.conversions) {
-    c.with_context = reinterpret_cast<ToGrayCtx>(dlsym(handle, (std::string(c.name) + "_Ctx").c_str()));
-    c.without_context = reinterpret_cast<ToGray>(dlsym(handle, c.name));
+  std::vector<std::string> candidates = {options.npp_lib};
+  if (options.npp_lib.empty()) {
+    candidates.clear();
+    std::vector<std::string> dirs = {"", "/usr/local/cuda/lib64/"};
+    for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char *root = std::getenv(var)) dirs.push_back(std::string(root) + "/lib64/");
+    for (const std::string &dir : dirs)
+      for (const char *suffix : {".13", ".12", ""}) candidates.push_back(dir + "libnppicc.so" + suffix);
   }
+  void *handle = nullptr;
+  for (const std::string &path : candidates) {
+    const size_t slash = path.rfind('/'), so = path.find(".so");
+    for (const char *needed : {"libcudart.so", "libnppc.so"})
+      if (slash != std::string::npos && so != std::string::npos)
+        dlopen((path.substr(0, slash + 1) + needed + path.substr(so + 3)).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if ((handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+      npp.library = path;
+      break;
+    }
+    const char *why = dlerror();
+    if (npp.error.empty()) npp.error = why ? why : path + ": cannot open";
+  }
+  if (!handle) {
+    if (candidates.size() > 1) npp.error += " (and " + std::to_string(candidates.size() - 1) + " other names)";
+    return npp;
+  }
+  npp.error.clear();
+  for (Conversion &c : npp.conversions)
+    c.call = reinterpret_cast<ToGray>(dlsym(handle, (std::string(c.name) + "_Ctx").c_str()));
   return npp;
 }
 
 NppStreamContext stream_context(cudaStream_t stream) {
   NppStreamContext context{};
   context.hStream = stream;
-  int device = 0;
-  CHECK_CUDA(cudaGetDevice(&device));
-  context.nCudaDeviceId = device;
-  CHECK_CUDA(cudaDeviceGetAttribute(&context.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, device));
-  CHECK_CUDA(cudaDeviceGetAttribute(&context.nMaxThreadsPerMultiProcessor,
-                                        cudaDevAttrMaxThreadsPerMultiProcessor, device));
-  CHECK_CUDA(cudaDeviceGetAttribute(&context.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, device));
+  CHECK_CUDA(cudaGetDevice(&context.nCudaDeviceId));
+  const std::pair<int NppStreamContext::*, cudaDeviceAttr> attributes[] = {
+      {&NppStreamContext::nMultiProcessorCount, cudaDevAttrMultiProcessorCount},
+      {&NppStreamContext::nMaxThreadsPerMultiProcessor, cudaDevAttrMaxThreadsPerMultiProcessor},
+      {&NppStreamContext::nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock},
+      {&NppStreamContext::nCudaDevAttrComputeCapabilityMajor, cudaDevAttrComputeCapabilityMajor},
+      {&NppStreamContext::nCudaDevAttrComputeCapabilityMinor, cudaDevAttrComputeCapabilityMinor},
+  };
+  for (const auto &[member, attribute] : attributes)
+    CHECK_CUDA(cudaDeviceGetAttribute(&(context.*member), attribute, context.nCudaDeviceId));
   int shared = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, context.nCudaDeviceId));
   context.nSharedMemPerBlock = static_cast<size_t>(shared);
-  CHECK_CUDA(cudaDeviceGetAttribute(&context.nCudaDevAttrComputeCapabilityMajor,
-                                        cudaDevAttrComputeCapabilityMajor, device));
-  CHECK_CUDA(cudaDeviceGetAttribute(&context.nCudaDevAttrComputeCapabilityMinor,
-                                        cudaDevAttrComputeCapabilityMinor, device));
   CHECK_CUDA(cudaStreamGetFlags(stream, &context.nStreamFlags));
   return context;
 }
 
 // One NPP conversion on the context's stream; throws on an NPP error.
-void convert_npp(const Npp &npp, const Conversion &c, const NppStreamContext &context,
-                 const uint8_t *in, uint8_t *out, const FrameSize &size) {
-  const NppiSize roi{size.width, size.height};
-  const int in_step = size.width * c.channels;
-  NppStatus status;
-  if (c.with_context) {
-    status = c.with_context(in, in_step, out, size.width, roi, context);
-  } else {
-    status = c.without_context(in, in_step, out, size.width, roi);
-  }
-  if (status < 0)
-    throw std::runtime_error(std::string(c.name) + (c.with_context ? "_Ctx" : "") +
-                             " returned NppStatus " + std::to_string(status));
+void convert_npp(const Conversion &c, const NppStreamContext &context, const uint8_t *in, uint8_t *out,
+                 const FrameSize &size) {
+  const NppStatus status = c.call(in, size.width * c.channels, out, size.width, {size.width, size.height}, context);
+  if (status < 0) throw std::runtime_error(std::string(c.name) + "_Ctx returned NppStatus " + std::to_string(status));
 }
 
 // NPP's and cudagray's output for the same frame: how far apart they are.
 // NPP rounds its float formula its own way, so 1 apart is expected; more
 // would mean the call is set up wrong.
-std::string compare_with_cudagray(const Npp &npp, const Conversion &c, const NppStreamContext &context,
-                                  const uint8_t *in, const FrameSize &size) {
+std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &context, const uint8_t *in,
+                                  const FrameSize &size) {
   const size_t n = size.pixels();
-  const DeviceMemory npp_out = make_device_memory(n);
-  const DeviceMemory ours = make_device_memory(n);
-  convert_npp(npp, c, context, in, static_cast<uint8_t *>(npp_out.get()), size);
-  cudagray::InputFrame frame{c.layout, size.width, size.height, {in}, {size.width * size_t(c.channels)}};
-  const cudagray::GrayFrame gray{static_cast<uint8_t *>(ours.get()), static_cast<size_t>(size.width)};
-  CHECK_CUDA(cudagray::convert_cuda(frame, gray, cudagray::standard_weights(cudagray::Matrix::BT601),
-                                        context.hStream));
+  const DeviceRing out(2, n, make_device_memory);  // NPP's, ours
+  convert_npp(c, context, in, out.at(0), size);
+  const cudagray::GrayFrame gray{out.at(1), static_cast<size_t>(size.width)};
+  CHECK_CUDA(cudagray::convert_cuda(frame_at(c.layout, size, in), gray,
+                                    cudagray::standard_weights(cudagray::Matrix::BT601), context.hStream));
   CHECK_CUDA(cudaStreamSynchronize(context.hStream));
   std::vector<uint8_t> a(n), b(n);
-  CHECK_CUDA(cudaMemcpy(a.data(), npp_out.get(), n, cudaMemcpyDeviceToHost));
-  CHECK_CUDA(cudaMemcpy(b.data(), ours.get(), n, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(a.data(), out.at(0), n, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(b.data(), out.at(1), n, cudaMemcpyDeviceToHost));
   int worst = 0;
   size_t differ = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -173,8 +137,8 @@ std::string compare_with_cudagray(const Npp &npp, const Conversion &c, const Npp
     worst = std::max(worst, d);
     differ += d != 0;
   }
-  return std::string(worst > 1 ? "CHECK: " : "") + "vs cudagray max |diff| " + std::to_string(worst) +
-         " on " + format_double(100.0 * differ / n, 2) + "% of pixels";
+  return std::string(worst > 1 ? "CHECK: " : "") + "vs cudagray max |diff| " + std::to_string(worst) + " on " +
+         format_double(100.0 * differ / n, 2) + "% of pixels";
 }
 
 }  // namespace
@@ -185,12 +149,9 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   for (const Conversion &c : npp.conversions) {
     Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout), double(c.channels + 1) * n);
     row.ceiling = "copy:" + std::to_string(c.channels) + "B";
-    if (!npp.error.empty()) {
-      record(rows, row.skip("NPP: not available (" + npp.error + ")"));
-      continue;
-    }
-    if (!c.with_context && !(c.without_context && npp.set_stream)) {
-      record(rows, row.skip("NPP: " + npp.library + " has no " + c.name + "_Ctx"));
+    if (!npp.error.empty() || !c.call) {
+      record(rows, row.skip(npp.error.empty() ? "NPP: " + npp.library + " has no " + c.name + "_Ctx"
+                                              : "NPP: not available (" + npp.error + ")"));
       continue;
     }
     record(rows, row, [&](Row &r) {
@@ -198,14 +159,12 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       const DeviceRing in = random_device_ring(count, c.channels * n, 6000);
       const DeviceRing out(count, n, make_device_memory);
       const Stream stream = make_stream();
-      if (!c.with_context && npp.set_stream(stream.get()) < 0)
-        throw std::runtime_error("nppSetStream failed");
       const NppStreamContext context = stream_context(stream.get());
-      const std::string check = compare_with_cudagray(npp, c, context, in.at(0), size);
-      time_operations(stream.get(), static_cast<long>(count), [&](long i, cudaStream_t) {
-        convert_npp(npp, c, context, in.at(i), out.at(i), size);
-      }, options, r);
-      r.note = join({check, c.with_context ? "" : "non-_Ctx call", r.note, npp.library});
+      const std::string check = compare_with_cudagray(c, context, in.at(0), size);
+      time_operations(
+          stream.get(), static_cast<long>(count),
+          [&](long i, cudaStream_t) { convert_npp(c, context, in.at(i), out.at(i), size); }, options, r);
+      r.note = join({check, r.note, npp.library});
     });
   }
 }

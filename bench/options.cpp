@@ -1,6 +1,8 @@
 // The command line: what to measure, at which sizes, for how long.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -24,8 +26,6 @@ const char kUsage[] =
     "Without a usable GPU only the CPU rows run; the others say why they were skipped.\n";
 
 namespace {
-
-const char *kGroups[] = {"kernel", "copy", "raw", "element", "latency", "cpu", "npp"};
 
 std::vector<std::string> split(const std::string &text) {
   std::vector<std::string> parts;
@@ -54,45 +54,49 @@ FrameSize parse_size(const std::string &text) {
   throw std::invalid_argument("unknown size '" + text + "'");
 }
 
-std::vector<PixelLayout> parse_formats(const std::string &text) {
-  std::vector<PixelLayout> formats;
+// Each of the comma-separated names picks the candidates it matches (at
+// least one, each once).
+template <class T, class Matches>
+std::vector<T> pick(const std::string &text, const std::vector<T> &candidates, Matches matches,
+                    const char *what) {
+  std::vector<T> picked;
   for (const std::string &name : split(text)) {
     bool found = false;
-    for (PixelLayout layout : cudagray::kAllLayouts) {
-      const bool packed = cudagray::layout_info(layout).planes == 1;
-      if (name == "all" || (name == "packed" && packed) || lower(name) == lower(layout_name(layout))) {
-        if (std::find(formats.begin(), formats.end(), layout) == formats.end()) formats.push_back(layout);
+    for (const T &c : candidates)
+      if (matches(name, c)) {
+        if (std::find(picked.begin(), picked.end(), c) == picked.end()) picked.push_back(c);
         found = true;
       }
-    }
-    if (!found) throw std::invalid_argument("unknown format '" + name + "'");
+    if (!found) throw std::invalid_argument(std::string("unknown ") + what + " '" + name + "'");
   }
-  return formats;
+  return picked;
+}
+
+std::vector<PixelLayout> parse_formats(const std::string &text) {
+  const std::vector<PixelLayout> all(std::begin(cudagray::kAllLayouts), std::end(cudagray::kAllLayouts));
+  return pick(text, all, [](const std::string &name, PixelLayout l) {
+    return name == "all" || (name == "packed" && cudagray::layout_info(l).planes == 1) ||
+           lower(name) == lower(layout_name(l));
+  }, "format");
 }
 
 std::vector<std::string> parse_groups(const std::string &text) {
-  std::vector<std::string> groups;
-  for (const std::string &name : split(text)) {
-    bool found = false;
-    for (const char *g : kGroups)
-      if (name == "all" || name == g) {
-        groups.push_back(g);
-        found = true;
-      }
-    if (!found) throw std::invalid_argument("unknown row group '" + name + "'");
-  }
-  return groups;
+  return pick<std::string>(text, {"kernel", "copy", "raw", "element", "latency", "cpu", "npp"},
+              [](const std::string &name, const std::string &g) { return name == "all" || name == g; }, "row group");
 }
 
-double number_arg(const std::string &option, const std::string &text) {
+// A number in [min, max] for option.
+double number(const std::string &option, const std::string &text, double min, double max) {
   size_t used = 0;
-  double value = 0;
+  double value = NAN;
   try {
     value = std::stod(text, &used);
   } catch (const std::exception &) {
-    used = 0;
   }
   if (used == 0 || used != text.size()) throw std::invalid_argument(option + ": '" + text + "' is not a number");
+  std::ostringstream range;
+  range << min << ".." << max;
+  if (!(value >= min && value <= max)) throw std::invalid_argument(option + ": " + text + " is outside " + range.str());
   return value;
 }
 
@@ -106,10 +110,7 @@ Options parse_options(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
+    if (eq != std::string::npos) value = arg.substr(eq + 1), arg = arg.substr(0, eq);
     auto next = [&]() -> std::string {
       if (eq != std::string::npos) return value;
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
@@ -127,23 +128,16 @@ Options parse_options(int argc, char **argv) {
       o.formats = parse_formats(next());
       formats_given = true;
     } else if (arg == "--seconds") {
-      o.seconds = number_arg(arg, next());
+      o.seconds = number(arg, next(), 1e-3, 3600);
       seconds_given = true;
-      if (!(o.seconds > 0)) throw std::invalid_argument("--seconds must be positive");
     } else if (arg == "--quick") {
       quick = true;
     } else if (arg == "--inflight") {
-      for (const std::string &n : split(next())) {
-        const double v = number_arg(arg, n);
-        if (!(v >= 1 && v <= 16)) throw std::invalid_argument("--inflight values must be 1..16");
-        o.inflight.push_back(static_cast<int>(v));
-      }
+      for (const std::string &n : split(next())) o.inflight.push_back(static_cast<int>(number(arg, n, 1, 16)));
     } else if (arg == "--rotate-mb") {
-      const double mib = number_arg(arg, next());
-      if (!(mib > 0)) throw std::invalid_argument("--rotate-mb must be positive");
-      o.rotate_bytes = static_cast<size_t>(mib * (1 << 20));
+      o.rotate_bytes = static_cast<size_t>(number(arg, next(), 1, 1 << 20) * (1 << 20));
     } else if (arg == "--device") {
-      o.device = static_cast<int>(number_arg(arg, next()));
+      o.device = static_cast<int>(number(arg, next(), 0, 1023));
     } else if (arg == "--csv") {
       o.csv = next();
     } else if (arg == "--npp-lib") {
@@ -154,8 +148,7 @@ Options parse_options(int argc, char **argv) {
   }
   if (!formats_given) o.formats = parse_formats(quick ? "RGB,RGBx,RGBP" : "all");
   if (quick && !seconds_given) o.seconds = 0.2;
-  if (o.sizes.empty() || o.groups.empty() || o.formats.empty())
-    throw std::invalid_argument("nothing to measure");
+  if (o.sizes.empty() || o.groups.empty() || o.formats.empty()) throw std::invalid_argument("nothing to measure");
   return o;
 }
 
