@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // cudagray-bench: what every part of the benchmark shares: the options, the
 // rows, the timing loops and the frame helpers.
 #pragma once

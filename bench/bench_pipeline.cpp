@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // appsrc ! <element> ! fakesink, one process, frames rotated from a set the
 // bench keeps referenced. Throughput is the rate at which frames reach the
 // sink after a warm-up, with upstream kept a few frames ahead so that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The pipeline rows' machinery: "appsrc ! <middle> ! fakesink" with RGB
 // frames of one size, the sink's arrival times, where the frames come from
 // (the bench's ring or the element's pinned pool), and the two ways of timing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CPU backend's conversion alone (cudagray::convert_cpu on all cores, no
 // GStreamer): RGB, and the luma plane of YUV copied (full range) or expanded
 // (limited range), so that the three can be compared at each size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Rows measured with CUDA directly: same-traffic device copies, pinned
 // transfers, the cudagray kernel alone, and the raw CUDA loops that are the
 // element's ceilings.

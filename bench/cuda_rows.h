@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The rows measured with CUDA directly: ceilings, the kernel alone, NPP.
 // Compiled only when the project is built with CUDA (CUDAGRAY_HAVE_CUDA).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The bench's CUDA check and owners.
 #include "cuda_util.h"
 

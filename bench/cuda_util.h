@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // CUDA for the bench's own rows: a check that throws, owners that give back
 // what they hold, and rotating sets of random frames. CUDA builds only.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The rows measured through GStreamer pipelines (bench_pipeline.h runs
 // them): what each row feeds which element, and what it is compared with.
 #include "gst_rows.h"

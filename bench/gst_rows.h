@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The rows measured through GStreamer pipelines: the cudagray element on
 // CUDA (upstream in its pinned pool or pageable), its latency, and the CPU
 // rows (videoconvert, cudagray backend=cpu).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // cudagray-bench: cudagray against its peers and ceilings, in one process
 // and one run. bench/run is the command people use: it runs this, then plots.
 #include <gst/gst.h>

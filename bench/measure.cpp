@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Timing loops, frames, and small helpers shared by every row.
 #include <algorithm>
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // NPP's nppiRGBToGray as a peer of the cudagray kernel. The build machine
 // need not have NPP: the library is opened at run time and the two calls
 // are declared here, as nppdefs.h and nppi_color_conversion.h (CUDA 12/13)

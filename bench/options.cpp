@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The command line: what to measure, at which sizes, for how long.
 #include <algorithm>
 #include <cctype>

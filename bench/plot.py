@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Plots a cudagray-bench CSV: frames per second of every measured row, one
 panel per frame size, log scale, coloured by kind of row.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Rows as they come (progress on stderr), and at the end the table and the
 // CSV, with every ratio worked out from the rows' keys.
 #include <algorithm>

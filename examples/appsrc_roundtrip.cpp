@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // An application hands its own RGB frames to cudagray and reads the GRAY8
 // frames back: appsrc → cudagray → appsink.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """numpy frames in, numpy frames out: appsrc → cudagray → appsink from Python.
 
     python3 examples/appsrc_roundtrip.py [key=value ...]

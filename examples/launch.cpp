@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // A pipeline from a gst-launch-1.0 style description, run to its end with
 // the bus watched: what an application does to embed cudagray in a pipeline
 // it describes as text.

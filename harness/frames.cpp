@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Random frame bytes, and rings of frames in GstBuffers.
 #include "frames.h"
 

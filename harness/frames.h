@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Frames for the tests and the bench: random bytes that depend on a seed
 // only, and a ring of frames handed out again and again.
 #pragma once

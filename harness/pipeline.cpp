@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Pipelines run to their end, bus logs, appsrc and appsink.
 #include "pipeline.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Pipelines for the tests and the bench: one built from a description and
 // owned, run to its end with what its bus said, and appsrc / appsink access.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CPU backend: converts at submit, so every frame is ready at once.
 #include <atomic>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA backend: frames in flight through an upload stream and work
 // streams, pinned or staged host memory, strips for a lone frame.
 #include <algorithm>

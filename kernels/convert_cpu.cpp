@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // convert_cpu: the reference every other path must match bit for bit, with
 // AVX-512, AVX2 and portable row kernels picked at run time.
 #include "cudagray/convert_cpu.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA kernel and convert_cuda, which launches it: one traversal (a
 // thread per chunk of a row, 16-byte loads and stores where rows are
 // aligned) instantiated per layout with the per-pixel operation, as CUB and

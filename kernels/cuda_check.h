@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The one CUDA error check, and RAII owners for CUDA resources.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Built instead of the CUDA sources (convert_cuda.cu, backend_cuda.cpp,
 // device_cuda.cpp) when the plugin is configured without CUDA.
 #include "cudagray/backend.h"

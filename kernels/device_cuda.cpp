@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The process's CUDA devices and pinned host memory (device.h), with CUDA.
 #include "cuda_check.h"
 #include "cudagray/device.h"

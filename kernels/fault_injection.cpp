@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Test-only fault injection (fault_injection.h): the armed fault, and the
 // check CUDAGRAY_CHECK makes before each call.
 #include "cudagray/fault_injection.h"

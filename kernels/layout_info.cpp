@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // layout_info: each layout's name, planes and channel positions, derived
 // from dispatch_layout (layouts.h) so that the table and the kernels cannot
 // disagree.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Compile-time pixel layouts shared by the CPU and CUDA kernels, and the one
 // per-pixel formula. Plain C++17 that nvcc and g++ both compile.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The thread pool behind parallel_rows.
 #include "parallel.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Row-parallel work on the host, on a small pool of threads that stay
 // between frames (starting a thread costs tens of microseconds).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The standard matrices' coefficients and their Q16 weights (weights.h has
 // the formula).
 #include "cudagray/weights.h"

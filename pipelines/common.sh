@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Shared by the pipeline scripts: find the plugin, then print and run a
 # gst-launch-1.0 command line.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Pinned host memory for CUDA's copies: the GstAllocator, and the video
  * buffer pools of it offered upstream and used for the output. Its memories
  * are plain system memories (mappable anywhere) whose bytes come from

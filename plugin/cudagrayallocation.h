@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Buffers CUDA copies by DMA: a GstAllocator of pinned (page-locked) host
  * memory, and the pools of it that the element offers and uses. */
 #pragma once

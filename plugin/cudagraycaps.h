@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* What cudagray takes and gives: pad templates, transform_caps, and the
  * pixel layout of each format it converts. */
 #pragma once

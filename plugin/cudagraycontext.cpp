@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The element's CUDA context (a shared GstCudaContext, or a device's primary
  * context without gstreamer-cuda-1.0) and CUDA memory input: every #ifdef on
  * gstreamer-cuda-1.0 and every version check of it is here. */

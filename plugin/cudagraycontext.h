@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The element's CUDA context: with gstreamer-cuda-1.0 a GstCudaContext shared
  * with the pipeline, otherwise a device's primary context; also CUDA memory
  * input (version safety, the producer's stream, the pool offered upstream).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The frame bridge: GstBuffer to kernels frame, with the explicit checks that
  * name what is wrong with a buffer that does not hold its frame. */
 #include "cudagrayframe.h"

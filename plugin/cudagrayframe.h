@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The frame bridge: a GstBuffer checked to hold its frame, mapped with
  * gst_video_frame_map, and shown to the kernels as an InputFrame or a
  * GrayFrame. */

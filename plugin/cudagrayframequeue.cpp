@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The one owner of the frames in flight, between the streaming thread and
  * the output task. */
 #include "cudagrayframequeue.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The frames in flight between the streaming thread, which submits them, and
  * the output task, which pushes them when converted: their one owner, and
  * the back-pressure and flow returns between the two threads. */

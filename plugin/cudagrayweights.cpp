@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The weights property's text, both ways. */
 #include "cudagrayweights.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* The weights property's text: "R,G,B", three decimal numbers, read into
  * coefficients and written back. */
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudagray: RGB-family and YUV video to GRAY8 on an NVIDIA GPU (or the CPU).
  *
  * The element: properties, start/stop, set_caps, and a frame's way through.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudagray: RGB-family video to GRAY8 on an NVIDIA GPU (or the CPU). */
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 /* Registers the cudagray element. */
 #include "gstcudagray.h"
 

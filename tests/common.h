@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Helpers shared by the tests: random frames with padded strides, and an
 // evaluation of the documented formula that shares no code with kernels/.
 #pragma once

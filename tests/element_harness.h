@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The element alone in a GstHarness: frames in and out, and what it posts on
 // its bus. Pipelines, bus logs and frames shared with the bench come from
 // the harness library (harness/).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The GPU half of issue 5's checks, for a machine with an NVIDIA GPU:
 #   1. the reliability and stress tests at full scale, CUDA cases included;
 #   2. compute-sanitizer memcheck (with leak check), racecheck, synccheck and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every GoogleTest binary of a build, for a GPU machine (where the CUDA cases
 # run instead of skipping): one line per binary, each skip with its reason,
 # and a last line "N passed, N failed, N skipped".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // gst-launch-check: a stand-in for gst-launch-1.0 under which the README's
 // commands and the scripts in pipelines/ run in tests (tests/test_readme.sh
 // puts it on PATH as gst-launch-1.0). It takes the same command line and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Test entry point: GStreamer initialised once, before any test.
 #include <gst/gst.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Probes for the reliability and stress tests: frames counted, hashed and
 // checked at a pad; the process's memory, open files and threads; how long
 // the stress runs last.

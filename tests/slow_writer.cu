@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // See slow_writer.h.
 #include <cuda_runtime.h>
 

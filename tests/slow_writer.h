@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // A producer that leaves its writes pending on its own CUDA stream, as
 // GStreamer 1.24+ decoders do when they push a frame (NEED_SYNC): a kernel
 // spins for a while, then the frame's bytes are copied into place.

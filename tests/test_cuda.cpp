@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA kernels and backend, bit for bit against the CPU reference.
 // Without a usable GPU every test here is skipped and says why.
 #include <cuda_runtime.h>

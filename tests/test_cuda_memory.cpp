@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Frames already on the GPU (memory:CUDAMemory from cudaupload and NVDEC):
 // converted where they are, in the pipeline's one CUDA context. Needs a GPU
 // and GStreamer's nvcodec plugin; skipped with the reason otherwise.

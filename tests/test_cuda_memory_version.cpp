@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Version safety of CUDA memory: the plugin offers memory:CUDAMemory only
 // when the running libgstcuda is the minor version it was built against.
 #include "cudagraycontext.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The cudagray element through GstHarness: conversion on both backends,
 // caps, properties and bad input.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // What a user of cudagray runs: the embedding examples in examples/, the
 // side-by-side picture script, live use at 30 fps 1080p, and the README's
 // comparison of the formula with videoconvert and OpenCV.

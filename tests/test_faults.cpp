@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Injected CUDA faults: each ends in an element error, the pipeline can be
 // run again, and no device memory stays allocated. Needs a GPU and a build
 // configured with -Dfault-injection=enabled.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The frames in flight and their one owner: CudaGrayFrame maps a frame's
 // input and output buffers (and names what is wrong with a buffer that does
 // not hold its frame); CudaGrayFrameQueue hands frames from the streaming

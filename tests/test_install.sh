@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `meson install` puts the plugin where GStreamer looks for plugins, and it
 # works from there: a DESTDIR install, then gst-inspect-1.0 and the embedding
 # examples against the installed copy alone (GST_PLUGIN_PATH unset, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CPU reference against the documented formula; weights; the formula
 // and stats pieces the backends share.
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // What the element does when no GPU can be used. CUDA_VISIBLE_DEVICES is
 // emptied before CUDA is first touched, so this holds on a GPU machine too.
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The example scripts in pipelines/, run as a user would run them.
 #include <glib/gstdio.h>
 #include <gst/app/gstappsink.h>

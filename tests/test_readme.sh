@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every command in the README runs here, so none of them rots. Each ```sh
 # block of README.md is one TAP test: its lines run as one bash script (set
 # -e) in a scratch directory that looks like the repository root (dev,

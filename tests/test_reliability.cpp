@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Reliability: the catalogue of bad input of issue 5 that tests/test_element.cpp
 // does not already cover. Each case ends in an element error or warning whose
 // text says what to do (or in GStreamer's not-negotiated, for caps), a non-OK

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Stress (issue 5, part 3): 1000 NULL→PLAYING→NULL cycles mid-stream, 10^5
 // frames through one element, 8 elements in 8 threads at once and a tee with
 // two cudagray branches, every frame counted and checked against the CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The weights property's text: what cudagray_parse_weights accepts, what it
 // says when it refuses, and that formatting reads back exactly.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # valgrind memcheck over the CPU-backend tests: element, reliability, stress
 # (at 1/10 of its counts), no_gpu and the fuzz corpus replay.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // libFuzzer target: the input bytes become a short session with one cudagray
 // (CPU backend) in a GstHarness: caps (any of its formats, a few it refuses,
 // sizes from 0 to past 16384), buffers that hold the frame or not (short,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Writes the seed corpus of tests/fuzz/corpus: one small input per case,
 in the byte language fuzz_element.cpp reads (op = byte % 10; see its switch).
 Run from anywhere; it rewrites the seed-* files and leaves crash-* ones."""

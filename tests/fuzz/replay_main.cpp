@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Runs the fuzz target once on each file named (or each file of each folder
 // named) without libFuzzer: the seed corpus and past findings as a test.
 #include <dirent.h>

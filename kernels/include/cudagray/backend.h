@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // A place to convert frames, CPU or CUDA, behind one interface: the element
 // picks one at start and never asks how it works.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The conversion on the host: the reference the tests trust, and what the
 // CPU backend runs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA kernels, for callers that manage their own device memory and
 // stream (the CUDA backend, the tests and the bench). CUDA builds only.
 #pragma once

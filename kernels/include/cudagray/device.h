@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The process's CUDA devices and pinned host memory. Every function works in
 // a build without CUDA too, saying why it cannot help.
 #pragma once

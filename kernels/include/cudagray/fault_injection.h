@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // Test-only fault injection, compiled into builds configured with
 // -Dfault-injection=enabled (which define CUDAGRAY_FAULT_INJECTION) and into
 // no other: the plugin installed from a default build has none of it.

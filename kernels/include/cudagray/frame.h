@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // What a frame is to the kernels: the pixel layouts they read, and the input
 // and GRAY8 output frames as plane pointers and row strides.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
 // The luma weights and the one formula every backend computes exactly:
 //   weights in Q16 fixed point
 //     wR = round(kR * 65536), wB = round(kB * 65536)
