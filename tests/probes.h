@@ -19,6 +19,16 @@
 
 namespace cudagray::test {
 
+// Tests run once per backend, "cpu" and "cuda"; the CUDA ones skip without
+// a usable GPU.
+class BackendTest : public ::testing::TestWithParam<const char *> {
+ protected:
+  void SetUp() override {
+    if (backend() == "cuda") SKIP_WITHOUT_GPU();
+  }
+  std::string backend() const { return GetParam(); }
+};
+
 // How much longer the stress tests run: CUDAGRAY_STRESS_SCALE=10 runs ten
 // times the counts; 0.01 a hundredth (under valgrind). Never below one.
 inline long scaled(long count) {

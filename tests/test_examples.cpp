@@ -3,8 +3,6 @@
 // side-by-side picture script, live use at 30 fps 1080p, and the README's
 // comparison of the formula with videoconvert and OpenCV.
 #include <glib/gstdio.h>
-#include <gst/app/gstappsink.h>
-#include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -18,8 +16,14 @@
 #include <vector>
 
 #include "common.h"
+#include "pipeline.h"
+#include "shell.h"
 
 namespace {
+
+using cudagray::test::shell;
+using cudagray::test::TempDir;
+using harness::Pipeline;
 
 std::string env(const char *name, const char *fallback = "") {
   const char *v = std::getenv(name);
@@ -29,29 +33,7 @@ std::string source_dir() { return env("CUDAGRAY_SOURCE_DIR", "."); }
 std::string example(const char *name) { return env("CUDAGRAY_EXAMPLES_DIR", "examples") + "/" + name; }
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 
-// Runs a shell command; returns its exit status and appends its output.
-int shell(const std::string &command, std::string *output) {
-  FILE *pipe = popen(("(" + command + ") 2>&1").c_str(), "r");
-  char line[4096];
-  while (fgets(line, sizeof line, pipe)) *output += line;
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    gchar *p = g_dir_make_tmp("cudagray-examples-XXXXXX", nullptr);
-    path = p;
-    g_free(p);
-  }
-  ~TempDir() {
-    std::string ignored;
-    shell("rm -rf " + quote(path), &ignored);
-  }
-};
 
 // The README's formula, written out again here: Q16 weights from the
 // coefficients, white kept at 255 for the standard matrices.
@@ -96,28 +78,25 @@ Picture picture_of(GstSample *sample) {
   return p;
 }
 
-// The first frame of an image or video file, as RGB.
-Picture first_frame(const std::string &path) {
-  GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch(("filesrc location=\"" + path +
-                                           "\" ! decodebin ! videoconvert ! video/x-raw,format=RGB ! "
-                                           "appsink name=out sync=false")
-                                              .c_str(),
-                                          &error);
-  EXPECT_EQ(error, nullptr) << error->message;
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+// The next frame at appsink "out", as a picture; a failure naming what
+// when none comes within timeout.
+Picture pull_picture(const Pipeline &pipeline, GstClockTime timeout, const std::string &what) {
   Picture p;
-  if (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+  if (GstSample *s = pipeline.pull("out", timeout)) {
     p = picture_of(s);
     gst_sample_unref(s);
   } else {
-    ADD_FAILURE() << "no frame in " << path;
+    ADD_FAILURE() << "no frame from " << what;
   }
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
   return p;
+}
+
+// The first frame of an image or video file, as RGB.
+Picture first_frame(const std::string &path) {
+  const Pipeline pipeline("filesrc location=\"" + path +
+                          "\" ! decodebin ! videoconvert ! video/x-raw,format=RGB ! appsink name=out sync=false");
+  pipeline.play();
+  return pull_picture(pipeline, 10 * GST_SECOND, path);
 }
 
 // Checks that the right half of a side-by-side picture is the formula applied
@@ -427,30 +406,13 @@ std::vector<uint8_t> all_triples() {
 // The frame through "appsrc ! CONVERTER ! appsink", GRAY8 out.
 Picture convert_all(const std::vector<uint8_t> &rgb, const std::string &converter,
                     const std::string &caps = "video/x-raw,format=RGB,width=4096,height=4096,framerate=1/1") {
-  GError *error = nullptr;
-  GstElement *pipeline = gst_parse_launch(("appsrc name=in format=time caps=" + caps + " ! " + converter +
-                                           " ! appsink name=out sync=false")
-                                              .c_str(),
-                                          &error);
-  EXPECT_EQ(error, nullptr) << error->message;
-  GstElement *in = gst_bin_get_by_name(GST_BIN(pipeline), "in");
-  GstElement *out = gst_bin_get_by_name(GST_BIN(pipeline), "out");
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  const Pipeline pipeline("appsrc name=in format=time caps=" + caps + " ! " + converter + " ! appsink name=out sync=false");
+  pipeline.play();
   GstBuffer *buf = gst_buffer_new_memdup(rgb.data(), rgb.size());
   GST_BUFFER_PTS(buf) = 0;
-  gst_app_src_push_buffer(GST_APP_SRC(in), buf);
-  gst_app_src_end_of_stream(GST_APP_SRC(in));
-  Picture p;
-  if (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(out), 30 * GST_SECOND)) {
-    p = picture_of(s);
-    gst_sample_unref(s);
-  } else {
-    ADD_FAILURE() << "no output from " << converter;
-  }
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(in);
-  gst_object_unref(out);
-  gst_object_unref(pipeline);
+  pipeline.push("in", buf);
+  pipeline.end_of_stream("in");
+  const Picture p = pull_picture(pipeline, 30 * GST_SECOND, converter);
   EXPECT_EQ(p.channels, 1);
   return p;
 }

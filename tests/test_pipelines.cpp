@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The example scripts in pipelines/, run as a user would run them.
 #include <glib/gstdio.h>
-#include <gst/app/gstappsink.h>
 
 #include <cstdlib>
 #include <fstream>
 
 #include "element_harness.h"
+#include "shell.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -18,41 +18,15 @@ std::string script(const char *name) {
   return std::string(root ? root : ".") + "/pipelines/" + name;
 }
 
-// Runs a shell command; returns its exit status and appends its output.
-int shell(const std::string &command, std::string *output) {
-  FILE *pipe = popen((command + " 2>&1").c_str(), "r");
-  char line[4096];
-  while (fgets(line, sizeof line, pipe)) *output += line;
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // Every decoded frame of a file, as raw video in `caps`.
 std::vector<GstSample *> decode(const std::string &path, const char *caps) {
-  GstElement *pipeline = gst_parse_launch(
-      ("filesrc location=\"" + path + "\" ! decodebin ! videoconvert ! " + caps +
-       " ! appsink name=out sync=false max-buffers=0")
-          .c_str(),
-      nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  const Pipeline pipeline("filesrc location=\"" + path + "\" ! decodebin ! videoconvert ! " + caps +
+                          " ! appsink name=out sync=false max-buffers=0");
+  pipeline.play();
   std::vector<GstSample *> samples;
-  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) samples.push_back(s);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(pipeline);
+  while (GstSample *s = pipeline.pull("out", 10 * GST_SECOND)) samples.push_back(s);
   return samples;
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    gchar *p = g_dir_make_tmp("cudagray-XXXXXX", nullptr);
-    path = p;
-    g_free(p);
-  }
-  ~TempDir() { shell("rm -rf '" + path + "'", new std::string); }
-};
 
 }  // namespace
 
@@ -86,13 +60,11 @@ TEST(FilePipeline, DefaultInputGivesGrayVideoAndPng) {
   gst_sample_unref(png[0]);
 
   // The same first frame, drawn again as RGB and converted by the reference.
-  GstElement *src = gst_parse_launch(
+  const Pipeline src(
       "videotestsrc pattern=smpte horizontal-speed=4 num-buffers=1 ! "
-      "video/x-raw,format=RGB,width=640,height=480 ! appsink name=out",
-      nullptr);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(src), "out");
-  gst_element_set_state(src, GST_STATE_PLAYING);
-  GstSample *first = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+      "video/x-raw,format=RGB,width=640,height=480 ! appsink name=out");
+  src.play();
+  GstSample *first = src.pull("out", 10 * GST_SECOND);
   ASSERT_NE(first, nullptr);
   GstMapInfo map;
   gst_buffer_map(gst_sample_get_buffer(first), &map, GST_MAP_READ);
@@ -101,9 +73,6 @@ TEST(FilePipeline, DefaultInputGivesGrayVideoAndPng) {
   gst_buffer_unmap(gst_sample_get_buffer(first), &map);
   EXPECT_TRUE(same_pixels(snapshot, cpu_reference(rgb, kWeightChoices[1])));
   gst_sample_unref(first);
-  gst_element_set_state(src, GST_STATE_NULL);
-  gst_object_unref(sink);
-  gst_object_unref(src);
 }
 
 TEST(FilePipeline, BadArgumentsFail) {

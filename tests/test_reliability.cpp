@@ -22,12 +22,8 @@ using namespace cudagray::test;
 
 namespace {
 
-class ByBackend : public ::testing::TestWithParam<const char *> {
+class ByBackend : public BackendTest {
  protected:
-  void SetUp() override {
-    if (backend() == "cuda") SKIP_WITHOUT_GPU();
-  }
-  std::string backend() const { return GetParam(); }
   std::vector<std::string> settings(int max_inflight = 4) const {
     return {"backend=" + backend(), "max-inflight=" + std::to_string(max_inflight)};
   }

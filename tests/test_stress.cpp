@@ -18,13 +18,7 @@ using namespace cudagray::test;
 
 namespace {
 
-class Stress : public ::testing::TestWithParam<const char *> {
- protected:
-  void SetUp() override {
-    if (backend() == "cuda") SKIP_WITHOUT_GPU();
-  }
-  std::string backend() const { return GetParam(); }
-};
+class Stress : public BackendTest {};
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
