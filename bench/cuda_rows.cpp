@@ -17,54 +17,40 @@ namespace bench {
 namespace {
 
 // Seconds between two events around what enqueue puts on the stream.
-class EventTimer {
- public:
-  double seconds(cudaStream_t stream, const std::function<void()> &enqueue) {
-    CHECK_CUDA(cudaEventRecord(start_.get(), stream));
-    enqueue();
-    CHECK_CUDA(cudaEventRecord(stop_.get(), stream));
-    CHECK_CUDA(cudaEventSynchronize(stop_.get()));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
-    return ms / 1e3;
-  }
-
- private:
-  Event start_ = make_event(), stop_ = make_event();
-};
+double event_seconds(cudaStream_t stream, const std::function<void()> &enqueue) {
+  const Event start = make_event(), stop = make_event();
+  CHECK_CUDA(cudaEventRecord(start.get(), stream));
+  enqueue();
+  CHECK_CUDA(cudaEventRecord(stop.get(), stream));
+  CHECK_CUDA(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms / 1e3;
+}
 
 // Records `count` operations into a CUDA graph; an empty owner, and *why,
 // when the stream cannot be captured (the stream is usable again either way).
 GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::string *why) {
-  cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    *why = std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(err);
-    return {};
-  }
-  std::string failure;
   try {
-    for (long i = 0; i < count; ++i) op(i, stream);
+    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+    std::string failure;
+    try {
+      for (long i = 0; i < count; ++i) op(i, stream);
+    } catch (const std::exception &e) {
+      failure = e.what();
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // even after a failure
+    const Graph owner(graph);
+    if (!failure.empty()) throw std::runtime_error(failure);
+    CHECK_CUDA(ended);
+    cudaGraphExec_t exec = nullptr;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    return GraphExec(exec);
   } catch (const std::exception &e) {
-    failure = e.what();
-  }
-  cudaGraph_t graph = nullptr;
-  err = cudaStreamEndCapture(stream, &graph);  // ends the capture even after a failure
-  const Graph owner(graph);
-  if (failure.empty() && err != cudaSuccess)
-    failure = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(err);
-  if (failure.empty() && !graph) failure = "the capture made no graph";
-  cudaGraphExec_t exec = nullptr;
-  if (failure.empty()) {
-    err = cudaGraphInstantiate(&exec, graph, 0);
-    if (err != cudaSuccess) failure = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(err);
-  }
-  if (!failure.empty()) {
-    cudaGetLastError();
-    *why = failure;
+    *why = e.what();
     return {};
   }
-  return GraphExec(exec);
 }
 
 // Input bytes per pixel of a layout, all planes: 3 or 4.
@@ -202,10 +188,9 @@ size_t device_rotation_bytes(const Options &options) {
 void time_operations(cudaStream_t stream, long rotation, const Operation &op, const Options &options,
                      Row &row, bool best_of_both) {
   const double seconds = options.seconds / 2;  // device operations are stable: half is plenty
-  EventTimer timer;
   long next = 0;
   const auto plain = [&](long n) {
-    return timer.seconds(stream, [&] {
+    return event_seconds(stream, [&] {
       for (long k = 0; k < n; ++k) op(next++, stream);
     });
   };
@@ -228,7 +213,7 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op, co
     return;
   }
   const auto launches = [&](long count) {
-    return timer.seconds(stream, [&] {
+    return event_seconds(stream, [&] {
       for (long k = 0; k < count; ++k) CHECK_CUDA(cudaGraphLaunch(graph.get(), stream));
     });
   };

@@ -20,11 +20,12 @@ std::string cudagray_cuda(const Options &options) {
   return "cudagray name=dut backend=cuda cuda-device-id=" + std::to_string(options.device);
 }
 
-// The one reason every element row on CUDA is skipped, if there is one.
-std::string why_no_element(const Elements &elements, const CudaState &cuda) {
-  if (!elements.cudagray) return std::string("n/a: ") + kNoPlugin;
-  if (!cuda.usable) return "skipped: " + cuda.reason;
-  return "";
+// Whether the element rows on CUDA can run; if not, records all as one
+// row saying why.
+bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all, std::vector<Row> *rows) {
+  if (elements.cudagray && cuda.usable) return true;
+  record(rows, all.skip(elements.cudagray ? "skipped: " + cuda.reason : std::string("n/a: ") + kNoPlugin));
+  return false;
 }
 
 // Where the element rows' frames come from, and what each is compared with.
@@ -69,11 +70,8 @@ Elements inspect_elements() {
 
 void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const CudaState &cuda, std::vector<Row> *rows) {
-  const std::string why_not = why_no_element(elements, cuda);
-  if (!why_not.empty()) {
-    record(rows, Row(size, "element", "element:*", "cudagray backend=cuda (all upstreams)").skip(why_not));
+  if (!element_usable(elements, cuda, Row(size, "element", "element:*", "cudagray backend=cuda (all upstreams)"), rows))
     return;
-  }
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 7000);
   // Frames already on the GPU, when GStreamer's CUDA library can make them.
@@ -129,11 +127,7 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
 
 void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const CudaState &cuda, std::vector<Row> *rows) {
-  const std::string why_not = why_no_element(elements, cuda);
-  if (!why_not.empty()) {
-    record(rows, Row(size, "latency", "latency:*", "cudagray single-frame latency").skip(why_not));
-    return;
-  }
+  if (!element_usable(elements, cuda, Row(size, "latency", "latency:*", "cudagray single-frame latency"), rows)) return;
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 9000);
   for (const bool pinned : {true, false}) {
