@@ -92,9 +92,19 @@ struct InputFrame {
   void *producer_stream = nullptr;
 };
 
+// One GRAY8 frame: rows of stride bytes.
 struct GrayFrame {
   uint8_t *data;
   size_t stride;
+  // data is device memory of the backend's CUDA context: the result is
+  // written there and never comes back to the host (a backend whose
+  // BackendNeeds::writes_device_memory says it can).
+  bool on_device = false;
+  // On the device only: a CUDA stream (cudaStream_t) of whoever uses the
+  // frame next. The backend's writes wait for the work already queued on it,
+  // and work queued on it after submit waits for the writes, both on the GPU,
+  // so that its user need not wait for finish_oldest. nullptr: none.
+  void *consumer_stream = nullptr;
 };
 
 // Converts one frame on the calling thread plus up to threads-1 helpers
@@ -115,6 +125,9 @@ struct TimingStats {
   uint64_t staged_inputs = 0, staged_outputs = 0;
   // Frames read straight from GPU memory (no upload).
   uint64_t device_inputs = 0;
+  // Frames written straight into GPU memory (no download); the download mean
+  // is over the other frames.
+  uint64_t device_outputs = 0;
 };
 
 // What a backend needs from the element around it; the element asks, and
@@ -130,6 +143,8 @@ struct BackendNeeds {
   bool pinned_host_memory = false;
   // It reads frames in GPU memory where they are (InputFrame::on_device).
   bool reads_device_memory = false;
+  // It writes results into GPU memory (GrayFrame::on_device), no download.
+  bool writes_device_memory = false;
 };
 
 // A place to convert frames. The element picks one at start and never asks
@@ -148,12 +163,15 @@ class Backend {
   // buffers for up to max_in_flight frames at once (at least 1).
   // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
   // so no upload buffers are reserved; a host frame still works, its upload
-  // buffer then being allocated when it first needs one.
+  // buffer then being allocated when it first needs one. outputs_on_device:
+  // the same for results written into GPU memory (GrayFrame::on_device) and
+  // the download buffers.
   virtual bool configure(PixelLayout layout, int width, int height, int max_in_flight,
-                         bool inputs_on_device, std::string *error) = 0;
+                         bool inputs_on_device, bool outputs_on_device, std::string *error) = 0;
   // Starts converting a frame (in host memory, or on the GPU when
-  // in.on_device) into a host GRAY8 frame; both must stay valid until the
-  // frame is finished. At most max_in_flight unfinished.
+  // in.on_device) into a GRAY8 frame (in host memory, or on the GPU when
+  // out.on_device); both must stay valid until the frame is finished. At
+  // most max_in_flight unfinished.
   virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
                       std::string *error) = 0;
   // Waits for the oldest unfinished frame; its output then holds the result.
