@@ -441,10 +441,9 @@ cudagray_device_pool_init (CudaGrayDevicePool * self)
   gst_video_info_init (&self->standin);
 }
 
-GstBufferPool *
-cudagray_device_pool_new (GstObject * cuda_context)
+static GstBufferPool *
+device_pool_new (GstCudaContext * cuda_context)
 {
-  ensure_debug_category ();
   gst_cuda_memory_init_once ();
   GstAllocator *allocator = gst_allocator_find (GST_CUDA_MEMORY_TYPE_NAME);
   if (!allocator) {
@@ -455,7 +454,7 @@ cudagray_device_pool_new (GstObject * cuda_context)
       (g_object_new (cudagray_device_pool_get_type (), NULL));
   gst_object_ref_sink (self);
   /* as gst_cuda_buffer_pool_new does */
-  self->parent.context = GST_CUDA_CONTEXT (gst_object_ref (cuda_context));
+  self->parent.context = (GstCudaContext *) gst_object_ref (cuda_context);
   self->allocator = allocator;
   return GST_BUFFER_POOL (self);
 }
@@ -495,7 +494,7 @@ cudagray_context_decide_output_pool (CudaGrayContext * context,
     *why = "the allocation query has no video caps";
     return FALSE;
   }
-  GstBufferPool *pool = cudagray_device_pool_new (GST_OBJECT (context->cuda));
+  GstBufferPool *pool = device_pool_new (context->cuda);
   if (!pool) {
     *why = "GStreamer's CUDA allocator is not registered";
     return FALSE;
@@ -630,12 +629,6 @@ cudagray_context_add_cuda_pool (CudaGrayContext *, GstQuery *, GstCaps *,
     guint)
 {
 }
-GstBufferPool *
-cudagray_device_pool_new (GstObject *)
-{
-  return NULL;
-}
-
 gboolean
 cudagray_context_decide_output_pool (CudaGrayContext *, GstQuery *, guint,
     std::string * why)

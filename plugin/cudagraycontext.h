@@ -84,19 +84,13 @@ gpointer cudagray_pending_writer_stream (GstBuffer * buffer);
 void cudagray_context_add_cuda_pool (CudaGrayContext * context,
     GstQuery * query, GstCaps * caps, guint min_buffers);
 
-/* GRAY8 output in CUDA memory. GStreamer's CUDA allocator lays out no GRAY8
- * (1.22 to 1.26), so the element's pool does: a GstCudaBufferPool subclass
- * in cuda_context (a GstCudaContext) whose buffers hold one CUDA memory and
- * a GRAY8 GstVideoMeta giving its pitch; on 1.24+ each memory carries the
- * pool config's CUDA stream. NULL without gstreamer-cuda-1.0. */
-GstBufferPool *cudagray_device_pool_new (GstObject * cuda_context);
-
-/* For CUDA-memory output: keeps in an allocation query the first pool
- * that can give GRAY8 CUDA memory of the element's context (a
- * GstCudaBufferPool of that context that is not GStreamer's own, which
- * cannot lay out GRAY8), else puts the element's own pool first, on its
- * stream (1.24+), with min_buffers. FALSE with why when the context is not
- * open. */
+/* For CUDA-memory GRAY8 output: keeps in an allocation query the first pool
+ * that can give it in the element's context (a GstCudaBufferPool of that
+ * context that is not GStreamer's own, which lays out no GRAY8 up to 1.26),
+ * else adds the element's own: a GstCudaBufferPool subclass whose buffers
+ * hold one CUDA memory and a GRAY8 GstVideoMeta giving its pitch, with
+ * min_buffers, on the element's CUDA stream (1.24+). FALSE with why when
+ * that fails. */
 gboolean cudagray_context_decide_output_pool (CudaGrayContext * context,
     GstQuery * query, guint min_buffers, std::string * why);
 
