@@ -582,17 +582,19 @@ std::string stats_note(GstElement *dut, const Elements &elements) {
   GstStructure *stats = nullptr;
   g_object_get(dut, "stats", &stats, nullptr);
   if (!stats) return "";
-  guint64 frames = 0, device_inputs = 0;
+  guint64 frames = 0, device_inputs = 0, device_outputs = 0;
   double gpu = NAN, upload = NAN, download = NAN;
   gst_structure_get_uint64(stats, "frames", &frames);
   gst_structure_get_uint64(stats, "device-inputs", &device_inputs);
+  gst_structure_get_uint64(stats, "device-outputs", &device_outputs);
   gst_structure_get_double(stats, "gpu-time-mean-us", &gpu);
   gst_structure_get_double(stats, "upload-time-mean-us", &upload);
   gst_structure_get_double(stats, "download-time-mean-us", &download);
   gst_structure_free(stats);
   return "element stats: gpu " + format_double(gpu, 1) + " us, upload " + format_double(upload, 1) +
          " us, download " + format_double(download, 1) + " us, frames " + std::to_string(frames) +
-         (device_inputs ? " (" + std::to_string(device_inputs) + " read in CUDA memory)" : "");
+         (device_inputs ? " (" + std::to_string(device_inputs) + " read in CUDA memory)" : "") +
+         (device_outputs ? " (" + std::to_string(device_outputs) + " left in CUDA memory)" : "");
 }
 
 std::string join(const std::vector<std::string> &parts) {
@@ -677,14 +679,25 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
   const std::string why_no_device = "n/a: bench built without gstreamer-cuda-1.0";
 #endif
   enum class Upstream { PinnedPool, Pageable, CudaMemory };
+  struct Case {
+    Upstream upstream;
+    int inflight;
+    bool to_device;  // GRAY8 left in CUDA memory
+  };
   const Upstream upstreams[] = {Upstream::PinnedPool, Upstream::Pageable, Upstream::CudaMemory};
-  // max-inflight values: 1, the default (0), then any asked for
-  std::vector<std::pair<Upstream, int>> cases;
-  for (const Upstream u : upstreams)
-    for (const int n : {1, 0}) cases.push_back({u, n});
-  for (const Upstream u : upstreams)
-    for (const int n : options.inflight) cases.push_back({u, n});
-  for (const auto &[upstream, inflight] : cases) {
+  // max-inflight values: 1, the default (0), then any asked for; GRAY8 in
+  // system memory from every upstream, then in CUDA memory from CUDA memory
+  // and from the pinned pool
+  std::vector<Case> cases;
+  for (const bool to_device : {false, true}) {
+    const std::vector<Upstream> from = to_device ? std::vector<Upstream>{Upstream::CudaMemory, Upstream::PinnedPool}
+                                                 : std::vector<Upstream>(std::begin(upstreams), std::end(upstreams));
+    for (const Upstream u : from)
+      for (const int n : {1, 0}) cases.push_back({u, n, to_device});
+    for (const Upstream u : from)
+      for (const int n : options.inflight) cases.push_back({u, n, to_device});
+  }
+  for (const auto &[upstream, inflight, to_device] : cases) {
     const std::string inflight_key = inflight == 0 ? "default" : std::to_string(inflight);
     Row row;
     row.size = size;
@@ -705,17 +718,26 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
       row.ceiling = "raw:device";
       row.peer = "element:pinned:" + inflight_key;
     }
+    if (to_device) {  // the same upstreams, GRAY8 left in CUDA memory: no download
+      const bool from_device = upstream == Upstream::CudaMemory;
+      row.key = std::string("element:") + (from_device ? "device" : "pinned") + "-to-device:" + inflight_key;
+      row.what = from_device ? "cudagray cuda, CUDA memory in, GRAY8 CUDA memory out"
+                             : "cudagray cuda, upstream in its pinned pool, GRAY8 CUDA memory out";
+      row.ceiling = from_device ? "kernel:RGB" : "raw:pinned";
+      row.peer = std::string("element:") + (from_device ? "device:" : "pinned:") + inflight_key;
+    }
     row.what += ", max-inflight " +
                 (inflight > 0 ? std::to_string(inflight)
                               : elements.max_inflight ? "default (" + elements.max_inflight_default + ")" : "(none)");
-    if (upstream == Upstream::CudaMemory && !why_no_device.empty()) {
+    if ((upstream == Upstream::CudaMemory || to_device) && !why_no_device.empty()) {
       row.skipped = why_no_device;
       record(rows, row, nullptr);
       continue;
     }
     record(rows, row, [&](Row &r) {
       const bool cuda_memory = upstream == Upstream::CudaMemory;
-      BenchPipeline p(cudagray_cuda(options), size, cuda_memory);
+      BenchPipeline p(cudagray_cuda(options) + (to_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : ""),
+                      size, cuda_memory);
       if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
 #ifdef CUDAGRAY_HAVE_GST_CUDA
       if (cuda_memory) on_device->share_with(p.dut());
