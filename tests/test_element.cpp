@@ -231,7 +231,9 @@ TEST(Caps, CudaMemoryOutputComesAfterSystemMemoryAndNeverFromTheCpu) {
     EXPECT_GT(offer.size, 0u);
     EXPECT_TRUE(offer.all_gray8);
     EXPECT_EQ(offer.cuda_memory.size(), c.offered ? 1u : 0u);
-    if (!offer.cuda_memory.empty()) EXPECT_GT(offer.cuda_memory[0], 0u) << "CUDA memory offered first";
+    if (!offer.cuda_memory.empty()) {
+      EXPECT_GT(offer.cuda_memory[0], 0u) << "CUDA memory offered first";
+    }
   }
 }
 
