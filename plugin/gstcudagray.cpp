@@ -656,10 +656,14 @@ warn_if_weights_unused (GstCudaGray * self, const cudagray::Weights & weights)
 }
 
 /* Starts converting inbuf into outbuf; the frame queue holds both, mapped,
- * until the output task pushes the result. */
+ * until the output task pushes the result. Called by generate_output; being
+ * the transform vfunc also tells GstBaseTransform that output buffers are
+ * separate ones, from the pool decided with downstream. */
 static GstFlowReturn
-submit_frame (GstCudaGray * self, GstBuffer * inbuf, GstBuffer * outbuf)
+gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
 {
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
   CudaGrayScope scope (self->context);
   std::string mismatch, error;
@@ -744,7 +748,7 @@ gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
     ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
         (trans, inbuf, &out);
     if (ret == GST_FLOW_OK)
-      ret = submit_frame (self, inbuf, out);
+      ret = gst_cuda_gray_transform (trans, inbuf, out);
     else if (ret != GST_FLOW_FLUSHING)
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
@@ -1028,7 +1032,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_decide_allocation);
-  /* generate_output starts a frame; the output task hands it on */
+  /* generate_output starts a frame (transform); the output task hands it on */
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);

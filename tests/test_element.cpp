@@ -602,6 +602,31 @@ TEST(PinnedPool, OfferedUpstream) {
   gst_caps_unref(caps);
 }
 
+// Output buffers are allocated as agreed with downstream: the element asks
+// downstream's ALLOCATION (whose pool or allocator it then uses, or else
+// offers its pinned pool). It has no transform vfunc, which GstBaseTransform
+// otherwise takes for an in-place element, never asking and allocating every
+// output buffer afresh in plain memory.
+TEST(Allocation, DownstreamIsAskedForItsPool) {
+  Harness harness({"backend=cpu"});
+  int asked = 0;
+  gst_pad_add_probe(
+      harness.h->sinkpad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+        if (GST_QUERY_TYPE(GST_PAD_PROBE_INFO_QUERY(info)) == GST_QUERY_ALLOCATION) ++*static_cast<int *>(data);
+        return GST_PAD_PROBE_OK;
+      },
+      &asked, nullptr);
+  harness.set_caps(caps_string("BGR", 641, 481));
+  const TestFrame f = random_frame(PixelLayout::BGR, 641, 481);
+  ASSERT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(harness.h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])));
+  gst_buffer_unref(out);
+  EXPECT_GE(asked, 1) << "downstream was never asked how to allocate the output";
+}
+
 // Downstream without a pool of its own gets output buffers in pinned memory.
 TEST(PinnedPool, UsedForOutputWhenDownstreamHasNone) {
   SKIP_WITHOUT_GPU();
