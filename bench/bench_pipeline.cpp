@@ -231,15 +231,18 @@ std::string stats_note(GstElement *dut) {
   GstStructure *stats = nullptr;
   g_object_get(dut, "stats", &stats, nullptr);
   if (!stats) return "";
-  guint64 frames = 0, device_inputs = 0;
+  guint64 frames = 0, device_inputs = 0, device_outputs = 0;
   double gpu = NAN, upload = NAN, download = NAN;
-  gst_structure_get(stats, "frames", G_TYPE_UINT64, &frames, "device-inputs", G_TYPE_UINT64,
-                    &device_inputs, "gpu-time-mean-us", G_TYPE_DOUBLE, &gpu, "upload-time-mean-us",
-                    G_TYPE_DOUBLE, &upload, "download-time-mean-us", G_TYPE_DOUBLE, &download, nullptr);
+  // the device counts last: a plugin older than them stops the reading there
+  gst_structure_get(stats, "frames", G_TYPE_UINT64, &frames, "gpu-time-mean-us", G_TYPE_DOUBLE, &gpu,
+                    "upload-time-mean-us", G_TYPE_DOUBLE, &upload, "download-time-mean-us", G_TYPE_DOUBLE,
+                    &download, "device-inputs", G_TYPE_UINT64, &device_inputs, "device-outputs", G_TYPE_UINT64,
+                    &device_outputs, nullptr);
   gst_structure_free(stats);
   return "element stats: gpu " + format_double(gpu, 1) + " us, upload " + format_double(upload, 1) +
          " us, download " + format_double(download, 1) + " us, frames " + std::to_string(frames) +
-         (device_inputs ? " (" + std::to_string(device_inputs) + " read in CUDA memory)" : "");
+         (device_inputs ? " (" + std::to_string(device_inputs) + " read in CUDA memory)" : "") +
+         (device_outputs ? " (" + std::to_string(device_outputs) + " left in CUDA memory)" : "");
 }
 
 void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long ahead, Row &row) {

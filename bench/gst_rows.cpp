@@ -28,15 +28,24 @@ bool element_usable(const Elements &elements, const CudaState &cuda, const Row &
   return false;
 }
 
-// Where the element rows' frames come from, and what each is compared with.
+// Where the element rows' frames come from and go to, and what each is
+// compared with (a peer ending in ':' is of the same max-inflight).
 struct Upstream {
   const char *key, *what, *ceiling, *peer;
-  bool pinned_pool, cuda_memory;
+  bool pinned_pool, cuda_memory, gray_on_device;
 };
-const Upstream kUpstreams[] = {
-    {"pinned", "upstream in its pinned pool", "raw:pinned", "", true, false},
-    {"pageable", "pageable upstream", "raw:pinned", "raw:staging", false, false},
-    {"device", "upstream in CUDA memory (zero-copy)", "raw:device", "element:pinned", false, true},
+// GRAY8 in system memory from every upstream...
+const Upstream kToHost[] = {
+    {"pinned", "upstream in its pinned pool", "raw:pinned", "", true, false, false},
+    {"pageable", "pageable upstream", "raw:pinned", "raw:staging", false, false, false},
+    {"device", "upstream in CUDA memory (zero-copy)", "raw:device", "element:pinned:", false, true, false},
+};
+// ...then left in CUDA memory (no download), from CUDA memory and from the pinned pool
+const Upstream kToDevice[] = {
+    {"device-to-device", "CUDA memory in, GRAY8 CUDA memory out", "kernel:RGB", "element:device:", false, true,
+     true},
+    {"pinned-to-device", "upstream in its pinned pool, GRAY8 CUDA memory out", "raw:pinned", "element:pinned:",
+     true, false, true},
 };
 
 }  // namespace
@@ -89,12 +98,13 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
   const std::string why_no_device = "n/a: bench built without gstreamer-cuda-1.0";
 #endif
   // max-inflight 1 and the default (0) for each upstream, then those asked for
-  std::vector<std::pair<const Upstream *, int>> cases;
-  for (const std::vector<int> &values : {std::vector<int>{1, 0}, options.inflight})
-    for (const Upstream &u : kUpstreams)
-      for (const int n : values) cases.push_back({&u, n});
-  for (const auto &[upstream, inflight] : cases) {
-    const Upstream &u = *upstream;
+  std::vector<std::pair<Upstream, int>> cases;
+  for (const auto &upstreams : {std::vector<Upstream>(std::begin(kToHost), std::end(kToHost)),
+                                std::vector<Upstream>(std::begin(kToDevice), std::end(kToDevice))})
+    for (const std::vector<int> &values : {std::vector<int>{1, 0}, options.inflight})
+      for (const Upstream &u : upstreams)
+        for (const int n : values) cases.push_back({u, n});
+  for (const auto &[u, inflight] : cases) {
     const std::string n = inflight == 0 ? "default" : std::to_string(inflight);
     Row row(size, "element", std::string("element:") + u.key + ":" + n,
             std::string("cudagray cuda, ") + u.what + ", max-inflight " +
@@ -103,13 +113,15 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
                                          : "(none)"),
             "RGB", 4.0 * size.pixels());
     row.ceiling = u.ceiling;
-    row.peer = u.cuda_memory ? std::string(u.peer) + ":" + n : u.peer;
-    if (u.cuda_memory && !why_no_device.empty()) {
+    const std::string peer = u.peer;
+    row.peer = !peer.empty() && peer.back() == ':' ? peer + n : peer;
+    if ((u.cuda_memory || u.gray_on_device) && !why_no_device.empty()) {
       record(rows, row.skip(why_no_device));
       continue;
     }
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(cudagray_cuda(options), size, u.cuda_memory);
+      BenchPipeline p(cudagray_cuda(options) + (u.gray_on_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : ""),
+                      size, u.cuda_memory);
       if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
       FrameRing *ring = &pageable;
 #ifdef CUDAGRAY_HAVE_GST_CUDA

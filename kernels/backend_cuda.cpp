@@ -50,10 +50,12 @@ float elapsed_us(const EventOwner &from, const EventOwner &to) {
 
 // One frame's worth of device buffers and events; frames take slots in turn.
 struct Slot {
-  DeviceMemory device_in, device_out;  // device_in: none while inputs are on the device
+  // none while inputs (device_in) or outputs (device_out) are on the device
+  DeviceMemory device_in, device_out;
   PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory
   EventOwner upload_start, kernel_start, kernel_end, download_start;
   EventOwner input_written;  // the producer's writes to a device input, recorded on its stream
+  EventOwner output_free;    // the work queued on a device output's consumer stream before ours
   EventOwner strip_uploaded[kMaxStrips], strip_done[kMaxStrips];
   GrayFrame out{};
   bool in_staged = false, out_staged = false, on_device = false;
@@ -61,7 +63,8 @@ struct Slot {
 
 // Frames go host → device (upload stream) → kernel → host (work streams),
 // up to max_in_flight at once; pinned host memory is copied by DMA directly,
-// pageable memory through the slot's pinned staging buffers. Everything lives
+// pageable memory through the slot's pinned staging buffers. Frames on the
+// device skip their upload, results on the device their download. Everything lives
 // in the CUDA context current when it is made; the caller makes that context
 // current around every call.
 class CudaBackend final : public Backend {
@@ -74,10 +77,10 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override { discard_all(); }
 
   const char *name() const override { return "cuda"; }
-  BackendNeeds needs() const override { return {kAutoInFlight, kMaxInFlight, true, true}; }
+  BackendNeeds needs() const override { return {kAutoInFlight, kMaxInFlight, true, true, true}; }
 
   bool configure(PixelLayout layout, int width, int height, int max_in_flight, bool inputs_on_device,
-                 std::string *error) override {
+                 bool outputs_on_device, std::string *error) override {
     discard_all();
     slots_.clear();  // free before allocating, so that large frames fit
     try {
@@ -97,10 +100,11 @@ class CudaBackend final : public Backend {
       slots_.resize(std::max(1, max_in_flight));
       for (Slot &s : slots_) {
         if (!inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
-        s.device_out = make_device_memory(out_pitch_ * height);
+        if (!outputs_on_device) s.device_out = make_device_memory(out_pitch_ * height);
         for (EventOwner *e : {&s.upload_start, &s.kernel_start, &s.kernel_end, &s.download_start})
           *e = make_event(cudaEventDefault);
         s.input_written = make_event(cudaEventDisableTiming);
+        s.output_free = make_event(cudaEventDisableTiming);
         for (int i = 0; i < kMaxStrips; ++i) {  // the last strip's events end the upload and download
           s.strip_uploaded[i] = make_event(cudaEventDefault);
           s.strip_done[i] = make_event(cudaEventDefault);
@@ -142,13 +146,17 @@ class CudaBackend final : public Backend {
         stage_input(s, in, source, source_pitch);
       }
       s.out = out;
-      s.out_staged = !is_pinned(out.data);
+      s.out_staged = !out.on_device && !is_pinned(out.data);
       if (s.out_staged && !s.staging_out.get()) s.staging_out = make_pinned_memory(out_pitch_ * height_);
+      if (!out.on_device && !s.device_out.get()) s.device_out = make_device_memory(out_pitch_ * height_);
       const GrayFrame download_to =
           s.out_staged ? GrayFrame{static_cast<uint8_t *>(s.staging_out.get()), out_pitch_} : out;
 
       auto *device_in = static_cast<uint8_t *>(s.device_in.get());
-      auto *device_out = static_cast<uint8_t *>(s.device_out.get());
+      // where the kernel writes: the result itself when it stays on the device
+      const GrayFrame written = out.on_device ? out : GrayFrame{static_cast<uint8_t *>(s.device_out.get()), out_pitch_};
+      const auto consumer = out.on_device ? static_cast<cudaStream_t>(out.consumer_stream) : nullptr;
+      if (consumer) CUDAGRAY_CHECK(cudaEventRecord(s.output_free.get(), consumer));
       const int strip_rows = (height_ + strips_ - 1) / strips_;
       auto strip_start = [&](int i) { return i * strip_rows; };
       auto strip_height = [&](int i) { return std::min(strip_rows, height_ - i * strip_rows); };
@@ -168,7 +176,8 @@ class CudaBackend final : public Backend {
           CUDAGRAY_CHECK(cudaEventRecord(s.strip_uploaded[i].get(), up));
         }
       }
-      // ...then each strip's kernel and download, as soon as its upload is in.
+      // ...then each strip's kernel (and download of a host result), as soon
+      // as its upload is in.
       for (int i = 0; i < strips_; ++i) {
         const bool first = i == 0, last = i == strips_ - 1;
         cudaStream_t work = work_streams_[next_stream_++ % kStreams].get();
@@ -180,14 +189,19 @@ class CudaBackend final : public Backend {
         }
         if (!in.on_device) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.strip_uploaded[i].get(), 0));
         if (wait_for_producer) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.input_written.get(), 0));
+        if (consumer) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.output_free.get(), 0));
         if (first) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_start.get(), work));
-        CUDAGRAY_CHECK(convert_cuda(strip, {device_out + strip_start(i) * out_pitch_, out_pitch_}, w, work));
+        uint8_t *const rows = written.data + strip_start(i) * written.stride;
+        CUDAGRAY_CHECK(convert_cuda(strip, {rows, written.stride}, w, work));
         if (last) CUDAGRAY_CHECK(cudaEventRecord(s.kernel_end.get(), work));
-        if (first) CUDAGRAY_CHECK(cudaEventRecord(s.download_start.get(), work));
-        CUDAGRAY_CHECK(cudaMemcpy2DAsync(download_to.data + strip_start(i) * download_to.stride,
-                                         download_to.stride, device_out + strip_start(i) * out_pitch_,
-                                         out_pitch_, width_, strip_height(i), cudaMemcpyDeviceToHost, work));
+        if (!out.on_device) {
+          if (first) CUDAGRAY_CHECK(cudaEventRecord(s.download_start.get(), work));
+          CUDAGRAY_CHECK(cudaMemcpy2DAsync(download_to.data + strip_start(i) * download_to.stride,
+                                           download_to.stride, rows, written.stride, width_, strip_height(i),
+                                           cudaMemcpyDeviceToHost, work));
+        }
         CUDAGRAY_CHECK(cudaEventRecord(s.strip_done[i].get(), work));
+        if (consumer) CUDAGRAY_CHECK(cudaStreamWaitEvent(consumer, s.strip_done[i].get(), 0));
       }
       std::lock_guard<std::mutex> hold(lock_);
       ++count_;
@@ -246,9 +260,9 @@ class CudaBackend final : public Backend {
       }
       const float kernel_us = elapsed_us(s.kernel_start, s.kernel_end);
       const float upload_us = s.on_device ? 0.0f : elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]);
-      const float download_us = elapsed_us(s.download_start, s.strip_done[strips_ - 1]);
+      const float download_us = s.out.on_device ? 0.0f : elapsed_us(s.download_start, s.strip_done[strips_ - 1]);
       std::lock_guard<std::mutex> hold(lock_);
-      stats_.add(kernel_us, upload_us, download_us, s.in_staged, s.out_staged, s.on_device);
+      stats_.add(kernel_us, upload_us, download_us, s.in_staged, s.out_staged, s.on_device, s.out.on_device);
       return true;
     } catch (const CudaError &e) {
       *error = e.what();

@@ -11,8 +11,9 @@ namespace cudagray {
 class StatsAccumulator {
  public:
   void add(double device_us, double upload_us, double download_us, bool staged_input = false,
-           bool staged_output = false, bool device_input = false) {
+           bool staged_output = false, bool device_input = false, bool device_output = false) {
     stats_.device_inputs += device_input;
+    stats_.device_outputs += device_output;
     stats_.staged_inputs += staged_input;
     stats_.staged_outputs += staged_output;
     const uint64_t n = ++stats_.frames;
@@ -21,7 +22,9 @@ class StatsAccumulator {
     stats_.device_us_mean += (device_us - stats_.device_us_mean) / n;
     // the upload mean is over the frames that were uploaded
     if (!device_input) stats_.upload_us_mean += (upload_us - stats_.upload_us_mean) / (n - stats_.device_inputs);
-    stats_.download_us_mean += (download_us - stats_.download_us_mean) / n;
+    // and the download mean over the frames that were downloaded
+    if (!device_output)
+      stats_.download_us_mean += (download_us - stats_.download_us_mean) / (n - stats_.device_outputs);
   }
   TimingStats get() const { return stats_; }
 

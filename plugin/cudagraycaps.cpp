@@ -34,8 +34,14 @@ cudagray_sink_template_caps (std::string * cuda_off)
 GstCaps *
 cudagray_src_template_caps (void)
 {
-  return gst_caps_from_string ("video/x-raw, format = (string) GRAY8, "
-      SIZES_AND_RATES);
+  std::string unusable;
+  GstCaps *caps = gst_caps_from_string ("video/x-raw, format = (string) "
+      "GRAY8, " SIZES_AND_RATES);
+  if (cudagray_cuda_memory_usable (&unusable))
+    gst_caps_append (caps, gst_caps_from_string ("video/x-raw("
+            CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY "), format = (string) GRAY8, "
+            SIZES_AND_RATES));
+  return caps;
 }
 
 gboolean
@@ -76,12 +82,15 @@ cudagray_layout_for_format (GstVideoFormat format, cudagray::PixelLayout * layou
 
 GstCaps *
 cudagray_transform_caps (GstPadDirection direction, GstCaps * caps,
-    GstCaps * filter, gboolean offer_cuda_memory)
+    GstCaps * filter, gboolean cuda_input, gboolean cuda_output)
 {
   std::string unusable;
-  const gboolean offer_cuda = offer_cuda_memory
-      && cudagray_cuda_memory_usable (&unusable);
+  const gboolean usable = cudagray_cuda_memory_usable (&unusable);
+  const gboolean offer_cuda = cuda_input && usable;
+  const gboolean output_cuda = cuda_output && usable;
   GstCaps *result = gst_caps_new_empty ();
+  /* GRAY8 in CUDA memory for converted frames, after all of result */
+  GstCaps *on_device = gst_caps_new_empty ();
   GstCaps *passthrough = gst_caps_new_empty ();
   GValue gray8 = G_VALUE_INIT;
   g_value_init (&gray8, G_TYPE_STRING);
@@ -96,6 +105,9 @@ cudagray_transform_caps (GstPadDirection direction, GstCaps * caps,
         && gst_caps_features_contains (features,
         CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY);
     if (!system_memory && !cuda_memory)
+      continue;
+    /* GRAY8 leaves in CUDA memory only when the backend writes there */
+    if (direction == GST_PAD_SRC && cuda_memory && !output_cuda)
       continue;
     const GstStructure *in = gst_caps_get_structure (caps, i);
     const GValue *format = gst_structure_get_value (in, "format");
@@ -120,10 +132,17 @@ cudagray_transform_caps (GstPadDirection direction, GstCaps * caps,
       /* No colorimetry field: GRAY8 then defaults to full range, and
        * videoconvert 1.22 mishandles an explicit "1:0:0:0" (it tints gray). */
       gst_structure_set_value (s, "format", &gray8);
+      if (output_cuda)
+        on_device = gst_caps_merge_structure_full (on_device,
+            gst_structure_copy (s),
+            gst_caps_features_new (CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
     } else {
-      GstStructure *same = gst_structure_copy (in);
-      gst_structure_set_value (same, "format", &gray8);
-      gst_caps_append_structure (passthrough, same);
+      /* passthrough stays in system memory */
+      if (system_memory) {
+        GstStructure *same = gst_structure_copy (in);
+        gst_structure_set_value (same, "format", &gray8);
+        gst_caps_append_structure (passthrough, same);
+      }
       GValue formats = G_VALUE_INIT;
       GValue name = G_VALUE_INIT;
       gst_value_list_init (&formats, 19);
@@ -145,6 +164,7 @@ cudagray_transform_caps (GstPadDirection direction, GstCaps * caps,
     result = gst_caps_merge_structure (result, s);
   }
   g_value_unset (&gray8);
+  result = gst_caps_merge (result, on_device);
   result = gst_caps_merge (result, passthrough);
 
   if (filter) {

@@ -305,6 +305,262 @@ cudagray_context_add_cuda_pool (CudaGrayContext * context, GstQuery * query,
 #endif
 }
 
+/* The element's pool for GRAY8 in CUDA memory. GStreamer's CUDA allocator
+ * lays out no GRAY8 (1.22 asserts, 1.24+ fails), so each frame is asked of
+ * it as a packed 4-byte frame ceil(width / 4) pixels wide: one plane of the
+ * same height, at least width bytes a row, with no further planes. The
+ * GstVideoMeta says what the buffer holds: GRAY8 at the allocation's pitch.
+ * A GstCudaBufferPool (of the element's context) for whoever checks; it does
+ * its own configuring, starting and allocating, and GstBufferPool's rest. */
+typedef struct
+{
+  GstCudaBufferPool parent;
+  GstAllocator *allocator;      /* GStreamer's CUDA allocator */
+  GstVideoInfo gray;            /* what the buffers hold */
+  GstVideoInfo standin;         /* what the allocator is asked for */
+#if GST_CHECK_VERSION(1, 24, 0)
+  GstCudaStream *stream;        /* from the config: the memories carry it */
+#endif
+} CudaGrayDevicePool;
+
+typedef struct
+{
+  GstCudaBufferPoolClass parent_class;
+} CudaGrayDevicePoolClass;
+
+G_DEFINE_TYPE (CudaGrayDevicePool, cudagray_device_pool,
+    GST_TYPE_CUDA_BUFFER_POOL);
+
+static GstBufferPoolClass *
+base_pool_class (void)
+{
+  return GST_BUFFER_POOL_CLASS (g_type_class_peek (GST_TYPE_BUFFER_POOL));
+}
+
+static GstMemory *
+device_pool_alloc_memory (CudaGrayDevicePool * self)
+{
+  GstCudaContext *context = self->parent.context;
+#if GST_CHECK_VERSION(1, 24, 0)
+  return gst_cuda_allocator_alloc (GST_CUDA_ALLOCATOR (self->allocator),
+      context, self->stream, &self->standin);
+#else
+  return gst_cuda_allocator_alloc (GST_CUDA_ALLOCATOR (self->allocator),
+      context, &self->standin);
+#endif
+}
+
+static gboolean
+device_pool_set_config (GstBufferPool * pool, GstStructure * config)
+{
+  auto *self = reinterpret_cast < CudaGrayDevicePool * >(pool);
+  GstCaps *caps = NULL;
+  guint size, min_buffers, max_buffers;
+  GstVideoInfo gray;
+  if (!gst_buffer_pool_config_get_params (config, &caps, &size, &min_buffers,
+          &max_buffers) || !caps || !gst_video_info_from_caps (&gray, caps)
+      || GST_VIDEO_INFO_FORMAT (&gray) != GST_VIDEO_FORMAT_GRAY8) {
+    GST_WARNING_OBJECT (pool, "takes GRAY8 caps only, not %" GST_PTR_FORMAT,
+        caps);
+    return FALSE;
+  }
+  self->gray = gray;
+  gst_video_info_set_format (&self->standin, GST_VIDEO_FORMAT_RGBA,
+      (GST_VIDEO_INFO_WIDTH (&gray) + 3) / 4, GST_VIDEO_INFO_HEIGHT (&gray));
+#if GST_CHECK_VERSION(1, 24, 0)
+  gst_clear_cuda_stream (&self->stream);
+  self->stream = gst_buffer_pool_config_get_cuda_stream (config);
+#endif
+  /* one allocation tells the size at the pitch the driver picks */
+  GstMemory *probe = device_pool_alloc_memory (self);
+  if (!probe) {
+    GST_WARNING_OBJECT (pool, "cannot allocate a %dx%d GRAY8 frame in CUDA "
+        "memory", GST_VIDEO_INFO_WIDTH (&gray), GST_VIDEO_INFO_HEIGHT (&gray));
+    return FALSE;
+  }
+  gst_buffer_pool_config_set_params (config, caps, probe->size, min_buffers,
+      max_buffers);
+  gst_memory_unref (probe);
+  return base_pool_class ()->set_config (pool, config);
+}
+
+/* GstCudaBufferPool's start (1.24+) activates an allocator of its own, which
+ * this pool does not use */
+static gboolean
+device_pool_start (GstBufferPool * pool)
+{
+  return base_pool_class ()->start (pool);
+}
+
+static GstFlowReturn
+device_pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
+    GstBufferPoolAcquireParams * params)
+{
+  auto *self = reinterpret_cast < CudaGrayDevicePool * >(pool);
+  GstMemory *mem = device_pool_alloc_memory (self);
+  if (!mem) {
+    GST_WARNING_OBJECT (pool, "cannot allocate CUDA memory");
+    return GST_FLOW_ERROR;
+  }
+  gsize offset[GST_VIDEO_MAX_PLANES] = { 0 };
+  gint stride[GST_VIDEO_MAX_PLANES] = {
+    GST_VIDEO_INFO_PLANE_STRIDE (&GST_CUDA_MEMORY_CAST (mem)->info, 0)
+  };
+  *buffer = gst_buffer_new ();
+  gst_buffer_append_memory (*buffer, mem);
+  gst_buffer_add_video_meta_full (*buffer, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_INFO_WIDTH (&self->gray),
+      GST_VIDEO_INFO_HEIGHT (&self->gray), 1, offset, stride);
+  return GST_FLOW_OK;
+}
+
+static void
+cudagray_device_pool_dispose (GObject * object)
+{
+  auto *self = reinterpret_cast < CudaGrayDevicePool * >(object);
+  gst_clear_object (&self->allocator);
+#if GST_CHECK_VERSION(1, 24, 0)
+  gst_clear_cuda_stream (&self->stream);
+#endif
+  G_OBJECT_CLASS (cudagray_device_pool_parent_class)->dispose (object);
+}
+
+static void
+cudagray_device_pool_class_init (CudaGrayDevicePoolClass * klass)
+{
+  G_OBJECT_CLASS (klass)->dispose = cudagray_device_pool_dispose;
+  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
+  pool_class->set_config = device_pool_set_config;
+  pool_class->start = device_pool_start;
+  pool_class->alloc_buffer = device_pool_alloc_buffer;
+}
+
+static void
+cudagray_device_pool_init (CudaGrayDevicePool * self)
+{
+  gst_video_info_init (&self->gray);
+  gst_video_info_init (&self->standin);
+}
+
+static GstBufferPool *
+device_pool_new (GstCudaContext * cuda_context)
+{
+  gst_cuda_memory_init_once ();
+  GstAllocator *allocator = gst_allocator_find (GST_CUDA_MEMORY_TYPE_NAME);
+  if (!allocator) {
+    GST_WARNING ("GStreamer's CUDA allocator is not registered");
+    return NULL;
+  }
+  auto *self = static_cast < CudaGrayDevicePool * >
+      (g_object_new (cudagray_device_pool_get_type (), NULL));
+  gst_object_ref_sink (self);
+  /* as gst_cuda_buffer_pool_new does */
+  self->parent.context = (GstCudaContext *) gst_object_ref (cuda_context);
+  self->allocator = allocator;
+  return GST_BUFFER_POOL (self);
+}
+
+gboolean
+cudagray_context_decide_output_pool (CudaGrayContext * context,
+    GstQuery * query, guint min_buffers, std::string * why)
+{
+  if (!context->cuda) {
+    *why = "no CUDA context is open";
+    return FALSE;
+  }
+  /* GStreamer's own GstCudaBufferPool cannot lay out GRAY8 (1.22 aborts on
+   * it); another context's memory cannot be written here */
+  for (guint i = gst_query_get_n_allocation_pools (query); i-- > 0;) {
+    GstBufferPool *pool = NULL;
+    gst_query_parse_nth_allocation_pool (query, i, &pool, NULL, NULL, NULL);
+    const gboolean usable = pool && GST_IS_CUDA_BUFFER_POOL (pool)
+        && G_OBJECT_TYPE (pool) != GST_TYPE_CUDA_BUFFER_POOL
+        && GST_CUDA_BUFFER_POOL (pool)->context == context->cuda;
+    if (!usable) {
+      GST_DEBUG_OBJECT (context->element, "not using downstream's pool %"
+          GST_PTR_FORMAT ": not one for GRAY8 CUDA memory of our context",
+          pool);
+      gst_query_remove_nth_allocation_pool (query, i);
+    }
+    gst_clear_object (&pool);
+  }
+  if (gst_query_get_n_allocation_pools (query) > 0) {
+    GST_DEBUG_OBJECT (context->element, "writing into downstream's CUDA pool");
+    return TRUE;
+  }
+  GstCaps *caps = NULL;
+  GstVideoInfo info;
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (!caps || !gst_video_info_from_caps (&info, caps)) {
+    *why = "the allocation query has no video caps";
+    return FALSE;
+  }
+  GstBufferPool *pool = device_pool_new (context->cuda);
+  if (!pool) {
+    *why = "GStreamer's CUDA allocator is not registered";
+    return FALSE;
+  }
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, info.size, min_buffers, 0);
+#if GST_CHECK_VERSION(1, 24, 0)
+  if (context->stream)
+    gst_buffer_pool_config_set_cuda_stream (config, context->stream);
+#endif
+  const gboolean configured = gst_buffer_pool_set_config (pool, config);
+  if (configured) {
+    config = gst_buffer_pool_get_config (pool);
+    guint size = info.size;
+    gst_buffer_pool_config_get_params (config, NULL, &size, NULL, NULL);
+    gst_structure_free (config);
+    gst_query_add_allocation_pool (query, pool, size, min_buffers, 0);
+    GST_DEBUG_OBJECT (context->element, "writing into our CUDA pool");
+  } else {
+    *why = "no " + std::to_string (info.width) + "x" +
+        std::to_string (info.height) + " GRAY8 frame could be allocated in "
+        "CUDA memory";
+  }
+  gst_object_unref (pool);
+  return configured;
+}
+
+gboolean
+cudagray_context_writes_on_device (CudaGrayContext * context,
+    GstBuffer * buffer, GstMapFlags * flags)
+{
+  *flags = GST_MAP_WRITE;
+  GstMemory *mem = gst_buffer_n_memory (buffer) == 1 ?
+      gst_buffer_peek_memory (buffer, 0) : NULL;
+  if (!context->cuda || !mem || !gst_is_cuda_memory (mem)
+      || GST_CUDA_MEMORY_CAST (mem)->context != context->cuda)
+    return FALSE;
+  *flags = (GstMapFlags) (GST_MAP_WRITE | GST_MAP_CUDA);
+  return TRUE;
+}
+
+gpointer
+cudagray_output_stream (GstBuffer * buffer)
+{
+#if GST_CHECK_VERSION(1, 24, 0)
+  GstMemory *mem = gst_buffer_peek_memory (buffer, 0);
+  if (gst_buffer_n_memory (buffer) != 1 || !gst_is_cuda_memory (mem))
+    return NULL;
+  GstCudaStream *stream = gst_cuda_memory_get_stream (GST_CUDA_MEMORY_CAST
+      (mem));
+  return stream ? (gpointer) gst_cuda_stream_get_handle (stream) : NULL;
+#else
+  return NULL;
+#endif
+}
+
+void
+cudagray_mark_output_pending (GstBuffer * buffer)
+{
+#if GST_CHECK_VERSION(1, 24, 0)
+  GST_MINI_OBJECT_FLAG_SET (gst_buffer_peek_memory (buffer, 0),
+      GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
+#endif
+}
+
 #else /* without gstreamer-cuda-1.0: the device's primary context */
 
 void
@@ -372,6 +628,32 @@ cudagray_pending_writer_stream (GstBuffer *)
 void
 cudagray_context_add_cuda_pool (CudaGrayContext *, GstQuery *, GstCaps *,
     guint)
+{
+}
+gboolean
+cudagray_context_decide_output_pool (CudaGrayContext *, GstQuery *, guint,
+    std::string * why)
+{
+  *why = "cudagray was built without gstreamer-cuda-1.0";
+  return FALSE;
+}
+
+gboolean
+cudagray_context_writes_on_device (CudaGrayContext *, GstBuffer *,
+    GstMapFlags * flags)
+{
+  *flags = GST_MAP_WRITE;
+  return FALSE;
+}
+
+gpointer
+cudagray_output_stream (GstBuffer *)
+{
+  return NULL;
+}
+
+void
+cudagray_mark_output_pending (GstBuffer *)
 {
 }
 #endif

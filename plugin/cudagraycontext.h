@@ -85,4 +85,30 @@ gpointer cudagray_pending_writer_stream (GstBuffer * buffer);
 void cudagray_context_add_cuda_pool (CudaGrayContext * context,
     GstQuery * query, GstCaps * caps, guint min_buffers);
 
+/* For CUDA-memory GRAY8 output: keeps in an allocation query the first pool
+ * that can give it in the element's context (a GstCudaBufferPool of that
+ * context that is not GStreamer's own, which lays out no GRAY8 up to 1.26),
+ * else adds the element's own: a GstCudaBufferPool subclass whose buffers
+ * hold one CUDA memory and a GRAY8 GstVideoMeta giving its pitch, with
+ * min_buffers, on the element's CUDA stream (1.24+). FALSE with why when
+ * that fails. */
+gboolean cudagray_context_decide_output_pool (CudaGrayContext * context,
+    GstQuery * query, guint min_buffers, std::string * why);
+
+/* Whether the kernel can write buffer where it is: one CUDA memory of the
+ * element's context. Also sets the flags to map it with. */
+gboolean cudagray_context_writes_on_device (CudaGrayContext * context,
+    GstBuffer * buffer, GstMapFlags * flags);
+
+/* The CUDA stream (a cudaStream_t) that the CUDA memory of an output buffer
+ * carries (1.24+): it is made to wait for the conversion on the GPU, and the
+ * buffer may leave before the conversion ends. NULL when it carries none
+ * (always before 1.24): the conversion then ends before the buffer leaves. */
+gpointer cudagray_output_stream (GstBuffer * buffer);
+
+/* Flags the memory of an output buffer that leaves with its conversion still
+ * queued on cudagray_output_stream (1.24+ NEED_SYNC), so that downstream
+ * orders itself after it. */
+void cudagray_mark_output_pending (GstBuffer * buffer);
+
 G_END_DECLS

@@ -70,6 +70,7 @@ CudaGrayFrame & CudaGrayFrame::operator= (CudaGrayFrame && other) noexcept
     in_mapped_ = std::exchange (other.in_mapped_, false);
     out_mapped_ = std::exchange (other.out_mapped_, false);
     input_ = other.input_;
+    output_ = other.output_;
   }
   return *this;
 }
@@ -102,26 +103,27 @@ CudaGrayFrame::map_input (GstBuffer * buffer, const GstVideoInfo * info,
 }
 
 gboolean
-CudaGrayFrame::map_output (GstBuffer * buffer, gint width, gint height)
+CudaGrayFrame::map_output (GstBuffer * buffer, gint width, gint height,
+    GstMapFlags flags, gboolean on_device)
 {
   GstVideoInfo info;
   gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, width, height);
-  out_mapped_ = gst_video_frame_map (&out_, &info, buffer, GST_MAP_WRITE);
+  out_mapped_ = gst_video_frame_map (&out_, &info, buffer, flags);
+  if (out_mapped_)
+    output_ = cudagray::GrayFrame {
+    static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&out_, 0)),
+          (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&out_, 0), on_device != FALSE};
   return out_mapped_;
 }
 
-cudagray::GrayFrame CudaGrayFrame::output () const
-{
-  return cudagray::GrayFrame {
-  static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&out_, 0)),
-        (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&out_, 0)};
-}
-
 GstBuffer *
-CudaGrayFrame::release ()
+CudaGrayFrame::release_output ()
 {
-  GstBuffer *out = out_mapped_ ? gst_buffer_ref (out_.buffer) : NULL;
-  unmap ();
+  if (!out_mapped_)
+    return NULL;
+  GstBuffer *out = gst_buffer_ref (out_.buffer);
+  gst_video_frame_unmap (&out_);
+  out_mapped_ = false;
   return out;
 }
 

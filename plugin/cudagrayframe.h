@@ -34,17 +34,22 @@ public:
    * plus GST_MAP_CUDA for device pointers); FALSE with why otherwise. */
   gboolean map_input (GstBuffer * buffer, const GstVideoInfo * info,
       cudagray::PixelLayout layout, GstMapFlags flags, std::string * why);
-  /* Maps buffer for writing a width x height GRAY8 frame. */
-  gboolean map_output (GstBuffer * buffer, gint width, gint height);
+  /* Maps buffer for writing a width x height GRAY8 frame with flags
+   * (GST_MAP_WRITE, plus GST_MAP_CUDA for the device pointer of CUDA memory:
+   * on_device). */
+  gboolean map_output (GstBuffer * buffer, gint width, gint height,
+      GstMapFlags flags, gboolean on_device);
 
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame & input () const { return input_; }
   cudagray::InputFrame & input () { return input_; }
-  cudagray::GrayFrame output () const;
+  const cudagray::GrayFrame & output () const { return output_; }
+  cudagray::GrayFrame & output () { return output_; }
   GstBuffer *input_buffer () const { return in_.buffer; }
 
-  /* Unmaps both buffers and hands over the output one (transfer full). */
-  GstBuffer *release ();
+  /* Unmaps the output buffer and hands it over (transfer full); the input
+   * stays mapped until the frame goes. */
+  GstBuffer *release_output ();
 
 private:
   void unmap ();
@@ -53,4 +58,5 @@ private:
   GstVideoFrame out_ = GstVideoFrame ();
   bool in_mapped_ = false, out_mapped_ = false;
   cudagray::InputFrame input_ = cudagray::InputFrame ();
+  cudagray::GrayFrame output_ = cudagray::GrayFrame ();
 };

@@ -44,17 +44,14 @@ CudaGrayFrameQueue::wait_for_frame ()
   return stopped_flow () == GST_FLOW_OK;
 }
 
-GstBuffer *
-CudaGrayFrameQueue::pop_finished ()
+CudaGrayFrame
+CudaGrayFrameQueue::take_oldest ()
 {
-  CudaGrayFrame frame;
-  {
-    std::lock_guard < std::mutex > hold (lock_);
-    frame = std::move (frames_.front ());
-    frames_.pop_front ();
-    pushing_ = true;
-  }
-  return frame.release ();
+  std::lock_guard < std::mutex > hold (lock_);
+  CudaGrayFrame frame = std::move (frames_.front ());
+  frames_.pop_front ();
+  pushing_ = true;
+  return frame;
 }
 
 void

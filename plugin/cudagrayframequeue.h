@@ -32,9 +32,9 @@ public:
   /* Output task. Blocks until a frame is queued: TRUE, or FALSE when
    * flushing or when a push failed (the task then pauses). */
   gboolean wait_for_frame ();
-  /* Unmaps the oldest frame and hands over its output buffer (transfer
-   * full); the frame stays held until pushed () says how its push went. */
-  GstBuffer *pop_finished ();
+  /* Hands over the oldest frame; it still counts as held until pushed ()
+   * says how its push went. */
+  CudaGrayFrame take_oldest ();
   void pushed (GstFlowReturn ret);
 
   /* Any thread. Flushing wakes and fails every wait until cleared. */

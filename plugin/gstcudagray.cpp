@@ -65,7 +65,8 @@ struct Streaming
   GstVideoInfo in_info;
   cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
   int max_in_flight = 1;        /* max-inflight with auto resolved */
-  bool cuda_input = false;      /* caps say memory:CUDAMemory */
+  bool cuda_input = false;      /* sink caps say memory:CUDAMemory */
+  bool cuda_output = false;     /* src caps say memory:CUDAMemory */
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;
@@ -89,8 +90,9 @@ struct _GstCudaGray
   gint stats_in_flight;
   gint stats_device_id;
   GstClockTime added_latency;
-  /* whether the backend in use reads CUDA memory; -1 when none is */
+  /* whether the backend in use reads / writes CUDA memory; -1 when none is */
   gint reads_device_memory;
+  gint writes_device_memory;
 
   Streaming *streaming;
   /* the CUDA context every backend call is made in */
@@ -263,6 +265,7 @@ gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
               "staged-inputs", G_TYPE_UINT64, (guint64) s.staged_inputs,
               "staged-outputs", G_TYPE_UINT64, (guint64) s.staged_outputs,
               "device-inputs", G_TYPE_UINT64, (guint64) s.device_inputs,
+              "device-outputs", G_TYPE_UINT64, (guint64) s.device_outputs,
               NULL));
       break;
     }
@@ -345,6 +348,7 @@ gst_cuda_gray_start (GstBaseTransform * trans)
   GST_OBJECT_LOCK (self);
   self->stats_device_id = s.backend->device_id ();
   self->reads_device_memory = s.needs.reads_device_memory;
+  self->writes_device_memory = s.needs.writes_device_memory;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -377,12 +381,12 @@ gst_cuda_gray_stop (GstBaseTransform * trans)
   }
   gst_clear_object (&s.pinned);
   cudagray_context_close (self->context);
-  s.cuda_input = false;
+  s.cuda_input = s.cuda_output = false;
   s.configure_error.clear ();
   s.warned_weights_unused = false;
   gst_video_info_init (&s.in_info);
   GST_OBJECT_LOCK (self);
-  self->reads_device_memory = -1;
+  self->reads_device_memory = self->writes_device_memory = -1;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -393,12 +397,16 @@ gst_cuda_gray_transform_caps (GstBaseTransform * trans,
 {
   GstCudaGray *self = GST_CUDA_GRAY (trans);
   GST_OBJECT_LOCK (self);
-  /* before start, whether the backend chosen may be one that reads it */
-  const gboolean offer_cuda_memory = self->reads_device_memory >= 0 ?
-      self->reads_device_memory : self->backend_choice != GST_CUDA_GRAY_BACKEND_CPU;
+  /* before start, whether the backend chosen may be one that reads or
+   * writes it */
+  const gboolean may_be_cuda = self->backend_choice != GST_CUDA_GRAY_BACKEND_CPU;
+  const gboolean cuda_input = self->reads_device_memory >= 0 ?
+      self->reads_device_memory : may_be_cuda;
+  const gboolean cuda_output = self->writes_device_memory >= 0 ?
+      self->writes_device_memory : may_be_cuda;
   GST_OBJECT_UNLOCK (self);
   GstCaps *result = cudagray_transform_caps (direction, caps, filter,
-      offer_cuda_memory);
+      cuda_input, cuda_output);
   GST_DEBUG_OBJECT (trans, "%s caps %" GST_PTR_FORMAT " → %" GST_PTR_FORMAT,
       direction == GST_PAD_SINK ? "sink" : "src", caps, result);
   return result;
@@ -478,6 +486,11 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
       (s.max_in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n) : 0;
   GST_OBJECT_UNLOCK (self);
 
+  s.cuda_output = cudagray_caps_in_cuda_memory (outcaps);
+  if (passthrough && s.cuda_output) {
+    GST_ERROR_OBJECT (self, "GRAY8 passes through in system memory only");
+    return FALSE;
+  }
   if (passthrough) {
     GST_INFO_OBJECT (self, "GRAY8 input: passthrough");
     return TRUE;
@@ -492,11 +505,18 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
             "cudagray, or set backend=auto or cuda"));
     return FALSE;
   }
+  if (s.cuda_output && !s.needs.writes_device_memory) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("CUDA memory output needs the CUDA backend"),
+        ("backend=cpu cannot write memory:CUDAMemory; add cudaupload after "
+            "cudagray, or set backend=auto or cuda"));
+    return FALSE;
+  }
 
   CudaGrayScope scope (self->context);
   std::string error;
   if (!s.backend->configure (s.layout, in_info.width, in_info.height,
-          s.max_in_flight, s.cuda_input, &error)) {
+          s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Could not prepare the %s backend for %dx%d %s frames: %s",
@@ -507,10 +527,11 @@ gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     return FALSE;
   }
   s.configure_error.clear ();
-  GST_INFO_OBJECT (self, "converting %dx%d %s (%s) to GRAY8 on the %s backend, "
-      "up to %d frames in flight", in_info.width, in_info.height,
+  GST_INFO_OBJECT (self, "converting %dx%d %s (%s) to GRAY8 (%s) on the %s "
+      "backend, up to %d frames in flight", in_info.width, in_info.height,
       GST_VIDEO_INFO_NAME (&in_info), s.cuda_input ? "CUDA memory" :
-      "system memory", s.backend->name (), s.max_in_flight);
+      "system memory", s.cuda_output ? "CUDA memory" : "system memory",
+      s.backend->name (), s.max_in_flight);
   return TRUE;
 }
 
@@ -550,13 +571,26 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
   return TRUE;
 }
 
-/* Output buffers come from downstream's pool when it has one, else from our
- * pinned pool, so that the download lands in them directly. */
+/* Output buffers in system memory come from downstream's pool when it has
+ * one, else from our pinned pool, so that the download lands in them
+ * directly. In CUDA memory from downstream's CUDA pool of our context, else
+ * from ours: the kernel writes into them. */
 static gboolean
 gst_cuda_gray_decide_allocation (GstBaseTransform * trans, GstQuery * query)
 {
-  Streaming & s = *GST_CUDA_GRAY (trans)->streaming;
-  if (s.pinned && gst_query_get_n_allocation_pools (query) == 0)
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
+  Streaming & s = *self->streaming;
+  std::string why;
+  if (s.cuda_output && !cudagray_context_decide_output_pool (self->context,
+          query, s.max_in_flight + 1, &why)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not set up GRAY8 output in CUDA memory: %s", why.c_str ()),
+        ("free GPU memory, or ask for video/x-raw,format=GRAY8 in system "
+            "memory after cudagray"));
+    return FALSE;
+  }
+  if (!s.cuda_output && s.pinned
+      && gst_query_get_n_allocation_pools (query) == 0)
     cudagray_add_pinned_pool (query, s.pinned, s.max_in_flight + 1);
   return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
       query);
@@ -622,10 +656,14 @@ warn_if_weights_unused (GstCudaGray * self, const cudagray::Weights & weights)
 }
 
 /* Starts converting inbuf into outbuf; the frame queue holds both, mapped,
- * until the output task pushes the result. */
+ * until the output task pushes the result. Called by generate_output; being
+ * the transform vfunc also tells GstBaseTransform that output buffers are
+ * separate ones, from the pool decided with downstream. */
 static GstFlowReturn
-submit_frame (GstCudaGray * self, GstBuffer * inbuf, GstBuffer * outbuf)
+gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
 {
+  GstCudaGray *self = GST_CUDA_GRAY (trans);
   Streaming & s = *self->streaming;
   CudaGrayScope scope (self->context);
   std::string mismatch, error;
@@ -641,9 +679,16 @@ submit_frame (GstCudaGray * self, GstBuffer * inbuf, GstBuffer * outbuf)
   CudaGrayFrame frame;
   if (!frame.map_input (inbuf, &s.in_info, s.layout, flags, &error))
     return refuse_input (self, error);
-  if (!frame.map_output (outbuf, s.in_info.width, s.in_info.height)) {
+  GstMapFlags out_flags;
+  const gboolean out_on_device = cudagray_context_writes_on_device
+      (self->context, outbuf, &out_flags);
+  if (out_on_device != (gboolean) s.cuda_output
+      || !frame.map_output (outbuf, s.in_info.width, s.in_info.height,
+          out_flags, out_on_device)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("Could not map the output buffer for writing"), (NULL));
+        ("Could not map the output buffer for writing"),
+        ("the output buffer is not %s", s.cuda_output ?
+            "CUDA memory of the element's CUDA context" : "system memory"));
     return GST_FLOW_ERROR;
   }
   cudagray::InputFrame & in = frame.input ();
@@ -652,6 +697,9 @@ submit_frame (GstCudaGray * self, GstBuffer * inbuf, GstBuffer * outbuf)
    * for it on the GPU, and inbuf stays mapped until the frame is done */
   if (on_device)
     in.producer_stream = cudagray_pending_writer_stream (inbuf);
+  /* 1.24+: the output memory's stream waits for the kernel on the GPU */
+  if (out_on_device)
+    frame.output ().consumer_stream = cudagray_output_stream (outbuf);
 
   GST_OBJECT_LOCK (self);
   const cudagray::Weights weights = current_weights (self);
@@ -700,7 +748,7 @@ gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
     ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
         (trans, inbuf, &out);
     if (ret == GST_FLOW_OK)
-      ret = submit_frame (self, inbuf, out);
+      ret = gst_cuda_gray_transform (trans, inbuf, out);
     else if (ret != GST_FLOW_FLUSHING)
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
@@ -728,8 +776,29 @@ update_stats (GstCudaGray * self)
         backend.in_flight ());
 }
 
-/* The output task: waits for the oldest frame's conversion and pushes it
- * as soon as it is done. Pauses when flushing or when a push fails. */
+/* Waits for the oldest frame's conversion; FALSE after posting the error. */
+static gboolean
+finish_oldest (GstCudaGray * self)
+{
+  Streaming & s = *self->streaming;
+  std::string error;
+  gboolean converted;
+  {
+    CudaGrayScope scope (self->context);
+    converted = s.backend->finish_oldest (&error);
+  }
+  if (converted)
+    update_stats (self);
+  else
+    post_backend_error (self, "convert a frame", error);
+  return converted;
+}
+
+/* The output task: pushes the oldest frame as soon as its conversion is
+ * done, or, when its CUDA memory carries a stream that waits for the
+ * conversion (1.24+), as soon as it is queued, flagged so that downstream
+ * waits; its input is let go when the conversion is done. Pauses when
+ * flushing or when a push fails. */
 static void
 gst_cuda_gray_output_loop (GstCudaGray * self)
 {
@@ -739,22 +808,21 @@ gst_cuda_gray_output_loop (GstCudaGray * self)
     gst_pad_pause_task (srcpad);
     return;
   }
-  std::string error;
-  gboolean converted;
-  {
-    CudaGrayScope scope (self->context);
-    converted = s.backend->finish_oldest (&error);
-  }
-  GstBuffer *outbuf = s.frames.pop_finished ();
+  CudaGrayFrame frame = s.frames.take_oldest ();
   GstFlowReturn ret;
-  if (converted) {
-    update_stats (self);
+  if (frame.output ().consumer_stream) {
+    GstBuffer *outbuf = frame.release_output ();
+    cudagray_mark_output_pending (outbuf);
     ret = gst_pad_push (srcpad, outbuf);
+    if (!finish_oldest (self))
+      ret = GST_FLOW_ERROR;
+  } else if (finish_oldest (self)) {
+    ret = gst_pad_push (srcpad, frame.release_output ());
   } else {
-    gst_buffer_unref (outbuf);
-    post_backend_error (self, "convert a frame", error);
+    gst_buffer_unref (frame.release_output ());
     ret = GST_FLOW_ERROR;
   }
+  frame = CudaGrayFrame ();     /* the input goes back upstream */
   s.frames.pushed (ret);
   if (ret != GST_FLOW_OK) {
     GST_DEBUG_OBJECT (self, "output stopped: %s", gst_flow_get_name (ret));
@@ -929,7 +997,9 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
           "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
           "staged-inputs / staged-outputs (frames whose memory was not pinned "
           "and went through a staging copy), device-inputs (frames read from "
-          "CUDA memory where they were, no upload)", GST_TYPE_STRUCTURE,
+          "CUDA memory where they were, no upload), device-outputs (frames "
+          "written into CUDA memory and left there, no download)",
+          GST_TYPE_STRUCTURE,
           (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   std::string cuda_off;
@@ -938,7 +1008,7 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU; "
       "YUV video gives its luma plane";
   if (!cuda_off.empty ())
-    description += "; CUDA memory input is off: " + cuda_off;
+    description += "; CUDA memory input and output are off: " + cuda_off;
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));
   gst_caps_unref (sink_caps);
@@ -962,7 +1032,8 @@ gst_cuda_gray_class_init (GstCudaGrayClass * klass)
       GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_decide_allocation);
-  /* generate_output starts a frame; the output task hands it on */
+  /* generate_output starts a frame (transform); the output task hands it on */
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
   trans_class->generate_output =
       GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
   trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
@@ -984,7 +1055,7 @@ gst_cuda_gray_init (GstCudaGray * self)
   self->custom = cudagray::standard_coefficients (cudagray::Matrix::BT601);
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
   self->stats_device_id = -1;
-  self->reads_device_memory = -1;
+  self->reads_device_memory = self->writes_device_memory = -1;
   self->streaming = new Streaming ();
   self->context = cudagray_context_new (GST_ELEMENT (self));
   gst_video_info_init (&self->streaming->in_info);

@@ -4,7 +4,8 @@
 #   1. the reliability and stress tests at full scale, CUDA cases included;
 #   2. compute-sanitizer memcheck (with leak check), racecheck, synccheck and
 #      initcheck over every CUDA test: test_cuda, test_cuda_memory,
-#      test_faults, the CUDA cases of test_element, test_reliability and
+#      test_cuda_output (but its 10^4-frame and 8K cases), test_faults, the
+#      CUDA cases of test_element, test_reliability and
 #      test_stress (stress at 1/20: the sanitizers slow every CUDA call down
 #      by 10-100x).
 #
@@ -21,7 +22,7 @@
 # shorter runs: CUDAGRAY_GPU_PLAIN=0 skips part 1, CUDAGRAY_SANITIZERS="memcheck"
 # picks the tools of part 2 (default: memcheck racecheck synccheck initcheck;
 # empty skips part 2), CUDAGRAY_SANITIZE_TESTS picks the tests (default: cuda
-# cuda_memory element reliability stress faults). test_faults compares free
+# cuda_memory cuda_output element reliability stress faults). test_faults compares free
 # device memory before and after, so it must not share the GPU with another
 # run.
 set -uo pipefail
@@ -81,6 +82,7 @@ sanitize() {  # TOOL NAME
   case $2 in
     cuda) run "$1" cuda -- "$T/test_cuda" ;;
     cuda_memory) run "$1" cuda_memory -- "$T/test_cuda_memory" ;;
+    cuda_output) run "$1" cuda_output -- "$T/test_cuda_output" --gtest_filter='-*PoolIsReused*:*EightK*' ;;
     element) run "$1" element CUDAGRAY_TEST_SEED=1 -- "$T/test_element" --gtest_filter="$ELEMENT_CUDA" ;;
     reliability) run "$1" reliability -- "$T/test_reliability" --gtest_filter='*cuda' ;;
     stress) run "$1" stress CUDAGRAY_STRESS_SCALE=0.05 -- "$T/test_stress" --gtest_filter='*cuda' ;;
@@ -89,7 +91,7 @@ sanitize() {  # TOOL NAME
   esac
 }
 for tool in ${CUDAGRAY_SANITIZERS-memcheck racecheck synccheck initcheck}; do
-  for name in ${CUDAGRAY_SANITIZE_TESTS-cuda cuda_memory element reliability stress faults}; do
+  for name in ${CUDAGRAY_SANITIZE_TESTS-cuda cuda_memory cuda_output element reliability stress faults}; do
     sanitize "$tool" "$name"
   done
 done

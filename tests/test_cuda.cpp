@@ -106,7 +106,7 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
     for (const Size &size : kSizes) {
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
                    std::to_string(max_in_flight));
-      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, false, &error)) << error;
+      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, false, false, &error)) << error;
       constexpr int kFrames = 7;
       std::vector<TestFrame> frames;
       std::vector<std::unique_ptr<PinnedCopy>> pinned_in;
@@ -166,7 +166,7 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_FALSE(backend->finish_oldest(&error));
   EXPECT_EQ(error, "no frame in flight");
-  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, 1, false, &error)) << error;
+  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, 1, false, false, &error)) << error;
   const TestFrame other = random_frame(PixelLayout::RGB, 9, 8);
   GrayImage out(9, 8);
   EXPECT_FALSE(backend->submit(other.view(), out.frame(), standard_weights(Matrix::BT601), &error));
@@ -196,7 +196,7 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   inject_cuda_fault("cudaMalloc:" + std::to_string(kInFlight + 1));
-  ASSERT_TRUE(backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, &error)) << error;
+  ASSERT_TRUE(backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, false, &error)) << error;
 
   const TestFrame on_gpu = random_frame(PixelLayout::RGBx, kWidth, kHeight);
   void *device_copy = nullptr;
@@ -226,8 +226,8 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
 }
 
 // What the element asks of the CUDA backend: frames in flight, pinned host
-// memory, device input.
-TEST(CudaBackendNeeds, KeepsFramesInFlightWantsPinnedMemoryReadsTheDevice) {
+// memory, device input and output.
+TEST(CudaBackendNeeds, KeepsFramesInFlightWantsPinnedMemoryReadsAndWritesTheDevice) {
   SKIP_WITHOUT_GPU();
   std::string error;
   auto backend = backend_on_first_device(&error);
@@ -237,6 +237,7 @@ TEST(CudaBackendNeeds, KeepsFramesInFlightWantsPinnedMemoryReadsTheDevice) {
   EXPECT_EQ(needs.max_in_flight, 16);
   EXPECT_TRUE(needs.pinned_host_memory);
   EXPECT_TRUE(needs.reads_device_memory);
+  EXPECT_TRUE(needs.writes_device_memory);
 }
 
 // The element's output task finishes frames on its own thread while the
@@ -248,7 +249,7 @@ TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
   auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   const int device = backend->device_id();
-  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, kInFlight, false, &error)) << error;
+  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, kInFlight, false, false, &error)) << error;
   std::vector<TestFrame> frames;
   std::vector<GrayImage> outs;
   for (int i = 0; i < kFrames; ++i) {
@@ -347,7 +348,7 @@ int frames_read_wrong(PixelLayout layout, int width, int height, int in_flight, 
   auto backend = backend_on_first_device(&error);
   EXPECT_NE(backend, nullptr) << error;
   if (!backend) return -1;
-  EXPECT_TRUE(backend->configure(layout, width, height, in_flight, true, &error)) << error;
+  EXPECT_TRUE(backend->configure(layout, width, height, in_flight, true, false, &error)) << error;
   // Each slot: the frame's final bytes on the device, the place the producer
   // writes them to (still holding the slot's previous frame), its stream.
   struct Slot {
@@ -426,4 +427,183 @@ TEST(CudaBackendInputs, ReadsWaitForTheProducersStream) {
 TEST(CudaBackendInputs, ReadsWithoutTheProducersStreamComeTooEarly) {
   SKIP_WITHOUT_GPU();
   EXPECT_GT(frames_read_wrong(PixelLayout::RGBA, 1920, 1080, 4, 20, false), 0);
+}
+
+namespace {
+
+// GRAY8 in device memory with rows of `pitch` bytes, the padding holding the
+// sentinel; freed at scope end.
+struct DeviceGray {
+  int width, height;
+  size_t pitch;
+  uint8_t *data = nullptr;
+  DeviceGray(int w, int h, size_t row_pitch) : width(w), height(h), pitch(row_pitch) {
+    EXPECT_EQ(cudaMalloc(&data, pitch * h), cudaSuccess);
+    EXPECT_EQ(cudaMemset(data, GrayImage::kSentinel, pitch * h), cudaSuccess);
+  }
+  ~DeviceGray() { cudaFree(data); }
+  DeviceGray(const DeviceGray &) = delete;
+  DeviceGray &operator=(const DeviceGray &) = delete;
+  GrayFrame frame(void *consumer = nullptr) const { return {data, pitch, true, consumer}; }
+  // Every row, padding included, brought back with cudaMemcpy2D.
+  GrayImage download() const {
+    GrayImage img(width, height, pitch - width);
+    EXPECT_EQ(cudaMemcpy2D(img.bytes.data(), img.stride, data, pitch, pitch, height, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return img;
+  }
+};
+
+::testing::AssertionResult padding_untouched(const GrayImage &img) {
+  for (int y = 0; y < img.height; ++y)
+    for (size_t x = img.width; x < img.stride; ++x)
+      if (img.bytes[y * img.stride + x] != GrayImage::kSentinel)
+        return ::testing::AssertionFailure() << "padding written at (" << x << "," << y << ")";
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+// Results written into device memory (no download): every layout and size,
+// host (pageable, pinned) and device input, odd pitches (pixel by pixel) and
+// 16-byte aligned ones (wide path), one frame in strips or three in flight;
+// each equals the CPU and leaves the row padding alone. Frames given a
+// consumer stream are read on it right after submit, before finish_oldest.
+TEST(CudaBackendOutputs, WritesResultsIntoDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  cudaStream_t consumer = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking));
+  std::vector<PixelLayout> layouts(std::begin(kAllLayouts), std::end(kAllLayouts));
+  layouts.push_back(PixelLayout::Luma);
+  const WeightChoice &bt2020 = kWeightChoices[2];
+  uint64_t frames_done = 0;
+  for (PixelLayout layout : layouts) {
+    for (int in_flight : {1, 3}) {
+      for (const Size &size : kSizes) {
+        SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) + "x" +
+                     std::to_string(size.height) + " in flight " + std::to_string(in_flight));
+        ASSERT_TRUE(backend->configure(layout, size.width, size.height, in_flight, false, true, &error)) << error;
+        constexpr int kFrames = 6;
+        std::vector<TestFrame> frames;
+        std::vector<std::unique_ptr<DeviceGray>> outs;
+        std::vector<std::unique_ptr<PinnedCopy>> pinned;
+        std::vector<void *> device_inputs;
+        int finished = 0;
+        auto finish = [&] {
+          ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+          const GrayImage result = outs[finished]->download();
+          EXPECT_TRUE(same_pixels(result, cpu_reference(frames[finished], bt2020))) << "frame " << finished;
+          EXPECT_TRUE(padding_untouched(result)) << "frame " << finished;
+          ++finished;
+        };
+        for (int i = 0; i < kFrames; ++i) {
+          if (i - finished == in_flight) finish();
+          frames.push_back(random_frame(layout, size.width, size.height, i % 2 ? Rows::Aligned16 : Rows::Padded));
+          const TestFrame &f = frames.back();
+          InputFrame in = f.view();
+          if (i % 3 == 1) {  // pinned host memory
+            pinned.push_back(std::make_unique<PinnedCopy>(f.bytes.size()));
+            std::memcpy(pinned.back()->data, f.bytes.data(), f.bytes.size());
+            in = f.view(pinned.back()->data);
+          } else if (i % 3 == 2) {  // already on the device
+            device_inputs.push_back(nullptr);
+            ASSERT_CUDA(cudaMalloc(&device_inputs.back(), f.bytes.size()));
+            ASSERT_CUDA(cudaMemcpy(device_inputs.back(), f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
+            in = f.view(static_cast<const uint8_t *>(device_inputs.back()));
+            in.on_device = true;
+          }
+          const size_t aligned = (size.width + 15) / 16 * 16 + 16 * random_int(0, 2);
+          outs.push_back(std::make_unique<DeviceGray>(size.width, size.height,
+                                                      i % 2 ? aligned : size.width + random_int(0, 33)));
+          const bool read_on_consumer = i % 2 == 0;
+          ASSERT_TRUE(backend->submit(in, outs.back()->frame(read_on_consumer ? consumer : nullptr),
+                                      weights_of(bt2020), &error))
+              << error;
+          if (read_on_consumer) {  // the consumer's copy waits for the writes, on the GPU
+            const DeviceGray &out = *outs.back();
+            PinnedCopy early(out.pitch * out.height);
+            ASSERT_CUDA(cudaMemcpy2DAsync(early.data, out.pitch, out.data, out.pitch, out.pitch, out.height,
+                                          cudaMemcpyDeviceToHost, consumer));
+            ASSERT_CUDA(cudaStreamSynchronize(consumer));
+            GrayImage seen(out.width, out.height, out.pitch - out.width);
+            std::memcpy(seen.bytes.data(), early.data, seen.bytes.size());
+            EXPECT_TRUE(same_pixels(seen, cpu_reference(f, bt2020))) << "frame " << i << " read on its consumer stream";
+          }
+        }
+        while (finished < kFrames) finish();
+        frames_done += kFrames;
+        for (void *p : device_inputs) ASSERT_CUDA(cudaFree(p));
+      }
+    }
+  }
+  const TimingStats stats = backend->stats();
+  EXPECT_EQ(stats.frames, frames_done);
+  EXPECT_EQ(stats.device_outputs, frames_done);
+  EXPECT_EQ(stats.staged_outputs, 0u);
+  EXPECT_EQ(stats.download_us_mean, 0.0) << "nothing was downloaded";
+  ASSERT_CUDA(cudaStreamDestroy(consumer));
+}
+
+namespace {
+
+// Frames written into device memory that a consumer still writes on its
+// stream (a 2 ms spin, then old bytes copied over the frame), submitted with
+// that stream (or, with_consumer_stream false, without it); returns how many
+// results came out different from the CPU's.
+int results_overwritten(int in_flight, int frames, bool with_consumer_stream) {
+  constexpr int kWidth = 1920, kHeight = 1080;
+  const WeightChoice &bt601 = kWeightChoices[0];
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  EXPECT_NE(backend, nullptr) << error;
+  if (!backend) return -1;
+  EXPECT_TRUE(backend->configure(PixelLayout::RGBA, kWidth, kHeight, in_flight, false, true, &error)) << error;
+  cudaStream_t consumer = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  DeviceGray stale(kWidth, kHeight, 2048);
+  std::vector<std::unique_ptr<DeviceGray>> outs;
+  std::vector<TestFrame> inputs;
+  for (int i = 0; i < in_flight; ++i) outs.push_back(std::make_unique<DeviceGray>(kWidth, kHeight, 2048));
+  int wrong = 0, submitted = 0, finished = 0;
+  auto finish_one = [&] {
+    EXPECT_TRUE(backend->finish_oldest(&error)) << error;
+    EXPECT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+    if (!same_pixels(outs[finished % in_flight]->download(), cpu_reference(inputs[finished], bt601))) ++wrong;
+    ++finished;
+  };
+  for (; submitted < frames; ++submitted) {
+    if (submitted - finished == in_flight) finish_one();
+    const DeviceGray &out = *outs[submitted % in_flight];
+    inputs.push_back(random_frame(PixelLayout::RGBA, kWidth, kHeight));
+    EXPECT_EQ(write_after_spin(consumer, out.data, stale.data, out.pitch * kHeight, 2000), "");
+    EXPECT_TRUE(backend->submit(inputs.back().view(), out.frame(with_consumer_stream ? consumer : nullptr),
+                                weights_of(bt601), &error))
+        << error;
+  }
+  while (finished < submitted) finish_one();
+  cudaStreamDestroy(consumer);
+  return wrong;
+}
+
+}  // namespace
+
+// The backend writes a device result after the work already queued on its
+// consumer stream: the consumer's late write of stale bytes never lands over
+// the result.
+TEST(CudaBackendOutputs, WritesWaitForTheConsumersStream) {
+  SKIP_WITHOUT_GPU();
+  for (int in_flight : {1, 4}) {
+    SCOPED_TRACE(std::to_string(in_flight) + " in flight");
+    EXPECT_EQ(results_overwritten(in_flight, 30, true), 0);
+  }
+}
+
+// The control for the test above: without the consumer's stream the stale
+// bytes land after the result, so the test above can tell the two apart.
+TEST(CudaBackendOutputs, WritesWithoutTheConsumersStreamAreOverwritten) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_GT(results_overwritten(4, 20, false), 0);
 }

@@ -18,7 +18,7 @@ TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
 // Built and run against one GStreamer here: the sink template lists CUDA
 // memory exactly when the plugin was built with gstreamer-cuda-1.0, and the
 // description says why when it does not.
-TEST(CudaMemoryVersion, SinkTemplateListsCudaMemoryWhenUsable) {
+TEST(CudaMemoryVersion, TemplatesListCudaMemoryWhenUsable) {
   std::string why;
   const bool usable = cudagray_cuda_memory_usable(&why);
 #ifdef CUDAGRAY_HAVE_GST_CUDA
@@ -29,17 +29,25 @@ TEST(CudaMemoryVersion, SinkTemplateListsCudaMemoryWhenUsable) {
 #endif
   GstElementFactory *factory = gst_element_factory_find("cudagray");
   ASSERT_NE(factory, nullptr);
-  bool listed = false;
+  // per pad: whether CUDA memory is listed, and whether it comes after system memory
+  bool listed[2] = {false, false}, system_first[2] = {false, false};
   for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
     auto *templ = static_cast<GstStaticPadTemplate *>(t->data);
-    if (templ->direction != GST_PAD_SINK) continue;
+    const int pad = templ->direction == GST_PAD_SINK;
     GstCaps *caps = gst_static_pad_template_get_caps(templ);
-    for (guint i = 0; i < gst_caps_get_size(caps); ++i)
-      listed = listed || gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory");
+    for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
+      const bool cuda = gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory");
+      if (i == 0) system_first[pad] = !cuda;
+      listed[pad] = listed[pad] || cuda;
+    }
     gst_caps_unref(caps);
   }
-  EXPECT_EQ(listed, usable);
+  for (int pad : {0, 1}) {
+    SCOPED_TRACE(pad ? "sink" : "src");
+    EXPECT_EQ(listed[pad], usable);
+    EXPECT_TRUE(system_first[pad]);
+  }
   const std::string description = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION);
-  EXPECT_EQ(description.find("CUDA memory input is off") != std::string::npos, !usable) << description;
+  EXPECT_EQ(description.find("CUDA memory input and output are off") != std::string::npos, !usable) << description;
   gst_object_unref(factory);
 }

@@ -167,6 +167,87 @@ TEST(Caps, UpstreamQuerySeesConvertedFormatsFirst) {
   gst_caps_unref(caps);
 }
 
+namespace {
+
+// The caps cudagray's source pad offers, before start (for any input) or
+// once started on RGB input: index of each structure in CUDA memory, and
+// whether every one is GRAY8.
+struct SourceOffer {
+  std::vector<guint> cuda_memory;
+  guint size = 0;
+  bool all_gray8 = true;
+};
+
+SourceOffer offer_of(GstElement *element) {
+  GstCaps *caps = gst_pad_query_caps(GST_BASE_TRANSFORM_SRC_PAD(element), nullptr);
+  SourceOffer offer;
+  offer.size = gst_caps_get_size(caps);
+  for (guint i = 0; i < offer.size; ++i) {
+    if (gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory"))
+      offer.cuda_memory.push_back(i);
+    offer.all_gray8 = offer.all_gray8 && g_strcmp0(gst_structure_get_string(gst_caps_get_structure(caps, i),
+                                                                             "format"), "GRAY8") == 0;
+  }
+  gst_caps_unref(caps);
+  return offer;
+}
+
+SourceOffer source_offer(const char *backend, bool started) {
+  Harness harness({std::string("backend=") + backend});
+  if (!started) {
+    GstElement *idle = gst_element_factory_make("cudagray", nullptr);
+    gst_util_set_object_arg(G_OBJECT(idle), "backend", backend);
+    const SourceOffer offer = offer_of(idle);
+    gst_object_unref(idle);
+    return offer;
+  }
+  harness.set_caps(caps_string("RGB", 320, 240));
+  return offer_of(harness.element());
+}
+
+}  // namespace
+
+// GRAY8 may leave in CUDA memory (a gstreamer-cuda build, a backend that
+// may be CUDA before start, that is CUDA once started), offered after system
+// memory so that a downstream that takes both gets system memory as before;
+// backend=cpu never offers it.
+TEST(Caps, CudaMemoryOutputComesAfterSystemMemoryAndNeverFromTheCpu) {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  const bool built_for_it = true;
+#else
+  const bool built_for_it = false;
+#endif
+  const bool gpu = no_gpu_reason().empty();
+  if (!gpu) std::printf("no GPU (%s): backend=auto, once started, is the CPU\n", no_gpu_reason().c_str());
+  struct Case {
+    const char *backend;
+    bool started, offered;
+  };
+  const Case cases[] = {{"cpu", false, false}, {"cpu", true, false},
+                        {"auto", false, built_for_it}, {"auto", true, built_for_it && gpu}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string("backend=") + c.backend + (c.started ? ", started" : ", before start"));
+    const SourceOffer offer = source_offer(c.backend, c.started);
+    EXPECT_GT(offer.size, 0u);
+    EXPECT_TRUE(offer.all_gray8);
+    EXPECT_EQ(offer.cuda_memory.size(), c.offered ? 1u : 0u);
+    if (!offer.cuda_memory.empty()) {
+      EXPECT_GT(offer.cuda_memory[0], 0u) << "CUDA memory offered first";
+    }
+  }
+}
+
+// Downstream that takes only CUDA memory cannot be fed by backend=cpu: the
+// stream is not negotiated, on any machine.
+TEST(Caps, CpuBackendCannotFeedCudaMemoryOnly) {
+  const PipelineRun run = run_pipeline(
+      "videotestsrc num-buffers=2 ! video/x-raw,format=RGBx,width=64,height=48 ! cudagray backend=cpu ! "
+      "video/x-raw(memory:CUDAMemory),format=GRAY8 ! fakesink");
+  EXPECT_FALSE(run.reached_eos);
+  ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_EQ(run.errors[0], "Internal data stream error.");
+}
+
 // A source that could produce GRAY8 itself still hands RGB to cudagray.
 TEST(Caps, SourceIsNotAskedForGray8) {
   const PipelineRun run = run_pipeline(
@@ -513,6 +594,31 @@ TEST(PinnedPool, OfferedUpstream) {
   gst_object_unref(allocator);
   gst_query_unref(query);
   gst_caps_unref(caps);
+}
+
+// Output buffers are allocated as agreed with downstream: the element asks
+// downstream's ALLOCATION (whose pool or allocator it then uses, or else
+// offers its pinned pool). It has no transform vfunc, which GstBaseTransform
+// otherwise takes for an in-place element, never asking and allocating every
+// output buffer afresh in plain memory.
+TEST(Allocation, DownstreamIsAskedForItsPool) {
+  Harness harness({"backend=cpu"});
+  int asked = 0;
+  gst_pad_add_probe(
+      harness.h->sinkpad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+        if (GST_QUERY_TYPE(GST_PAD_PROBE_INFO_QUERY(info)) == GST_QUERY_ALLOCATION) ++*static_cast<int *>(data);
+        return GST_PAD_PROBE_OK;
+      },
+      &asked, nullptr);
+  harness.set_caps(caps_string("BGR", 641, 481));
+  const TestFrame f = random_frame(PixelLayout::BGR, 641, 481);
+  ASSERT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(harness.h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])));
+  gst_buffer_unref(out);
+  EXPECT_GE(asked, 1) << "downstream was never asked how to allocate the output";
 }
 
 // Downstream without a pool of its own gets output buffers in pinned memory.

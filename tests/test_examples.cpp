@@ -7,6 +7,7 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -171,6 +172,29 @@ TEST(CppExamples, LaunchReportsParseErrors) {
             2)
       << log;
   EXPECT_TRUE(contains(log, "cannot build the pipeline: could not link cudagray0")) << log;
+}
+
+// GRAY8 left in CUDA memory, read by the application's own CUDA kernel: its
+// GPU histograms equal the CPU backend's, for uploaded frames and (when
+// nvh264dec and a software decoder exist) decoded ones.
+TEST(CppExamples, GpuHistogramOfCudaMemoryGrayEqualsTheCpu) {
+  const std::string exe = example("cudagray-gpu-histogram");
+  if (!g_file_test(exe.c_str(), G_FILE_TEST_EXISTS))
+    GTEST_SKIP() << "cudagray-gpu-histogram is not built: it needs the CUDA backend and gstreamer-cuda-1.0";
+  std::string log;
+  int status = shell(quote(exe) + " 30 641x481", &log);
+  if (status == 77) GTEST_SKIP() << log;
+  ASSERT_EQ(status, 0) << log;
+  EXPECT_TRUE(contains(log, "30 frames of 641x481: every GPU histogram of cudagray's CUDA-memory GRAY8 equals the CPU's"))
+      << log;
+  log.clear();
+  status = shell(quote(exe) + " --decode 20 320x240", &log);
+  if (status == 77) {
+    std::printf("decoded frames not tested: %s", log.c_str());
+    return;
+  }
+  EXPECT_EQ(status, 0) << log;
+  EXPECT_TRUE(contains(log, "20 frames of 320x240 decoded by nvh264dec: every GPU histogram")) << log;
 }
 
 // Ctrl-C sends EOS: the pipeline ends cleanly, with status 0.

@@ -35,7 +35,7 @@ struct Buffers {
     CudaGrayFrame f;
     std::string why;
     EXPECT_TRUE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why)) << why;
-    EXPECT_TRUE(f.map_output(out, kWidth, kHeight));
+    EXPECT_TRUE(f.map_output(out, kWidth, kHeight, GST_MAP_WRITE, FALSE));
     return f;
   }
 };
@@ -53,10 +53,14 @@ TEST(CudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
   ASSERT_TRUE(gst_buffer_map(b.in, &map, GST_MAP_READ));
   EXPECT_EQ(0, memcmp(f.input().plane[0], map.data + b.frame.offset[0], kWidth * 3));
   gst_buffer_unmap(b.in, &map);
+  EXPECT_FALSE(f.output().on_device);
   convert_cpu(f.input(), f.output(), weights_of(kWeightChoices[0]));
-  GstBuffer *out = f.release();
+  GstBuffer *out = f.release_output();
   EXPECT_EQ(out, b.out);
   EXPECT_TRUE(same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(b.frame, kWeightChoices[0])));
+  EXPECT_EQ(refcount(b.in), 2) << "the input stays mapped until the frame goes";
+  f = CudaGrayFrame();
+  EXPECT_EQ(refcount(b.in), 1);
   gst_buffer_unref(out);
 }
 
@@ -73,8 +77,8 @@ TEST(CudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
   gst_buffer_unref(in);
 }
 
-// Frames come out in the order they went in; once out, nothing of theirs is
-// held (the output buffer handed over, the input let go).
+// Frames come out in the order they went in; once out and gone, nothing of
+// theirs is held (the output buffer handed over, the input let go).
 TEST(CudaGrayFrameQueue, PopsInOrderAndLetsGo) {
   Buffers a, b, c;
   CudaGrayFrameQueue queue;
@@ -86,7 +90,7 @@ TEST(CudaGrayFrameQueue, PopsInOrderAndLetsGo) {
   size_t held = 3;
   for (Buffers *x : {&a, &b, &c}) {
     ASSERT_TRUE(queue.wait_for_frame());
-    GstBuffer *out = queue.pop_finished();
+    GstBuffer *out = queue.take_oldest().release_output();
     EXPECT_EQ(out, x->out);
     EXPECT_EQ(refcount(x->in), 1);
     EXPECT_EQ(refcount(x->out), 2);  // ours and the one handed over
@@ -130,7 +134,7 @@ TEST(CudaGrayFrameQueue, WaitsForRoomUntilAFrameIsPushed) {
   });
   g_usleep(50 * 1000);
   EXPECT_FALSE(returned.load()) << "did not wait at the limit";
-  GstBuffer *out = queue.pop_finished();
+  GstBuffer *out = queue.take_oldest().release_output();
   g_usleep(50 * 1000);
   EXPECT_FALSE(returned.load()) << "a frame being pushed still counts";
   queue.pushed(GST_FLOW_OK);
@@ -153,7 +157,7 @@ TEST(CudaGrayFrameQueue, FlushingAndFailedPushesStopTheWaits) {
   streaming.join();
   queue.reset();
   queue.push(a.map());
-  gst_buffer_unref(queue.pop_finished());
+  gst_buffer_unref(queue.take_oldest().release_output());
   queue.pushed(GST_FLOW_NOT_LINKED);
   EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_NOT_LINKED);
   EXPECT_EQ(queue.drain(), GST_FLOW_NOT_LINKED);

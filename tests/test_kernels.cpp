@@ -261,6 +261,23 @@ TEST(Stats, UploadMeanIsOverUploadedFramesOnly) {
   EXPECT_DOUBLE_EQ(s.device_us_max, 30);
 }
 
+// Frames written into GPU memory count as device outputs and leave the
+// download mean to the frames that were downloaded.
+TEST(Stats, DownloadMeanIsOverDownloadedFramesOnly) {
+  StatsAccumulator stats;
+  stats.add(10, 40, 6);
+  stats.add(20, 30, 0, false, false, false, true);
+  stats.add(30, 0, 0, false, false, true, true);
+  stats.add(40, 50, 12);
+  const TimingStats s = stats.get();
+  EXPECT_EQ(s.frames, 4u);
+  EXPECT_EQ(s.device_outputs, 2u);
+  EXPECT_EQ(s.device_inputs, 1u);
+  EXPECT_DOUBLE_EQ(s.download_us_mean, 9);
+  EXPECT_DOUBLE_EQ(s.upload_us_mean, 40);
+  EXPECT_DOUBLE_EQ(s.device_us_mean, 25);
+}
+
 // The CPU converts each frame as it is submitted: it asks for nothing.
 TEST(CpuBackend, NeedsOneFrameInFlightAndNoPinnedMemory) {
   const BackendNeeds needs = make_cpu_backend()->needs();
@@ -268,4 +285,5 @@ TEST(CpuBackend, NeedsOneFrameInFlightAndNoPinnedMemory) {
   EXPECT_EQ(needs.max_in_flight, 1);
   EXPECT_FALSE(needs.pinned_host_memory);
   EXPECT_FALSE(needs.reads_device_memory);
+  EXPECT_FALSE(needs.writes_device_memory);
 }

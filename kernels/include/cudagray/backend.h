@@ -24,6 +24,9 @@ struct TimingStats {
   uint64_t staged_inputs = 0, staged_outputs = 0;
   // Frames read straight from GPU memory (no upload).
   uint64_t device_inputs = 0;
+  // Frames written straight into GPU memory (no download); the download mean
+  // is over the other frames.
+  uint64_t device_outputs = 0;
 };
 
 // What a backend needs from the element around it; the element asks, and
@@ -40,6 +43,8 @@ struct BackendNeeds {
   bool pinned_host_memory = false;
   // It reads frames in GPU memory where they are (InputFrame::on_device).
   bool reads_device_memory = false;
+  // It writes results into GPU memory (GrayFrame::on_device), no download.
+  bool writes_device_memory = false;
 };
 
 // Frames are finished in the order they were submitted.
@@ -57,12 +62,15 @@ class Backend {
   // buffers for up to max_in_flight frames at once (at least 1).
   // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
   // so no upload buffers are reserved; a host frame still works, its upload
-  // buffer then being allocated when it first needs one.
+  // buffer then being allocated when it first needs one. outputs_on_device:
+  // the same for results written into GPU memory (GrayFrame::on_device) and
+  // the download buffers.
   virtual bool configure(PixelLayout layout, int width, int height, int max_in_flight,
-                         bool inputs_on_device, std::string *error) = 0;
+                         bool inputs_on_device, bool outputs_on_device, std::string *error) = 0;
   // Starts converting a frame (in host memory, or on the GPU when
-  // in.on_device) into a host GRAY8 frame; both must stay valid until the
-  // frame is finished. At most max_in_flight unfinished.
+  // in.on_device) into a GRAY8 frame (in host memory, or on the GPU when
+  // out.on_device); both must stay valid until the frame is finished. At
+  // most max_in_flight unfinished.
   virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
                       std::string *error) = 0;
   // Waits for the oldest unfinished frame; its output then holds the result.

@@ -51,9 +51,19 @@ struct InputFrame {
   void *producer_stream = nullptr;
 };
 
+// One GRAY8 frame: rows of stride bytes.
 struct GrayFrame {
   uint8_t *data;
   size_t stride;
+  // data is device memory of the backend's CUDA context: the result is
+  // written there and never comes back to the host (a backend whose
+  // BackendNeeds::writes_device_memory says it can).
+  bool on_device = false;
+  // On the device only: a CUDA stream (cudaStream_t) of whoever uses the
+  // frame next. The backend's writes wait for the work already queued on it,
+  // and work queued on it after submit waits for the writes, both on the GPU,
+  // so that its user need not wait for finish_oldest. nullptr: none.
+  void *consumer_stream = nullptr;
 };
 
 }  // namespace cudagray
