@@ -69,6 +69,25 @@ struct Harness {
   }
 };
 
+// A count or a mean of the element's stats property (a failure when the
+// field is missing).
+inline uint64_t stat_of(GstElement *gray, const char *field) {
+  GstStructure *stats = nullptr;
+  g_object_get(gray, "stats", &stats, nullptr);
+  guint64 value = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, field, &value)) << field;
+  gst_structure_free(stats);
+  return value;
+}
+inline double mean_of(GstElement *gray, const char *field) {
+  GstStructure *stats = nullptr;
+  g_object_get(gray, "stats", &stats, nullptr);
+  double value = -1;
+  EXPECT_TRUE(gst_structure_get_double(stats, field, &value)) << field;
+  gst_structure_free(stats);
+  return value;
+}
+
 // A buffer holding a copy of the frame's bytes, with a GstVideoMeta giving
 // its plane offsets and padded strides.
 inline GstBuffer *buffer_for(const TestFrame &f) {

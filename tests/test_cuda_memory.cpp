@@ -47,24 +47,6 @@ GstElement *by_name(GstElement *pipeline, const char *name) {
   return gst_bin_get_by_name(GST_BIN(pipeline), name);
 }
 
-uint64_t stat_of(GstElement *gray, const char *field) {
-  GstStructure *stats = nullptr;
-  g_object_get(gray, "stats", &stats, nullptr);
-  guint64 value = 0;
-  EXPECT_TRUE(gst_structure_get_uint64(stats, field, &value)) << field;
-  gst_structure_free(stats);
-  return value;
-}
-
-double mean_of(GstElement *gray, const char *field) {
-  GstStructure *stats = nullptr;
-  g_object_get(gray, "stats", &stats, nullptr);
-  double value = -1;
-  EXPECT_TRUE(gst_structure_get_double(stats, field, &value)) << field;
-  gst_structure_free(stats);
-  return value;
-}
-
 // The GstCudaContext an element answers a context query with, or nullptr.
 GstObject *cuda_context_of(GstElement *element, const char *pad_name) {
   GstPad *pad = gst_element_get_static_pad(element, pad_name);

@@ -38,15 +38,6 @@ namespace {
 
 constexpr const char *kCudaGray8 = "video/x-raw(memory:CUDAMemory),format=GRAY8";
 
-uint64_t stat_of(GstElement *gray, const char *field) {
-  GstStructure *stats = nullptr;
-  g_object_get(gray, "stats", &stats, nullptr);
-  guint64 value = 0;
-  EXPECT_TRUE(gst_structure_get_uint64(stats, field, &value)) << field;
-  gst_structure_free(stats);
-  return value;
-}
-
 // The GRAY8 frame a buffer of CUDA memory holds, padding after each row: the
 // buffer must be one CUDA memory with a GRAY8 video meta; on 1.24+ its
 // stream is waited for when it is flagged NEED_SYNC, as a consumer must.

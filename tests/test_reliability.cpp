@@ -84,6 +84,15 @@ void expect_frames(Harness &harness, const std::vector<TestFrame> &frames, size_
   }
 }
 
+// Ends the stream: every frame still due comes out, and the element posted
+// no error or warning on the way.
+void end_cleanly(Harness &harness, const std::vector<TestFrame> &frames, size_t *next) {
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
+  expect_frames(harness, frames, next);
+  EXPECT_EQ(*next, frames.size());
+  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+}
+
 std::string weights_of(GstElement *e) {
   gchar *text = nullptr;
   g_object_get(e, "weights", &text, nullptr);
@@ -189,10 +198,7 @@ TEST_P(ByBackend, UnsupportedCapsMidStreamDrainFramesInFlightFirst) {
     frames.push_back(random_frame(PixelLayout::BGRx, 33, 17));
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(frames.back()), i)), GST_FLOW_OK);
   }
-  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
-  expect_frames(harness, frames, &next);
-  EXPECT_EQ(next, frames.size());
-  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+  ASSERT_NO_FATAL_FAILURE(end_cleanly(harness, frames, &next));
 }
 
 // Size and format (GRAY8 passthrough among them) change on every frame with
@@ -226,10 +232,7 @@ TEST_P(ByBackend, CapsChangeOnEveryFrameLosesNothing) {
     ASSERT_EQ(gst_harness_push(harness.h, timed(buf, i)), GST_FLOW_OK) << "frame " << i;
     expect_frames(harness, frames, &next);
   }
-  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
-  expect_frames(harness, frames, &next);
-  EXPECT_EQ(next, frames.size());
-  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+  ASSERT_NO_FATAL_FAILURE(end_cleanly(harness, frames, &next));
 }
 
 // ------------------------------------------------------------------ buffers
@@ -357,10 +360,7 @@ TEST_P(ByBackend, BuffersAtTheEdgesConvert) {
   longer.bytes.resize(longer.bytes.size() + 4096, 0x5A);
   frames.push_back(longer);
   ASSERT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(longer.bytes.data(), longer.bytes.size())), GST_FLOW_OK);
-  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
-  expect_frames(harness, frames, &next);
-  EXPECT_EQ(next, frames.size());
-  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+  ASSERT_NO_FATAL_FAILURE(end_cleanly(harness, frames, &next));
 }
 
 // ------------------------------------------------------------------ properties
@@ -686,10 +686,7 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
     last.push_back(random_frame(PixelLayout::RGB, 160, 120));
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(last.back()), i)), GST_FLOW_OK);
   }
-  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
-  expect_frames(harness, last, &next);
-  EXPECT_EQ(next, last.size());
-  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+  ASSERT_NO_FATAL_FAILURE(end_cleanly(harness, last, &next));
   EXPECT_GT(flushing, 0) << "no push met a flush";
   std::printf("%d flushes; pushes: %ld OK, %ld FLUSHING\n", flushes, ok, flushing);
 }
