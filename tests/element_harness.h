@@ -69,6 +69,14 @@ struct Harness {
   }
 };
 
+// Skips a test that needs an element of GStreamer's nvcodec plugin.
+#define SKIP_WITHOUT_ELEMENT(name)                                                        \
+  do {                                                                                    \
+    GstElementFactory *factory = gst_element_factory_find(name);                          \
+    if (!factory) GTEST_SKIP() << name " is not available (GStreamer's nvcodec plugin)"; \
+    gst_object_unref(factory);                                                            \
+  } while (0)
+
 // A count or a mean of the element's stats property (a failure when the
 // field is missing).
 inline uint64_t stat_of(GstElement *gray, const char *field) {

@@ -36,13 +36,6 @@ namespace {
   GTEST_SKIP() << "cudagray was built without gstreamer-cuda-1.0: no CUDA memory input"
 #endif
 
-#define SKIP_WITHOUT_ELEMENT(name)                                                        \
-  do {                                                                                    \
-    GstElementFactory *factory = gst_element_factory_find(name);                          \
-    if (!factory) GTEST_SKIP() << name " is not available (GStreamer's nvcodec plugin)"; \
-    gst_object_unref(factory);                                                            \
-  } while (0)
-
 GstElement *by_name(GstElement *pipeline, const char *name) {
   return gst_bin_get_by_name(GST_BIN(pipeline), name);
 }

@@ -29,13 +29,6 @@ using namespace cudagray::test;
 
 namespace {
 
-#define SKIP_WITHOUT_ELEMENT(name)                                                        \
-  do {                                                                                    \
-    GstElementFactory *factory = gst_element_factory_find(name);                          \
-    if (!factory) GTEST_SKIP() << name " is not available (GStreamer's nvcodec plugin)"; \
-    gst_object_unref(factory);                                                            \
-  } while (0)
-
 constexpr const char *kCudaGray8 = "video/x-raw(memory:CUDAMemory),format=GRAY8";
 
 // The GRAY8 frame a buffer of CUDA memory holds, padding after each row: the
