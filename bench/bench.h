@@ -39,8 +39,8 @@ struct Options {
   size_t rotate_bytes = 256u << 20;  // frames rotated per row: at least this much
   int device = 0;                    // CUDA device
   std::string csv = "bench-results.csv";
-  std::string npp_lib;               // explicit libnppicc path, if any
-  std::vector<int> inflight;         // extra max-inflight values for the element rows
+  std::string npp_lib;        // explicit libnppicc path, if any
+  std::vector<int> inflight;  // extra max-inflight values for the element rows
   bool wants(const std::string &group) const;
 };
 
@@ -56,8 +56,12 @@ struct Row {
   Row() = default;
   Row(FrameSize size, std::string group, std::string key, std::string what, std::string format = "",
       double bytes = 0)
-      : size(std::move(size)), group(std::move(group)), key(std::move(key)), what(std::move(what)),
-        format(std::move(format)), bytes(bytes) {}
+      : size(std::move(size)),
+        group(std::move(group)),
+        key(std::move(key)),
+        what(std::move(what)),
+        format(std::move(format)),
+        bytes(bytes) {}
   // The same row, not measured, saying why.
   Row skip(const std::string &why) const {
     Row row = *this;
@@ -66,17 +70,17 @@ struct Row {
   }
 
   FrameSize size;
-  std::string group;   // ceiling, kernel, npp, element, latency, cpu
-  std::string key;     // unique within a size: "kernel:RGB", "raw:pinned", ...
-  std::string what;    // readable name
-  std::string format;  // input format, or "" when none applies
-  double bytes = 0;    // bytes per frame counted for GB/s
-  double us = 0;       // µs per frame (latency rows: the median)
-  long frames = 0;     // frames (or operations) measured
-  std::string ceiling; // key of the row this one is a ratio to ("" none)
-  std::string peer;    // key of a peer row ("" none)
+  std::string group;                // ceiling, kernel, npp, element, latency, cpu
+  std::string key;                  // unique within a size: "kernel:RGB", "raw:pinned", ...
+  std::string what;                 // readable name
+  std::string format;               // input format, or "" when none applies
+  double bytes = 0;                 // bytes per frame counted for GB/s
+  double us = 0;                    // µs per frame (latency rows: the median)
+  long frames = 0;                  // frames (or operations) measured
+  std::string ceiling;              // key of the row this one is a ratio to ("" none)
+  std::string peer;                 // key of a peer row ("" none)
   bool versus_videoconvert = true;  // print the ratio to videoconvert all cores
-  std::string skipped; // non-empty: not measured, and why
+  std::string skipped;              // non-empty: not measured, and why
   std::string note;
 };
 
@@ -93,10 +97,10 @@ void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &m
 // ---- timing (measure.cpp) ---------------------------------------------------
 
 struct Budget {
-  double seconds;      // total measured time, split over repeats
-  long min_iterations; // per repeat
-  long max_iterations; // per repeat
-  int repeats;         // the result is the median repeat
+  double seconds;       // total measured time, split over repeats
+  long min_iterations;  // per repeat
+  long max_iterations;  // per repeat
+  int repeats;          // the result is the median repeat
 };
 
 // run(n) performs n more iterations and returns the seconds they took. Warms

@@ -28,15 +28,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr long kWarmupFrames = 20;     // the window starts after this many arrivals,
-constexpr auto kWarmupTime = 250ms;    // or this long after the first for slow rows,
-constexpr long kMinWarmup = 2;         // but never before this many
-constexpr long kMinFrames = 10;        // measured frames, at least
-constexpr long kMaxFrames = 200000;    // measured frames, at most
-constexpr long kMaxAhead = 32;         // if an element holds more frames than `ahead`
-constexpr auto kHoldSuspicion = 500ms; // nothing out for this long (or 4 frame times): feed more
-constexpr auto kStallTime = 30s;       // no arrival for this long: the row fails
-constexpr auto kLoneFrameTime = 5s;    // one frame pushed alone must arrive within this
+constexpr long kWarmupFrames = 20;      // the window starts after this many arrivals,
+constexpr auto kWarmupTime = 250ms;     // or this long after the first for slow rows,
+constexpr long kMinWarmup = 2;          // but never before this many
+constexpr long kMinFrames = 10;         // measured frames, at least
+constexpr long kMaxFrames = 200000;     // measured frames, at most
+constexpr long kMaxAhead = 32;          // if an element holds more frames than `ahead`
+constexpr auto kHoldSuspicion = 500ms;  // nothing out for this long (or 4 frame times): feed more
+constexpr auto kStallTime = 30s;        // no arrival for this long: the row fails
+constexpr auto kLoneFrameTime = 5s;     // one frame pushed alone must arrive within this
 constexpr GstClockTime kEosTime = 120 * GST_SECOND;
 
 GstVideoInfo rgb_info(const FrameSize &size) {
@@ -65,7 +65,8 @@ void ArrivalLog::add() {
   const Clock::time_point now = Clock::now();
   update([&](Counts &c) {
     if (c.frames == 0) c.first = now;
-    if (c.window_start < 0 && c.frames >= kMinWarmup && (c.frames >= kWarmupFrames || now - c.first >= kWarmupTime))
+    if (c.window_start < 0 && c.frames >= kMinWarmup &&
+        (c.frames >= kWarmupFrames || now - c.first >= kWarmupTime))
       c.window_start = c.frames, c.window_start_time = now;
     c.last = now;
     ++c.frames;
@@ -87,10 +88,12 @@ BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, b
                 " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
   GstVideoInfo info = rgb_info(size);
   GstCaps *caps = gst_video_info_to_caps(&info);
-  if (cuda_memory) gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
+  if (cuda_memory)
+    gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
   // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
   g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", FALSE,
-               "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE, nullptr);
+               "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE,
+               nullptr);
   gst_caps_unref(caps);
   GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("sink"), "sink");
   gst_pad_add_probe(
@@ -159,7 +162,8 @@ GstQuery *BenchPipeline::ask_for_pool(GstBuffer *priming) {
   throw Unavailable("the element did not answer the ALLOCATION query");
 }
 
-void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &options, uint64_t seed) {
+void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &options,
+                         uint64_t seed) {
   const size_t bytes = frame_bytes(PixelLayout::RGB, size);
   const size_t count = rotation_count(bytes, options.rotate_bytes);
   for (size_t i = 0; i < count; ++i) {
@@ -177,7 +181,8 @@ Feed::Feed(FrameRing &ring, const std::string &what)
 // it is active already), keeping its own options and asking for no maximum;
 // each buffer is filled once. A refused configuration is taken as the pool
 // counter-proposes it.
-Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, const Options &options)
+Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size,
+           const Options &options)
     : ring_(&pool_frames_) {
   GstQuery *query = pipeline.ask_for_pool(priming.next());
   guint offered = 0, min = 0, max = 0;
@@ -195,12 +200,13 @@ Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, c
     GstCaps *caps = nullptr;
     guint pool_size = 0;
     gst_buffer_pool_config_get_params(config, &caps, &pool_size, &min, &max);
-    gst_buffer_pool_config_set_params(config, caps ? caps : query_caps, std::max<guint>({pool_size, offered, guint(bytes)}),
-                                      min, 0);
+    gst_buffer_pool_config_set_params(config, caps ? caps : query_caps,
+                                      std::max<guint>({pool_size, offered, guint(bytes)}), min, 0);
     if (!gst_buffer_pool_set_config(pool_, config) &&
         !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
       throw std::runtime_error("the element's pool refused its configuration");
-    if (!gst_buffer_pool_set_active(pool_, TRUE)) throw std::runtime_error("the element's pool could not be activated");
+    if (!gst_buffer_pool_set_active(pool_, TRUE))
+      throw std::runtime_error("the element's pool could not be activated");
     activated_ = true;
   }
   if (query_caps) gst_caps_unref(query_caps);
@@ -214,8 +220,8 @@ Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size, c
   }
   if (pool_frames_.size() == 0) throw std::runtime_error("the element's pool gave no buffer");
   note_ = std::to_string(pool_frames_.size()) + " pool frames" +
-          (pool_frames_.size() < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") + ", memory " +
-          memory_kind(pool_frames_.front());
+          (pool_frames_.size() < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") +
+          ", memory " + memory_kind(pool_frames_.front());
   pipeline.arrivals().clear();
 }
 
@@ -234,10 +240,10 @@ std::string stats_note(GstElement *dut) {
   guint64 frames = 0, device_inputs = 0, device_outputs = 0;
   double gpu = NAN, upload = NAN, download = NAN;
   // the device counts last: a plugin older than them stops the reading there
-  gst_structure_get(stats, "frames", G_TYPE_UINT64, &frames, "gpu-time-mean-us", G_TYPE_DOUBLE, &gpu,
-                    "upload-time-mean-us", G_TYPE_DOUBLE, &upload, "download-time-mean-us", G_TYPE_DOUBLE,
-                    &download, "device-inputs", G_TYPE_UINT64, &device_inputs, "device-outputs", G_TYPE_UINT64,
-                    &device_outputs, nullptr);
+  gst_structure_get(stats, "frames", G_TYPE_UINT64, &frames, "gpu-time-mean-us", G_TYPE_DOUBLE,
+                    &gpu, "upload-time-mean-us", G_TYPE_DOUBLE, &upload, "download-time-mean-us",
+                    G_TYPE_DOUBLE, &download, "device-inputs", G_TYPE_UINT64, &device_inputs,
+                    "device-outputs", G_TYPE_UINT64, &device_outputs, nullptr);
   gst_structure_free(stats);
   return "element stats: gpu " + format_double(gpu, 1) + " us, upload " + format_double(upload, 1) +
          " us, download " + format_double(download, 1) + " us, frames " + std::to_string(frames) +
@@ -250,7 +256,9 @@ void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long 
   long pushed = arrivals.counts().frames, seen = pushed;
   Clock::time_point changed = Clock::now();  // when seen last changed, or ahead grew
   const auto window = [](const ArrivalLog::Counts &c, double *seconds) {
-    *seconds = c.window_start < 0 ? 0 : std::chrono::duration<double>(c.last - c.window_start_time).count();
+    *seconds = c.window_start < 0
+                   ? 0
+                   : std::chrono::duration<double>(c.last - c.window_start_time).count();
     return c.window_start < 0 ? 0 : c.frames - 1 - c.window_start;
   };
   double seconds = 0;
@@ -266,13 +274,15 @@ void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long 
     }
     p.throw_if_bus_error();
     const Clock::time_point now = Clock::now();
-    const auto mean_interval = c.frames < 2 ? Clock::duration(0) : (c.last - c.first) / (c.frames - 1);
+    const auto mean_interval =
+        c.frames < 2 ? Clock::duration(0) : (c.last - c.first) / (c.frames - 1);
     if (c.frames != seen) {
       seen = c.frames;
       changed = now;
     } else if (now - changed > kStallTime) {
       throw std::runtime_error("no frame reached the sink for 30 s");
-    } else if (ahead < kMaxAhead && now - changed > std::max<Clock::duration>(kHoldSuspicion, 4 * mean_interval)) {
+    } else if (ahead < kMaxAhead &&
+               now - changed > std::max<Clock::duration>(kHoldSuspicion, 4 * mean_interval)) {
       ahead = std::min(2 * ahead, kMaxAhead);
       changed = now;
     }
@@ -299,16 +309,19 @@ void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
 CudaMemoryFrames::CudaMemoryFrames(const FrameSize &size, const Options &options) {
-  if (!gst_cuda_load_library()) throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
+  if (!gst_cuda_load_library())
+    throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
   gst_cuda_memory_init_once();
   context_ = gst_cuda_context_new(options.device);
   if (!context_)
-    throw Unavailable("GStreamer could not make a CUDA context on device " + std::to_string(options.device));
+    throw Unavailable("GStreamer could not make a CUDA context on device " +
+                      std::to_string(options.device));
   pool_ = gst_cuda_buffer_pool_new(context_);
   GstVideoInfo info = rgb_info(size);
   const size_t count = rotation_count(GST_VIDEO_INFO_SIZE(&info), options.rotate_bytes);
   GstCaps *caps = gst_video_info_to_caps(&info);
-  gst_caps_set_features_simple(caps, gst_caps_features_new_single(GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY));
+  gst_caps_set_features_simple(caps,
+                               gst_caps_features_new_single(GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY));
   GstStructure *config = gst_buffer_pool_get_config(pool_);
   gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), count, 0);
   gst_caps_unref(caps);

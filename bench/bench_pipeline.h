@@ -29,7 +29,9 @@ class ArrivalLog {
     Clock::time_point first, last, window_start_time;
   };
   void add();
-  void clear() { update([](Counts &c) { c = Counts(); }); }
+  void clear() {
+    update([](Counts &c) { c = Counts(); });
+  }
   Counts counts() const;
   // Waits until at least n frames have arrived; false on timeout.
   bool wait_for(long n, std::chrono::milliseconds timeout);

@@ -20,7 +20,8 @@ struct Kind {
 const Kind kKinds[] = {
     {"cpu-kernel:RGB", "convert_cpu RGB", PixelLayout::RGB, false},
     {"cpu-kernel:luma-full", "convert_cpu YUV luma, full range (copy)", PixelLayout::Luma, false},
-    {"cpu-kernel:luma-limited", "convert_cpu YUV luma, limited range (expand)", PixelLayout::Luma, true},
+    {"cpu-kernel:luma-limited", "convert_cpu YUV luma, limited range (expand)", PixelLayout::Luma,
+     true},
 };
 
 }  // namespace
@@ -29,7 +30,9 @@ void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<
   for (const Kind &kind : kKinds) {
     const size_t in_bytes = frame_bytes(kind.layout, size);
     Row row(size, "cpu", kind.key, kind.what,
-            kind.layout == PixelLayout::RGB ? "RGB" : kind.limited_range ? "I420 limited" : "I420 full",
+            kind.layout == PixelLayout::RGB ? "RGB"
+            : kind.limited_range            ? "I420 limited"
+                                            : "I420 full",
             static_cast<double>(in_bytes + size.pixels()));
     row.ceiling = kind.layout == PixelLayout::RGB ? "" : "cpu-kernel:RGB";
     record(rows, row, [&](Row &r) {
@@ -44,7 +47,8 @@ void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<
           const size_t k = static_cast<size_t>(next) % count;
           cudagray::InputFrame frame = frame_at(kind.layout, size, in.data + k * in_bytes);
           frame.limited_range = kind.limited_range;
-          cudagray::convert_cpu(frame, {out.data + k * size.pixels(), static_cast<size_t>(size.width)},
+          cudagray::convert_cpu(frame,
+                                {out.data + k * size.pixels(), static_cast<size_t>(size.width)},
                                 cudagray::standard_weights(cudagray::Matrix::BT601));
         }
         return seconds_since(start);

@@ -59,7 +59,9 @@ int input_bytes_per_pixel(PixelLayout layout) {
   return info.bytes_per_pixel * info.planes;
 }
 
-std::string copy_key(int bytes_per_pixel) { return "copy:" + std::to_string(bytes_per_pixel) + "B"; }
+std::string copy_key(int bytes_per_pixel) {
+  return "copy:" + std::to_string(bytes_per_pixel) + "B";
+}
 
 // Where a raw loop's RGB frames are: pinned host memory, pageable host
 // memory (memcpy'd into pinned staging first), or already on the device.
@@ -97,7 +99,7 @@ class RawLoop {
         host = static_cast<const uint8_t *>(lane.staging.get());
       }
       CHECK_CUDA(cudaMemcpyAsync(lane.in.get(), host, in_bytes_, cudaMemcpyHostToDevice,
-                                     lane.stream.get()));
+                                 lane.stream.get()));
       if (source_ == RawSource::Staging) {
         CHECK_CUDA(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
         lane.staging_used = true;
@@ -109,7 +111,7 @@ class RawLoop {
                                    static_cast<size_t>(size_.width)};
     CHECK_CUDA(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
     CHECK_CUDA(cudaMemcpyAsync(host_out, lane.out.get(), out_bytes_, cudaMemcpyDeviceToHost,
-                                   lane.stream.get()));
+                               lane.stream.get()));
   }
 
   void synchronize() {
@@ -148,13 +150,15 @@ bool cuda_open(int device, std::string *description, std::string *reason) {
     int driver = 0, runtime = 0;
     CHECK_CUDA(cudaDriverGetVersion(&driver));
     CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
-    auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
-    *description = std::string(prop.name) + " (device " + std::to_string(device) + " of " + std::to_string(count) +
-                   ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
-                   std::to_string(prop.multiProcessorCount) + " SMs, " +
-                   format_double(prop.totalGlobalMem / double(1 << 30), 1) + " GiB, L2 " +
-                   format_double(prop.l2CacheSize / double(1 << 20), 0) + " MiB; driver " + version(driver) +
-                   ", runtime " + version(runtime) + ")";
+    auto version = [](int v) {
+      return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    };
+    *description = std::string(prop.name) + " (device " + std::to_string(device) + " of " +
+                   std::to_string(count) + ", sm_" + std::to_string(prop.major) +
+                   std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) +
+                   " SMs, " + format_double(prop.totalGlobalMem / double(1 << 30), 1) +
+                   " GiB, L2 " + format_double(prop.l2CacheSize / double(1 << 20), 0) +
+                   " MiB; driver " + version(driver) + ", runtime " + version(runtime) + ")";
     return true;
   } catch (const std::exception &e) {
     *reason = std::string("no usable CUDA device: ") + e.what();
@@ -185,8 +189,8 @@ size_t device_rotation_bytes(const Options &options) {
   return std::max(options.rotate_bytes, 4 * static_cast<size_t>(l2));
 }
 
-void time_operations(cudaStream_t stream, long rotation, const Operation &op, const Options &options,
-                     Row &row, bool best_of_both) {
+void time_operations(cudaStream_t stream, long rotation, const Operation &op,
+                     const Options &options, Row &row, bool best_of_both) {
   const double seconds = options.seconds / 2;  // device operations are stable: half is plenty
   long next = 0;
   const auto plain = [&](long n) {
@@ -203,7 +207,8 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op, co
   plain(3);
   const double plain_estimate = plain(16) / 16;
   const long batch = std::max(
-      rotation, std::clamp(static_cast<long>(std::llround(0.005 / std::max(plain_estimate, 1e-9))), 16L, 1024L));
+      rotation, std::clamp(static_cast<long>(std::llround(0.005 / std::max(plain_estimate, 1e-9))),
+                           16L, 1024L));
   std::string why;
   const GraphExec graph = capture(stream, batch, op, &why);
   if (!graph) {
@@ -217,13 +222,14 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op, co
       for (long k = 0; k < count; ++k) CHECK_CUDA(cudaGraphLaunch(graph.get(), stream));
     });
   };
-  row.us = seconds_per_iteration(launches, Budget{seconds, 2, 100000, 5}, &row.frames) / batch * 1e6;
+  row.us =
+      seconds_per_iteration(launches, Budget{seconds, 2, 100000, 5}, &row.frames) / batch * 1e6;
   row.frames *= batch;
   row.note = "CUDA graph of " + std::to_string(batch) + " back-to-back operations";
   if (!best_of_both) return;
   const double plain_us = time_plain();
-  row.note = "CUDA graph or plain launches, the faster (graph " + format_double(row.us, 2) + " us, plain " +
-             format_double(plain_us, 2) + " us)";
+  row.note = "CUDA graph or plain launches, the faster (graph " + format_double(row.us, 2) +
+             " us, plain " + format_double(plain_us, 2) + " us)";
   if (plain_us < row.us) row.us = plain_us, row.frames = plain_count;
 }
 
@@ -245,13 +251,18 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     // reads and writes as much.
     for (int bpp : {3, 4}) {
       const size_t bytes = n * (bpp + 1) / 2;
-      Row row(size, "copy", copy_key(bpp), "device copy, same traffic as a " + std::to_string(bpp) +
-              "-byte-per-pixel frame", bpp == 3 ? "RGB" : "RGBx", 2.0 * bytes);
+      Row row(size, "copy", copy_key(bpp),
+              "device copy, same traffic as a " + std::to_string(bpp) + "-byte-per-pixel frame",
+              bpp == 3 ? "RGB" : "RGBx", 2.0 * bytes);
       row.versus_videoconvert = false;
       record(rows, row, [&](Row &r) {
-        time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
-          CHECK_CUDA(cudaMemcpyAsync(copies_to.at(i), in.at(i), bytes, cudaMemcpyDeviceToDevice, s));
-        }, options, r, true);
+        time_operations(
+            stream.get(), rotation,
+            [&](long i, cudaStream_t s) {
+              CHECK_CUDA(
+                  cudaMemcpyAsync(copies_to.at(i), in.at(i), bytes, cudaMemcpyDeviceToDevice, s));
+            },
+            options, r, true);
       });
     }
 
@@ -259,18 +270,27 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
       const size_t host_count = rotation_count(3 * n, options.rotate_bytes);
       const PinnedRing host_in = random_pinned_ring(host_count, 3 * n, 2000);
       const PinnedRing host_out(host_count, n, make_pinned_memory);
-      struct Transfer { const char *key, *what; size_t bytes; bool up; };
+      struct Transfer {
+        const char *key, *what;
+        size_t bytes;
+        bool up;
+      };
       for (const Transfer &t : {Transfer{"copy:h2d", "pinned H2D of an RGB frame", 3 * n, true},
                                 Transfer{"copy:d2h", "pinned D2H of a GRAY8 frame", n, false}}) {
         Row row(size, "copy", t.key, t.what, t.up ? "RGB" : "GRAY8", t.bytes);
         row.versus_videoconvert = false;
         record(rows, row, [&](Row &r) {
-          time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
-            if (t.up)
-              CHECK_CUDA(cudaMemcpyAsync(in.at(i), host_in.at(i), t.bytes, cudaMemcpyHostToDevice, s));
-            else
-              CHECK_CUDA(cudaMemcpyAsync(host_out.at(i), gray.at(i), t.bytes, cudaMemcpyDeviceToHost, s));
-          }, options, r);
+          time_operations(
+              stream.get(), rotation,
+              [&](long i, cudaStream_t s) {
+                if (t.up)
+                  CHECK_CUDA(
+                      cudaMemcpyAsync(in.at(i), host_in.at(i), t.bytes, cudaMemcpyHostToDevice, s));
+                else
+                  CHECK_CUDA(cudaMemcpyAsync(host_out.at(i), gray.at(i), t.bytes,
+                                             cudaMemcpyDeviceToHost, s));
+              },
+              options, r);
         });
       }
     }
@@ -279,15 +299,19 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
       const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
       for (PixelLayout layout : options.formats) {
         const int bpp = input_bytes_per_pixel(layout);
-        Row row(size, "kernel", std::string("kernel:") + layout_name(layout), "cudagray kernel alone",
-                layout_name(layout), double(bpp + 1) * n);
+        Row row(size, "kernel", std::string("kernel:") + layout_name(layout),
+                "cudagray kernel alone", layout_name(layout), double(bpp + 1) * n);
         row.ceiling = copy_key(bpp);
         if (cudagray::layout_info(layout).planes == 1) row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
         record(rows, row, [&](Row &r) {
-          time_operations(stream.get(), rotation, [&](long i, cudaStream_t s) {
-            const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
-            CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
-          }, options, r);
+          time_operations(
+              stream.get(), rotation,
+              [&](long i, cudaStream_t s) {
+                const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
+                CHECK_CUDA(
+                    cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
+              },
+              options, r);
         });
       }
     }
@@ -300,20 +324,26 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
 void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const size_t n = size.pixels();
   const Row pinned(size, "raw", "raw:pinned", "raw CUDA, pinned in/out, 3 streams", "RGB", 4.0 * n);
-  Row staged(size, "raw", "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", "RGB", 4.0 * n);
-  Row device(size, "raw", "raw:device", "raw CUDA, input on the device, pinned out, 3 streams", "RGB", 4.0 * n);
+  Row staged(size, "raw", "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", "RGB",
+             4.0 * n);
+  Row device(size, "raw", "raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
+             "RGB", 4.0 * n);
   staged.ceiling = device.ceiling = "raw:pinned";
   const Budget budget{options.seconds, 20, 10000000, 3};
   // Frames through a loop, rotated over inputs: µs per frame.
   auto time_loop = [&](RawLoop &loop, const std::function<const uint8_t *(long)> &input,
                        const PinnedRing &host_out, Row &r) {
     long next = 0;
-    r.us = seconds_per_iteration([&](long frames) {
-      const Clock::time_point start = Clock::now();
-      for (long k = 0; k < frames; ++k, ++next) loop.enqueue(next, input(next), host_out.at(next));
-      loop.synchronize();
-      return seconds_since(start);
-    }, budget, &r.frames) * 1e6;
+    r.us = seconds_per_iteration(
+               [&](long frames) {
+                 const Clock::time_point start = Clock::now();
+                 for (long k = 0; k < frames; ++k, ++next)
+                   loop.enqueue(next, input(next), host_out.at(next));
+                 loop.synchronize();
+                 return seconds_since(start);
+               },
+               budget, &r.frames) *
+           1e6;
   };
 
   try {
@@ -323,7 +353,8 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       const PinnedRing host_in = random_pinned_ring(count, 3 * n, 3000);
       RawLoop loop(size, kRawStreams, RawSource::Pinned);
       record(rows, pinned, [&](Row &r) {
-        time_loop(loop, [&](long i) { return host_in.at(i); }, host_out, r);
+        time_loop(
+            loop, [&](long i) { return host_in.at(i); }, host_out, r);
         r.note = std::to_string(count) + " pinned frames rotated";
       });
     }
@@ -332,7 +363,8 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       const DeviceRing device_in = random_device_ring(on_device, 3 * n, 3500);
       RawLoop loop(size, kRawStreams, RawSource::Device);
       record(rows, device, [&](Row &r) {
-        time_loop(loop, [&](long i) { return device_in.at(i); }, host_out, r);
+        time_loop(
+            loop, [&](long i) { return device_in.at(i); }, host_out, r);
         r.note = std::to_string(on_device) + " device frames rotated";
       });
     }
@@ -344,19 +376,23 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       }
       RawLoop loop(size, kRawStreams, RawSource::Staging);
       record(rows, staged, [&](Row &r) {
-        time_loop(loop, [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; }, host_out, r);
+        time_loop(
+            loop, [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; }, host_out,
+            r);
         r.note = std::to_string(count) + " pageable frames rotated; one memcpy thread";
       });
     }
   } catch (const std::exception &e) {  // allocation or setup
-    record(rows, Row(size, "raw", "raw:setup", "raw CUDA loops").skip(std::string("failed: ") + e.what()));
+    record(
+        rows,
+        Row(size, "raw", "raw:setup", "raw CUDA loops").skip(std::string("failed: ") + e.what()));
   }
 }
 
 void raw_latency_row(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const size_t n = size.pixels();
-  Row row(size, "latency", "raw:latency", "raw CUDA single frame, pinned, 1 stream, synchronised", "RGB",
-          4.0 * n);
+  Row row(size, "latency", "raw:latency", "raw CUDA single frame, pinned, 1 stream, synchronised",
+          "RGB", 4.0 * n);
   row.versus_videoconvert = false;
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);

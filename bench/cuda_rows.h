@@ -48,8 +48,8 @@ using Operation = std::function<void(long i, cudaStream_t stream)>;
 // used) so that host launch overhead does not hide the device time; falls
 // back to plain launches when capture fails. best_of_both (for ceilings)
 // times plain launches too and keeps the faster.
-void time_operations(cudaStream_t stream, long rotation, const Operation &op, const Options &options,
-                     Row &row, bool best_of_both = false);
+void time_operations(cudaStream_t stream, long rotation, const Operation &op,
+                     const Options &options, Row &row, bool best_of_both = false);
 
 // Device bytes to rotate over so that nothing stays in L2.
 size_t device_rotation_bytes(const Options &options);

@@ -13,8 +13,8 @@ void check_cuda(cudaError_t err, const char *call) {
   if (err == cudaSuccess) return;
   cudaGetLastError();  // a non-sticky error must not be reported again by the next call
   const std::string text(call);
-  throw std::runtime_error(text.substr(0, text.find('(')) + " failed: " + cudaGetErrorString(err) + " (" +
-                           cudaGetErrorName(err) + ")");
+  throw std::runtime_error(text.substr(0, text.find('(')) + " failed: " + cudaGetErrorString(err) +
+                           " (" + cudaGetErrorName(err) + ")");
 }
 
 Stream make_stream() {

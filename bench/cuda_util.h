@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 #include <type_traits>
+#include <vector>
 
 namespace bench {
 
@@ -45,7 +45,9 @@ class Ring {
   Ring(size_t count, size_t bytes, Owner (*make)(size_t)) {
     for (size_t i = 0; i < count; ++i) frames_.push_back(make(bytes));
   }
-  uint8_t *at(long i) const { return static_cast<uint8_t *>(frames_[static_cast<size_t>(i) % frames_.size()].get()); }
+  uint8_t *at(long i) const {
+    return static_cast<uint8_t *>(frames_[static_cast<size_t>(i) % frames_.size()].get());
+  }
 
  private:
   std::vector<Owner> frames_;

@@ -22,9 +22,11 @@ std::string cudagray_cuda(const Options &options) {
 
 // Whether the element rows on CUDA can run; if not, records all as one
 // row saying why.
-bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all, std::vector<Row> *rows) {
+bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all,
+                    std::vector<Row> *rows) {
   if (elements.cudagray && cuda.usable) return true;
-  record(rows, all.skip(elements.cudagray ? "skipped: " + cuda.reason : std::string("n/a: ") + kNoPlugin));
+  record(rows, all.skip(elements.cudagray ? "skipped: " + cuda.reason
+                                          : std::string("n/a: ") + kNoPlugin));
   return false;
 }
 
@@ -38,14 +40,15 @@ struct Upstream {
 const Upstream kToHost[] = {
     {"pinned", "upstream in its pinned pool", "raw:pinned", "", true, false, false},
     {"pageable", "pageable upstream", "raw:pinned", "raw:staging", false, false, false},
-    {"device", "upstream in CUDA memory (zero-copy)", "raw:device", "element:pinned:", false, true, false},
+    {"device", "upstream in CUDA memory (zero-copy)", "raw:device", "element:pinned:", false, true,
+     false},
 };
 // ...then left in CUDA memory (no download), from CUDA memory and from the pinned pool
 const Upstream kToDevice[] = {
-    {"device-to-device", "CUDA memory in, GRAY8 CUDA memory out", "kernel:RGB", "element:device:", false, true,
-     true},
-    {"pinned-to-device", "upstream in its pinned pool, GRAY8 CUDA memory out", "raw:pinned", "element:pinned:",
-     true, false, true},
+    {"device-to-device", "CUDA memory in, GRAY8 CUDA memory out", "kernel:RGB",
+     "element:device:", false, true, true},
+    {"pinned-to-device", "upstream in its pinned pool, GRAY8 CUDA memory out", "raw:pinned",
+     "element:pinned:", true, false, true},
 };
 
 }  // namespace
@@ -60,7 +63,8 @@ Elements inspect_elements() {
     }
     if (GstElement *element = gst_element_factory_create(factory, nullptr)) {
       gst_object_ref_sink(element);
-      if (GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), "max-inflight")) {
+      if (GParamSpec *spec =
+              g_object_class_find_property(G_OBJECT_GET_CLASS(element), "max-inflight")) {
         e.max_inflight = true;
         gchar *text = g_strdup_value_contents(g_param_spec_get_default_value(spec));
         e.max_inflight_default = text;
@@ -79,7 +83,9 @@ Elements inspect_elements() {
 
 void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const CudaState &cuda, std::vector<Row> *rows) {
-  if (!element_usable(elements, cuda, Row(size, "element", "element:*", "cudagray backend=cuda (all upstreams)"), rows))
+  if (!element_usable(elements, cuda,
+                      Row(size, "element", "element:*", "cudagray backend=cuda (all upstreams)"),
+                      rows))
     return;
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 7000);
@@ -108,7 +114,7 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
     const std::string n = inflight == 0 ? "default" : std::to_string(inflight);
     Row row(size, "element", std::string("element:") + u.key + ":" + n,
             std::string("cudagray cuda, ") + u.what + ", max-inflight " +
-                (inflight > 0                ? std::to_string(inflight)
+                (inflight > 0            ? std::to_string(inflight)
                  : elements.max_inflight ? "default (" + elements.max_inflight_default + ")"
                                          : "(none)"),
             "RGB", 4.0 * size.pixels());
@@ -120,17 +126,19 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
       continue;
     }
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(cudagray_cuda(options) + (u.gray_on_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : ""),
-                      size, u.cuda_memory);
+      BenchPipeline p(
+          cudagray_cuda(options) +
+              (u.gray_on_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : ""),
+          size, u.cuda_memory);
       if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
       FrameRing *ring = &pageable;
 #ifdef CUDAGRAY_HAVE_GST_CUDA
       if (u.cuda_memory) on_device->share_with(p.dut()), ring = &on_device->ring();
 #endif
       p.play();
-      std::unique_ptr<Feed> feed = u.pinned_pool
-                                       ? std::make_unique<Feed>(p, pageable, size, options)
-                                       : std::make_unique<Feed>(*ring, u.cuda_memory ? "CUDA memory" : "pageable");
+      std::unique_ptr<Feed> feed =
+          u.pinned_pool ? std::make_unique<Feed>(p, pageable, size, options)
+                        : std::make_unique<Feed>(*ring, u.cuda_memory ? "CUDA memory" : "pageable");
       time_throughput(p, *feed, options, kElementAhead, r);
       r.note = join({feed->note(), stats_note(p.dut()), p.warnings_note()});
     });
@@ -139,7 +147,9 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
 
 void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const CudaState &cuda, std::vector<Row> *rows) {
-  if (!element_usable(elements, cuda, Row(size, "latency", "latency:*", "cudagray single-frame latency"), rows)) return;
+  if (!element_usable(elements, cuda,
+                      Row(size, "latency", "latency:*", "cudagray single-frame latency"), rows))
+    return;
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 9000);
   for (const bool pinned : {true, false}) {
@@ -156,7 +166,8 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
       std::unique_ptr<Feed> feed = pinned ? std::make_unique<Feed>(p, pageable, size, options)
                                           : std::make_unique<Feed>(pageable, "pageable");
       time_latency(p, *feed, options, r);
-      r.note = join({r.note, feed->note(), elements.max_inflight ? "" : "element has no max-inflight property",
+      r.note = join({r.note, feed->note(),
+                     elements.max_inflight ? "" : "element has no max-inflight property",
                      stats_note(p.dut()), p.warnings_note()});
     });
   }
@@ -172,11 +183,13 @@ void cpu_rows(const FrameSize &size, const Options &options, const Elements &ele
       {"videoconvert:1", "videoconvert n-threads=1",
        "videoconvert name=dut n-threads=1 ! video/x-raw,format=GRAY8", "", elements.videoconvert},
       {"videoconvert:all", "videoconvert n-threads=0 (all cores)",
-       "videoconvert name=dut n-threads=0 ! video/x-raw,format=GRAY8", "videoconvert:1", elements.videoconvert},
+       "videoconvert name=dut n-threads=0 ! video/x-raw,format=GRAY8", "videoconvert:1",
+       elements.videoconvert},
       {"cudagray:cpu", "cudagray backend=cpu", "cudagray name=dut backend=cpu", "videoconvert:1",
        elements.cudagray},
   };
-  const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " cores";
+  const std::string cores =
+      std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " cores";
   FrameRing pageable;
   add_pageable_frames(&pageable, size, options, 10000);
   for (const Variant &v : variants) {
@@ -184,7 +197,8 @@ void cpu_rows(const FrameSize &size, const Options &options, const Elements &ele
     Row row(size, "cpu", key, v.what, "RGB", 4.0 * size.pixels());
     row.ceiling = v.ceiling;
     if (!v.available) {
-      record(rows, row.skip(std::string("n/a: ") + (key == "cudagray:cpu" ? kNoPlugin : "videoconvert not found")));
+      record(rows, row.skip(std::string("n/a: ") +
+                            (key == "cudagray:cpu" ? kNoPlugin : "videoconvert not found")));
       continue;
     }
     record(rows, row, [&](Row &r) {

@@ -23,7 +23,9 @@ std::string proc_value(const char *file, const std::string &key) {
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) {
     const size_t colon = line.find(':');
-    if (colon == std::string::npos || line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1) != key) continue;
+    if (colon == std::string::npos ||
+        line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1) != key)
+      continue;
     const size_t start = line.find_first_not_of(" \t", colon + 1);
     return start == std::string::npos ? "" : line.substr(start);
   }
@@ -33,10 +35,12 @@ std::string proc_value(const char *file, const std::string &key) {
 std::string cpu_description() {
   std::string model = proc_value("/proc/cpuinfo", "model name");
   if (model.empty()) model = "unknown CPU";
-  std::string text =
-      model + ", " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " hardware threads";
+  std::string text = model + ", " +
+                     std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                     " hardware threads";
   const std::string mem = proc_value("/proc/meminfo", "MemTotal");  // "131072000 kB"
-  if (!mem.empty()) text += ", " + format_double(std::atof(mem.c_str()) / (1 << 20), 1) + " GiB memory";
+  if (!mem.empty())
+    text += ", " + format_double(std::atof(mem.c_str()) / (1 << 20), 1) + " GiB memory";
   return text;
 }
 
@@ -59,10 +63,13 @@ void direct_cuda_rows(const FrameSize &size, const Options &options, const CudaS
   }
 #endif
   const std::string why = "skipped: " + cuda.reason;
-  const std::string kernels = "cudagray kernel alone (" + std::to_string(options.formats.size()) + " formats)";
-  if (options.wants("copy")) record(rows, Row(size, "copy", "copy:*", "device copies and pinned transfers").skip(why));
+  const std::string kernels =
+      "cudagray kernel alone (" + std::to_string(options.formats.size()) + " formats)";
+  if (options.wants("copy"))
+    record(rows, Row(size, "copy", "copy:*", "device copies and pinned transfers").skip(why));
   if (options.wants("kernel")) record(rows, Row(size, "kernel", "kernel:*", kernels).skip(why));
-  if (options.wants("raw")) record(rows, Row(size, "raw", "raw:*", "raw CUDA loops (pinned, staging)").skip(why));
+  if (options.wants("raw"))
+    record(rows, Row(size, "raw", "raw:*", "raw CUDA loops (pinned, staging)").skip(why));
 }
 
 int run(int argc, char **argv) {
@@ -84,18 +91,23 @@ int run(int argc, char **argv) {
   const Elements elements = inspect_elements();
 
   gchar *gst_version = gst_version_string();
-  std::printf("cudagray-bench\nCPU:       %s\nGPU:       %s\nGStreamer: %s; cudagray %s", cpu_description().c_str(),
+  std::printf("cudagray-bench\nCPU:       %s\nGPU:       %s\nGStreamer: %s; cudagray %s",
+              cpu_description().c_str(),
               cuda.usable ? gpu.c_str() : ("none: " + cuda.reason).c_str(), gst_version,
-              elements.cudagray ? ("from " + elements.cudagray_file).c_str() : "NOT FOUND (set GST_PLUGIN_PATH)");
+              elements.cudagray ? ("from " + elements.cudagray_file).c_str()
+                                : "NOT FOUND (set GST_PLUGIN_PATH)");
   g_free(gst_version);
   if (elements.cudagray)
-    std::printf(" (max-inflight: %s)",
-                elements.max_inflight ? ("default " + elements.max_inflight_default).c_str() : "absent");
+    std::printf(" (max-inflight: %s)", elements.max_inflight
+                                           ? ("default " + elements.max_inflight_default).c_str()
+                                           : "absent");
   std::printf("; videoconvert %s\n", elements.videoconvert ? "found" : "NOT FOUND");
-  std::printf("Run:       sizes %s; rows %s; kernel formats %s; %.2f s per row; frames rotated over >= %zu MiB\n",
-              names(options.sizes, [](const FrameSize &s) { return s.name; }).c_str(),
-              names(options.groups, [](const std::string &g) { return g; }).c_str(),
-              names(options.formats, layout_name).c_str(), options.seconds, options.rotate_bytes >> 20);
+  std::printf(
+      "Run:       sizes %s; rows %s; kernel formats %s; %.2f s per row; frames rotated over >= %zu "
+      "MiB\n",
+      names(options.sizes, [](const FrameSize &s) { return s.name; }).c_str(),
+      names(options.groups, [](const std::string &g) { return g; }).c_str(),
+      names(options.formats, layout_name).c_str(), options.seconds, options.rotate_bytes >> 20);
   if (!cuda.usable) std::printf("CUDA rows skipped: %s\n", cuda.reason.c_str());
   std::fflush(stdout);
 

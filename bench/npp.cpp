@@ -64,14 +64,16 @@ Npp load_npp(const Options &options) {
     for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
       if (const char *root = std::getenv(var)) dirs.push_back(std::string(root) + "/lib64/");
     for (const std::string &dir : dirs)
-      for (const char *suffix : {".13", ".12", ""}) candidates.push_back(dir + "libnppicc.so" + suffix);
+      for (const char *suffix : {".13", ".12", ""})
+        candidates.push_back(dir + "libnppicc.so" + suffix);
   }
   void *handle = nullptr;
   for (const std::string &path : candidates) {
     const size_t slash = path.rfind('/'), so = path.find(".so");
     for (const char *needed : {"libcudart.so", "libnppc.so"})
       if (slash != std::string::npos && so != std::string::npos)
-        dlopen((path.substr(0, slash + 1) + needed + path.substr(so + 3)).c_str(), RTLD_NOW | RTLD_LOCAL);
+        dlopen((path.substr(0, slash + 1) + needed + path.substr(so + 3)).c_str(),
+               RTLD_NOW | RTLD_LOCAL);
     if ((handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
       npp.library = path;
       break;
@@ -80,7 +82,8 @@ Npp load_npp(const Options &options) {
     if (npp.error.empty()) npp.error = why ? why : path + ": cannot open";
   }
   if (!handle) {
-    if (candidates.size() > 1) npp.error += " (and " + std::to_string(candidates.size() - 1) + " other names)";
+    if (candidates.size() > 1)
+      npp.error += " (and " + std::to_string(candidates.size() - 1) + " other names)";
     return npp;
   }
   npp.error.clear();
@@ -103,30 +106,35 @@ NppStreamContext stream_context(cudaStream_t stream) {
   for (const auto &[member, attribute] : attributes)
     CHECK_CUDA(cudaDeviceGetAttribute(&(context.*member), attribute, context.nCudaDeviceId));
   int shared = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, context.nCudaDeviceId));
+  CHECK_CUDA(
+      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, context.nCudaDeviceId));
   context.nSharedMemPerBlock = static_cast<size_t>(shared);
   CHECK_CUDA(cudaStreamGetFlags(stream, &context.nStreamFlags));
   return context;
 }
 
 // One NPP conversion on the context's stream; throws on an NPP error.
-void convert_npp(const Conversion &c, const NppStreamContext &context, const uint8_t *in, uint8_t *out,
-                 const FrameSize &size) {
-  const NppStatus status = c.call(in, size.width * c.channels, out, size.width, {size.width, size.height}, context);
-  if (status < 0) throw std::runtime_error(std::string(c.name) + "_Ctx returned NppStatus " + std::to_string(status));
+void convert_npp(const Conversion &c, const NppStreamContext &context, const uint8_t *in,
+                 uint8_t *out, const FrameSize &size) {
+  const NppStatus status =
+      c.call(in, size.width * c.channels, out, size.width, {size.width, size.height}, context);
+  if (status < 0)
+    throw std::runtime_error(std::string(c.name) + "_Ctx returned NppStatus " +
+                             std::to_string(status));
 }
 
 // NPP's and cudagray's output for the same frame: how far apart they are.
 // NPP rounds its float formula its own way, so 1 apart is expected; more
 // would mean the call is set up wrong.
-std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &context, const uint8_t *in,
-                                  const FrameSize &size) {
+std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &context,
+                                  const uint8_t *in, const FrameSize &size) {
   const size_t n = size.pixels();
   const DeviceRing out(2, n, make_device_memory);  // NPP's, ours
   convert_npp(c, context, in, out.at(0), size);
   const cudagray::GrayFrame gray{out.at(1), static_cast<size_t>(size.width)};
   CHECK_CUDA(cudagray::convert_cuda(frame_at(c.layout, size, in), gray,
-                                    cudagray::standard_weights(cudagray::Matrix::BT601), context.hStream));
+                                    cudagray::standard_weights(cudagray::Matrix::BT601),
+                                    context.hStream));
   CHECK_CUDA(cudaStreamSynchronize(context.hStream));
   std::vector<uint8_t> a(n), b(n);
   CHECK_CUDA(cudaMemcpy(a.data(), out.at(0), n, cudaMemcpyDeviceToHost));
@@ -138,8 +146,8 @@ std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &c
     worst = std::max(worst, d);
     differ += d != 0;
   }
-  return std::string(worst > 1 ? "CHECK: " : "") + "vs cudagray max |diff| " + std::to_string(worst) + " on " +
-         format_double(100.0 * differ / n, 2) + "% of pixels";
+  return std::string(worst > 1 ? "CHECK: " : "") + "vs cudagray max |diff| " +
+         std::to_string(worst) + " on " + format_double(100.0 * differ / n, 2) + "% of pixels";
 }
 
 }  // namespace
@@ -148,7 +156,8 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   static const Npp npp = load_npp(options);
   const size_t n = size.pixels();
   for (const Conversion &c : npp.conversions) {
-    Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout), double(c.channels + 1) * n);
+    Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout),
+            double(c.channels + 1) * n);
     row.ceiling = "copy:" + std::to_string(c.channels) + "B";
     if (!npp.error.empty() || !c.call) {
       record(rows, row.skip(npp.error.empty() ? "NPP: " + npp.library + " has no " + c.name + "_Ctx"
@@ -156,7 +165,8 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       continue;
     }
     record(rows, row, [&](Row &r) {
-      const size_t count = rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));
+      const size_t count =
+          rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));
       const DeviceRing in = random_device_ring(count, c.channels * n, 6000);
       const DeviceRing out(count, n, make_device_memory);
       const Stream stream = make_stream();
@@ -164,7 +174,8 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       const std::string check = compare_with_cudagray(c, context, in.at(0), size);
       time_operations(
           stream.get(), static_cast<long>(count),
-          [&](long i, cudaStream_t) { convert_npp(c, context, in.at(i), out.at(i), size); }, options, r);
+          [&](long i, cudaStream_t) { convert_npp(c, context, in.at(i), out.at(i), size); },
+          options, r);
       r.note = join({check, r.note, npp.library});
     });
   }

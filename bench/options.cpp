@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 #include "bench.h"
@@ -74,16 +74,22 @@ std::vector<T> pick(const std::string &text, const std::vector<T> &candidates, M
 }
 
 std::vector<PixelLayout> parse_formats(const std::string &text) {
-  const std::vector<PixelLayout> all(std::begin(cudagray::kAllLayouts), std::end(cudagray::kAllLayouts));
-  return pick(text, all, [](const std::string &name, PixelLayout l) {
-    return name == "all" || (name == "packed" && cudagray::layout_info(l).planes == 1) ||
-           lower(name) == lower(layout_name(l));
-  }, "format");
+  const std::vector<PixelLayout> all(std::begin(cudagray::kAllLayouts),
+                                     std::end(cudagray::kAllLayouts));
+  return pick(
+      text, all,
+      [](const std::string &name, PixelLayout l) {
+        return name == "all" || (name == "packed" && cudagray::layout_info(l).planes == 1) ||
+               lower(name) == lower(layout_name(l));
+      },
+      "format");
 }
 
 std::vector<std::string> parse_groups(const std::string &text) {
-  return pick<std::string>(text, {"kernel", "copy", "raw", "element", "latency", "cpu", "npp"},
-              [](const std::string &name, const std::string &g) { return name == "all" || name == g; }, "row group");
+  return pick<std::string>(
+      text, {"kernel", "copy", "raw", "element", "latency", "cpu", "npp"},
+      [](const std::string &name, const std::string &g) { return name == "all" || name == g; },
+      "row group");
 }
 
 // A number in [min, max] for option.
@@ -94,10 +100,12 @@ double number(const std::string &option, const std::string &text, double min, do
     value = std::stod(text, &used);
   } catch (const std::exception &) {
   }
-  if (used == 0 || used != text.size()) throw std::invalid_argument(option + ": '" + text + "' is not a number");
+  if (used == 0 || used != text.size())
+    throw std::invalid_argument(option + ": '" + text + "' is not a number");
   std::ostringstream range;
   range << min << ".." << max;
-  if (!(value >= min && value <= max)) throw std::invalid_argument(option + ": " + text + " is outside " + range.str());
+  if (!(value >= min && value <= max))
+    throw std::invalid_argument(option + ": " + text + " is outside " + range.str());
   return value;
 }
 
@@ -134,7 +142,8 @@ Options parse_options(int argc, char **argv) {
     } else if (arg == "--quick") {
       quick = true;
     } else if (arg == "--inflight") {
-      for (const std::string &n : split(next())) o.inflight.push_back(static_cast<int>(number(arg, n, 1, 16)));
+      for (const std::string &n : split(next()))
+        o.inflight.push_back(static_cast<int>(number(arg, n, 1, 16)));
     } else if (arg == "--rotate-mb") {
       o.rotate_bytes = static_cast<size_t>(number(arg, next(), 1, 1 << 20) * (1 << 20));
     } else if (arg == "--device") {
@@ -149,7 +158,8 @@ Options parse_options(int argc, char **argv) {
   }
   if (!formats_given) o.formats = parse_formats(quick ? "RGB,RGBx,RGBP" : "all");
   if (quick && !seconds_given) o.seconds = 0.2;
-  if (o.sizes.empty() || o.groups.empty() || o.formats.empty()) throw std::invalid_argument("nothing to measure");
+  if (o.sizes.empty() || o.groups.empty() || o.formats.empty())
+    throw std::invalid_argument("nothing to measure");
   return o;
 }
 

@@ -19,7 +19,8 @@ struct Ratios {
 
 const char *kVideoconvertAll = "videoconvert:all";
 
-const Row *find_measured(const std::vector<Row> &rows, const std::string &size, const std::string &key) {
+const Row *find_measured(const std::vector<Row> &rows, const std::string &size,
+                         const std::string &key) {
   if (key.empty()) return nullptr;
   for (const Row &r : rows)
     if (r.size.name == size && r.key == key && r.skipped.empty()) return &r;
@@ -35,7 +36,8 @@ Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
   };
   ratios.ceiling = versus(row.ceiling);
   ratios.peer = versus(row.peer);
-  if (row.versus_videoconvert && row.key != kVideoconvertAll) ratios.videoconvert = versus(kVideoconvertAll);
+  if (row.versus_videoconvert && row.key != kVideoconvertAll)
+    ratios.videoconvert = versus(kVideoconvertAll);
   return ratios;
 }
 
@@ -85,8 +87,8 @@ void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &m
   }
   const std::string what = row.what + (row.format.empty() ? "" : " " + row.format);
   if (row.skipped.empty())
-    std::fprintf(stderr, "[%s] %s: %s us%s\n", row.size.name.c_str(), what.c_str(), number(row.us).c_str(),
-                 is_latency(row) ? " latency" : "/frame");
+    std::fprintf(stderr, "[%s] %s: %s us%s\n", row.size.name.c_str(), what.c_str(),
+                 number(row.us).c_str(), is_latency(row) ? " latency" : "/frame");
   else
     std::fprintf(stderr, "[%s] %s: %s\n", row.size.name.c_str(), what.c_str(), row.skipped.c_str());
   rows->push_back(std::move(row));
@@ -99,43 +101,54 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
   const int w = static_cast<int>(what_width);
   std::vector<std::string> sizes;
   for (const Row &r : rows)
-    if (std::find(sizes.begin(), sizes.end(), r.size.name) == sizes.end()) sizes.push_back(r.size.name);
+    if (std::find(sizes.begin(), sizes.end(), r.size.name) == sizes.end())
+      sizes.push_back(r.size.name);
 
   for (const std::string &size : sizes) {
     const Row *first = nullptr;
     for (const Row &r : rows)
       if (r.size.name == size && !first) first = &r;
     std::fprintf(out, "\n== %s ==\n", size_title(first->size).c_str());
-    std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, "what", "format", "us/frame", "fps",
-                 "GB/s", "x ceiling", "x vc-all", "x peer");
+    std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, "what", "format",
+                 "us/frame", "fps", "GB/s", "x ceiling", "x vc-all", "x peer");
     for (const Row &r : rows) {
       if (r.size.name != size) continue;
       if (!r.skipped.empty()) {
-        std::fprintf(out, "%-*s  %-6s %s\n", w, r.what.c_str(), r.format.c_str(), r.skipped.c_str());
+        std::fprintf(out, "%-*s  %-6s %s\n", w, r.what.c_str(), r.format.c_str(),
+                     r.skipped.c_str());
         continue;
       }
       const Ratios ratios = ratios_of(r, rows);
-      std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, r.what.c_str(), r.format.c_str(),
-                   number(r.us).c_str(), number(fps_of(r)).c_str(), number(gbps_of(r)).c_str(),
-                   ratio_text(ratios.ceiling, r.ceiling).c_str(), ratio_text(ratios.videoconvert, "").c_str(),
+      std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, r.what.c_str(),
+                   r.format.c_str(), number(r.us).c_str(), number(fps_of(r)).c_str(),
+                   number(gbps_of(r)).c_str(), ratio_text(ratios.ceiling, r.ceiling).c_str(),
+                   ratio_text(ratios.videoconvert, "").c_str(),
                    ratio_text(ratios.peer, r.peer).c_str());
     }
   }
 
   std::fprintf(out,
-               "\nus/frame: mean time per frame in steady state (latency rows: median single-frame latency).\n"
+               "\nus/frame: mean time per frame in steady state (latency rows: median single-frame "
+               "latency).\n"
                "GB/s: input plus GRAY8 output bytes per second (copies: bytes read plus written;\n"
                "transfers: bytes moved).\n"
                "x ...: reference time / this time, so above 1 is faster than the reference.\n"
-               "  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or 4-byte pixels\n"
-               "  raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned GRAY8, 3 streams\n"
-               "  raw:staging       the same, each frame first memcpy'd from pageable memory into pinned staging\n"
-               "  raw:device        the same from RGB frames already on the device: no upload (zero-copy's ceiling)\n"
+               "  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or "
+               "4-byte pixels\n"
+               "  raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned "
+               "GRAY8, 3 streams\n"
+               "  raw:staging       the same, each frame first memcpy'd from pageable memory into "
+               "pinned staging\n"
+               "  raw:device        the same from RGB frames already on the device: no upload "
+               "(zero-copy's ceiling)\n"
                "  raw:latency       raw CUDA, one frame at a time, synchronised\n"
-               "  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores\n"
+               "  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert "
+               "on all cores\n"
                "  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R\n"
-               "  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)\n"
-               "  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the cpu-kernel:luma rows)\n");
+               "  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the "
+               "CUDA-memory rows)\n"
+               "  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the "
+               "cpu-kernel:luma rows)\n");
 
   bool heading = false;
   for (const Row &r : rows) {
@@ -161,11 +174,12 @@ void write_csv(const std::string &path, const std::vector<Row> &rows) {
   for (const Row &r : rows) {
     const bool ok = r.skipped.empty();
     const Ratios ratios = ratios_of(r, rows);
-    csv << csv_field(r.size.name) << ',' << r.size.width << ',' << r.size.height << ',' << r.group << ','
-        << r.key << ',' << csv_field(r.what) << ',' << r.format << ',' << (ok ? std::to_string(r.frames) : "")
-        << ',' << (ok ? csv_number(r.us, 3) : "") << ',' << (ok ? csv_number(fps_of(r), 2) : "") << ','
-        << (ok ? csv_number(gbps_of(r), 3) : "") << ',' << r.ceiling << ',' << csv_number(ratios.ceiling, 4)
-        << ',' << csv_number(ratios.videoconvert, 4) << ',' << r.peer << ',' << csv_number(ratios.peer, 4)
+    csv << csv_field(r.size.name) << ',' << r.size.width << ',' << r.size.height << ',' << r.group
+        << ',' << r.key << ',' << csv_field(r.what) << ',' << r.format << ','
+        << (ok ? std::to_string(r.frames) : "") << ',' << (ok ? csv_number(r.us, 3) : "") << ','
+        << (ok ? csv_number(fps_of(r), 2) : "") << ',' << (ok ? csv_number(gbps_of(r), 3) : "")
+        << ',' << r.ceiling << ',' << csv_number(ratios.ceiling, 4) << ','
+        << csv_number(ratios.videoconvert, 4) << ',' << r.peer << ',' << csv_number(ratios.peer, 4)
         << ',' << csv_field(ok ? "ok" : r.skipped) << ',' << csv_field(r.note) << '\n';
   }
   if (!csv.flush()) throw std::runtime_error("cannot write " + path);

@@ -100,8 +100,8 @@ long check_frame(GstSample *sample, int index, const Weights &w, const uint8_t *
       const long expected = std::min(255L, (w.r * p[0] + w.g * p[1] + w.b * p[2] + 32768) >> 16);
       const int got = gray[size_t(y) * stride + x];
       if (got != expected && wrong++ == 0)
-        std::fprintf(stderr, "frame %d pixel (%d,%d) RGB %d,%d,%d: gray %d, expected %ld\n", index, x, y,
-                     p[0], p[1], p[2], got, expected);
+        std::fprintf(stderr, "frame %d pixel (%d,%d) RGB %d,%d,%d: gray %d, expected %ld\n", index,
+                     x, y, p[0], p[1], p[2], got, expected);
     }
   gst_video_frame_unmap(&frame);
   return wrong;
@@ -109,13 +109,17 @@ long check_frame(GstSample *sample, int index, const Weights &w, const uint8_t *
 
 // Prints the warnings on the bus; returns false after printing an error.
 bool drain_bus(GstBus *bus) {
-  while (GstMessage *msg = gst_bus_pop_filtered(bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
+  while (GstMessage *msg =
+             gst_bus_pop_filtered(bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
     GError *err = nullptr;
     gchar *debug = nullptr;
     const bool error = GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR;
-    if (error) gst_message_parse_error(msg, &err, &debug);
-    else gst_message_parse_warning(msg, &err, &debug);
-    std::fprintf(stderr, "%s from %s: %s\n", error ? "error" : "warning", GST_OBJECT_NAME(msg->src), err->message);
+    if (error)
+      gst_message_parse_error(msg, &err, &debug);
+    else
+      gst_message_parse_warning(msg, &err, &debug);
+    std::fprintf(stderr, "%s from %s: %s\n", error ? "error" : "warning", GST_OBJECT_NAME(msg->src),
+                 err->message);
     if (debug) std::fprintf(stderr, "  (%s)\n", debug);
     g_error_free(err);
     g_free(debug);
@@ -152,9 +156,9 @@ int main(int argc, char **argv) {
     gst_util_set_object_arg(G_OBJECT(gray), key.c_str(), eq + 1);
   }
 
-  GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "RGB", "width", G_TYPE_INT, kWidth,
-                                      "height", G_TYPE_INT, kHeight, "framerate", GST_TYPE_FRACTION, kFps, 1,
-                                      nullptr);
+  GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "RGB", "width",
+                                      G_TYPE_INT, kWidth, "height", G_TYPE_INT, kHeight,
+                                      "framerate", GST_TYPE_FRACTION, kFps, 1, nullptr);
   g_object_set(src, "caps", caps, "format", GST_FORMAT_TIME, nullptr);
   gst_caps_unref(caps);
   int next_frame = 0;
@@ -218,7 +222,7 @@ int main(int argc, char **argv) {
     status = 1;
   }
   if (status == 0)
-    std::printf("%d frames of %dx%d RGB converted; all %ld gray pixels match the formula\n", frames, kWidth,
-                kHeight, long(frames) * kWidth * kHeight);
+    std::printf("%d frames of %dx%d RGB converted; all %ld gray pixels match the formula\n", frames,
+                kWidth, kHeight, long(frames) * kWidth * kHeight);
   return status;
 }

@@ -90,7 +90,8 @@ struct GpuCounter {
     // queued on the memory's stream: wait for that stream on the GPU.
     if (GST_MEMORY_FLAG_IS_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC)) {
       GstCudaStream *theirs = gst_cuda_memory_get_stream(GST_CUDA_MEMORY_CAST(mem));
-      err = cudaEventRecord(written, reinterpret_cast<cudaStream_t>(gst_cuda_stream_get_handle(theirs)));
+      err = cudaEventRecord(written,
+                            reinterpret_cast<cudaStream_t>(gst_cuda_stream_get_handle(theirs)));
       if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, written, 0);
     }
 #endif
@@ -98,7 +99,8 @@ struct GpuCounter {
       err = histogram256_async(static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)),
                                GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), GST_VIDEO_INFO_WIDTH(info),
                                GST_VIDEO_INFO_HEIGHT(info), bins, stream);
-    if (err == cudaSuccess) err = cudaMemcpyAsync(out->data(), bins, sizeof(Histogram), cudaMemcpyDeviceToHost, stream);
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(out->data(), bins, sizeof(Histogram), cudaMemcpyDeviceToHost, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
     gst_cuda_context_pop(nullptr);
     gst_video_frame_unmap(&frame);
@@ -141,17 +143,23 @@ int main(int argc, char **argv) {
   bool decode = false;
   int frames = 30, width = 640, height = 480;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--decode") == 0) decode = true;
-    else if (std::strchr(argv[i], 'x')) std::sscanf(argv[i], "%dx%d", &width, &height);
-    else frames = std::atoi(argv[i]);
+    if (std::strcmp(argv[i], "--decode") == 0)
+      decode = true;
+    else if (std::strchr(argv[i], 'x'))
+      std::sscanf(argv[i], "%dx%d", &width, &height);
+    else
+      frames = std::atoi(argv[i]);
   }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("skipped: no usable CUDA device\n");
     return 77;
   }
-  const char *software_decoder = have("openh264dec") ? "openh264dec" : have("avdec_h264") ? "avdec_h264" : nullptr;
-  for (const char *needed : {"cudagray", decode ? "nvh264dec" : "cudaupload", decode ? "x264enc" : "videotestsrc"})
+  const char *software_decoder = have("openh264dec")  ? "openh264dec"
+                                 : have("avdec_h264") ? "avdec_h264"
+                                                      : nullptr;
+  for (const char *needed :
+       {"cudagray", decode ? "nvh264dec" : "cudaupload", decode ? "x264enc" : "videotestsrc"})
     if (!have(needed)) {
       std::printf("skipped: %s is not installed\n", needed);
       return 77;
@@ -161,16 +169,20 @@ int main(int argc, char **argv) {
     return 77;
   }
   const std::string size = ",width=" + std::to_string(width) + ",height=" + std::to_string(height);
-  const std::string source = "videotestsrc num-buffers=" + std::to_string(frames) + " pattern=snow ! ";
+  const std::string source =
+      "videotestsrc num-buffers=" + std::to_string(frames) + " pattern=snow ! ";
   const std::string gpu_tail =
-      "cudagray backend=cuda ! video/x-raw(memory:CUDAMemory),format=GRAY8 ! appsink name=gpu sync=false";
+      "cudagray backend=cuda ! video/x-raw(memory:CUDAMemory),format=GRAY8 ! appsink name=gpu "
+      "sync=false";
   const std::string cpu_tail = "cudagray backend=cpu ! appsink name=cpu sync=false";
   const std::string description =
-      decode ? source + "video/x-raw,format=I420" + size + " ! x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! "
-                   "tee name=t t. ! queue ! nvh264dec ! video/x-raw(memory:CUDAMemory) ! " + gpu_tail +
-                   " t. ! queue ! " + software_decoder + " ! " + cpu_tail
-             : source + "video/x-raw,format=RGBA" + size + " ! tee name=t t. ! queue ! cudaupload ! " + gpu_tail +
-                   " t. ! queue ! " + cpu_tail;
+      decode
+          ? source + "video/x-raw,format=I420" + size +
+                " ! x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! "
+                "tee name=t t. ! queue ! nvh264dec ! video/x-raw(memory:CUDAMemory) ! " +
+                gpu_tail + " t. ! queue ! " + software_decoder + " ! " + cpu_tail
+          : source + "video/x-raw,format=RGBA" + size + " ! tee name=t t. ! queue ! cudaupload ! " +
+                gpu_tail + " t. ! queue ! " + cpu_tail;
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
   if (!pipeline) {
@@ -204,7 +216,8 @@ int main(int argc, char **argv) {
     if (gpu != cpu) {
       for (int v = 0; v < 256; ++v)
         if (gpu[v] != cpu[v]) {
-          std::printf("frame %d: %u pixels of gray %d on the GPU, %u on the CPU\n", compared, gpu[v], v, cpu[v]);
+          std::printf("frame %d: %u pixels of gray %d on the GPU, %u on the CPU\n", compared,
+                      gpu[v], v, cpu[v]);
           break;
         }
       status = 1;
@@ -213,12 +226,16 @@ int main(int argc, char **argv) {
   const std::string pipeline_error = bus_error(pipeline);
   if (!pipeline_error.empty() || !why.empty() || compared != frames) {
     std::fprintf(stderr, "error: %s (%d of %d frames compared)\n",
-                 !pipeline_error.empty() ? pipeline_error.c_str() : !why.empty() ? why.c_str() : "frames missing",
+                 !pipeline_error.empty() ? pipeline_error.c_str()
+                 : !why.empty()          ? why.c_str()
+                                         : "frames missing",
                  compared, frames);
     status = 2;
   } else if (status == 0) {
-    std::printf("%d frames of %dx%d%s: every GPU histogram of cudagray's CUDA-memory GRAY8 equals the CPU's\n",
-                compared, width, height, decode ? " decoded by nvh264dec" : "");
+    std::printf(
+        "%d frames of %dx%d%s: every GPU histogram of cudagray's CUDA-memory GRAY8 equals the "
+        "CPU's\n",
+        compared, width, height, decode ? " decoded by nvh264dec" : "");
   }
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(gpu_sink);

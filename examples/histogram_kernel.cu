@@ -7,7 +7,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void histogram256(const uint8_t *gray, size_t pitch, int width, int height, unsigned *bins) {
+__global__ void histogram256(const uint8_t *gray, size_t pitch, int width, int height,
+                             unsigned *bins) {
   __shared__ unsigned local[256];
   local[threadIdx.x] = 0;
   __syncthreads();

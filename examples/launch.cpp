@@ -35,8 +35,10 @@ struct App {
 void print_message(GstMessage *msg, const char *kind) {
   GError *err = nullptr;
   gchar *debug = nullptr;
-  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, &debug);
-  else gst_message_parse_warning(msg, &err, &debug);
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR)
+    gst_message_parse_error(msg, &err, &debug);
+  else
+    gst_message_parse_warning(msg, &err, &debug);
   gchar *path = gst_object_get_path_string(msg->src);
   std::fprintf(stderr, "%s from %s: %s\n", kind, path, err->message);
   if (debug) std::fprintf(stderr, "  debug: %s\n", debug);
@@ -53,9 +55,7 @@ gboolean on_message(GstBus *, GstMessage *msg, gpointer data) {
       app.status = 1;
       g_main_loop_quit(app.loop);
       break;
-    case GST_MESSAGE_WARNING:
-      print_message(msg, "warning");
-      break;
+    case GST_MESSAGE_WARNING: print_message(msg, "warning"); break;
     case GST_MESSAGE_EOS:
       std::printf("end of stream\n");
       g_main_loop_quit(app.loop);
@@ -65,8 +65,7 @@ gboolean on_message(GstBus *, GstMessage *msg, gpointer data) {
       // in flight): let the pipeline redistribute it, as gst-launch-1.0 does.
       gst_bin_recalculate_latency(GST_BIN(app.pipeline));
       break;
-    default:
-      break;
+    default: break;
   }
   return G_SOURCE_CONTINUE;
 }
@@ -109,11 +108,13 @@ int main(int argc, char **argv) {
   // FATAL_ERRORS: a missing element or property fails here rather than
   // giving back a pipeline with a hole in it.
   GError *error = nullptr;
-  GstElement *parsed = gst_parse_launch_full(description.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
+  GstElement *parsed =
+      gst_parse_launch_full(description.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!parsed) {
     std::fprintf(stderr, "cannot build the pipeline: %s\n", error->message);
     if (g_error_matches(error, GST_PARSE_ERROR, GST_PARSE_ERROR_NO_SUCH_ELEMENT))
-      std::fprintf(stderr, "  is the plugin installed? (for cudagray: GST_PLUGIN_PATH or meson install)\n");
+      std::fprintf(stderr,
+                   "  is the plugin installed? (for cudagray: GST_PLUGIN_PATH or meson install)\n");
     g_error_free(error);
     return 2;
   }

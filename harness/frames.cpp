@@ -41,7 +41,8 @@ void fill_random(void *bytes, size_t size, uint64_t seed) {
   // threads fill them.
   constexpr size_t kChunk = 8u << 20;
   const size_t chunks = (size + kChunk - 1) / kChunk;
-  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), chunks);
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), chunks);
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t c; (c = next++) < chunks;) {
@@ -58,7 +59,8 @@ void fill_random(void *bytes, size_t size, uint64_t seed) {
 
 void fill_buffer(GstBuffer *buffer, uint64_t seed) {
   GstMapInfo map;
-  if (!gst_buffer_map(buffer, &map, GST_MAP_WRITE)) throw std::runtime_error("cannot map a frame for writing");
+  if (!gst_buffer_map(buffer, &map, GST_MAP_WRITE))
+    throw std::runtime_error("cannot map a frame for writing");
   fill_random(map.data, map.size, seed);
   gst_buffer_unmap(buffer, &map);
 }

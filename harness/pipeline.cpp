@@ -15,8 +15,10 @@ BusMessage read_message(GstMessage *message) {
   GError *error = nullptr;
   gchar *debug = nullptr;
   const bool is_error = GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR;
-  if (is_error) gst_message_parse_error(message, &error, &debug);
-  else gst_message_parse_warning(message, &error, &debug);
+  if (is_error)
+    gst_message_parse_error(message, &error, &debug);
+  else
+    gst_message_parse_warning(message, &error, &debug);
   BusMessage read{GST_OBJECT_NAME(GST_MESSAGE_SRC(message)), error ? error->message : "unknown",
                   debug ? debug : "", is_error};
   if (error) g_error_free(error);
@@ -75,10 +77,13 @@ GstElement *Pipeline::by_name(const char *name) const {
   return element;
 }
 
-GstStateChangeReturn Pipeline::play() const { return gst_element_set_state(pipeline_, GST_STATE_PLAYING); }
+GstStateChangeReturn Pipeline::play() const {
+  return gst_element_set_state(pipeline_, GST_STATE_PLAYING);
+}
 
 GstMessageType Pipeline::wait_end(GstClockTime timeout, BusLog *log) const {
-  const auto types = GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | (log ? GST_MESSAGE_WARNING : 0));
+  const auto types =
+      GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | (log ? GST_MESSAGE_WARNING : 0));
   for (;;) {
     GstMessage *message = gst_bus_timed_pop_filtered(bus_, timeout, types);
     if (!message) return GstMessageType(0);
@@ -93,7 +98,9 @@ GstFlowReturn Pipeline::push(const char *appsrc, GstBuffer *buffer) const {
   return gst_app_src_push_buffer(GST_APP_SRC(by_name(appsrc)), buffer);
 }
 
-void Pipeline::end_of_stream(const char *appsrc) const { gst_app_src_end_of_stream(GST_APP_SRC(by_name(appsrc))); }
+void Pipeline::end_of_stream(const char *appsrc) const {
+  gst_app_src_end_of_stream(GST_APP_SRC(by_name(appsrc)));
+}
 
 GstSample *Pipeline::pull(const char *appsink, GstClockTime timeout) const {
   return gst_app_sink_try_pull_sample(GST_APP_SINK(by_name(appsink)), timeout);

@@ -26,7 +26,7 @@ std::vector<BusMessage> pop_messages(GstBus *bus, GstMessageType types);
 struct BusLog {
   std::vector<BusMessage> errors, warnings;
   BusLog() = default;
-  explicit BusLog(GstBus *bus);  // pops both from bus
+  explicit BusLog(GstBus *bus);   // pops both from bus
   void add(GstMessage *message);  // an error or a warning
 };
 

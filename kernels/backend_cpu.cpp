@@ -17,7 +17,8 @@ class CpuBackend final : public Backend {
   // Each frame is converted in submit: nothing to gain from more in flight.
   BackendNeeds needs() const override { return {}; }
   bool configure(PixelLayout, int, int, int, bool, bool, std::string *) override { return true; }
-  bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w, std::string *) override {
+  bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
+              std::string *) override {
     const auto start = std::chrono::steady_clock::now();
     convert_cpu(in, out, w);
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;

@@ -79,8 +79,8 @@ class CudaBackend final : public Backend {
   const char *name() const override { return "cuda"; }
   BackendNeeds needs() const override { return {kAutoInFlight, kMaxInFlight, true, true, true}; }
 
-  bool configure(PixelLayout layout, int width, int height, int max_in_flight, bool inputs_on_device,
-                 bool outputs_on_device, std::string *error) override {
+  bool configure(PixelLayout layout, int width, int height, int max_in_flight,
+                 bool inputs_on_device, bool outputs_on_device, std::string *error) override {
     discard_all();
     slots_.clear();  // free before allocating, so that large frames fit
     try {
@@ -93,10 +93,11 @@ class CudaBackend final : public Backend {
       out_pitch_ = align_up(static_cast<size_t>(width), kPitchAlignment);
       plane_bytes_ = in_pitch_ * height;
       const size_t in_bytes = row_bytes_ * height * info_->planes;
-      strips_ = max_in_flight > 1 ? 1
-                                  : static_cast<int>(std::clamp<size_t>(
-                                        (in_bytes + kStripBytes - 1) / kStripBytes, 1,
-                                        std::min(kMaxStrips, height)));
+      strips_ =
+          max_in_flight > 1
+              ? 1
+              : static_cast<int>(std::clamp<size_t>((in_bytes + kStripBytes - 1) / kStripBytes, 1,
+                                                    std::min(kMaxStrips, height)));
       slots_.resize(std::max(1, max_in_flight));
       for (Slot &s : slots_) {
         if (!inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
@@ -105,7 +106,8 @@ class CudaBackend final : public Backend {
           *e = make_event(cudaEventDefault);
         s.input_written = make_event(cudaEventDisableTiming);
         s.output_free = make_event(cudaEventDisableTiming);
-        for (int i = 0; i < kMaxStrips; ++i) {  // the last strip's events end the upload and download
+        for (int i = 0; i < kMaxStrips;
+             ++i) {  // the last strip's events end the upload and download
           s.strip_uploaded[i] = make_event(cudaEventDefault);
           s.strip_done[i] = make_event(cudaEventDefault);
         }
@@ -139,7 +141,8 @@ class CudaBackend final : public Backend {
       size_t source_pitch[3];
       s.on_device = in.on_device;
       if (in.on_device) {  // already on the GPU: the kernel reads it where it is
-        for (int p = 0; p < info_->planes; ++p) source[p] = in.plane[p], source_pitch[p] = in.stride[p];
+        for (int p = 0; p < info_->planes; ++p)
+          source[p] = in.plane[p], source_pitch[p] = in.stride[p];
         s.in_staged = false;
       } else {
         if (!s.device_in.get()) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
@@ -147,15 +150,19 @@ class CudaBackend final : public Backend {
       }
       s.out = out;
       s.out_staged = !out.on_device && !is_pinned(out.data);
-      if (s.out_staged && !s.staging_out.get()) s.staging_out = make_pinned_memory(out_pitch_ * height_);
-      if (!out.on_device && !s.device_out.get()) s.device_out = make_device_memory(out_pitch_ * height_);
+      if (s.out_staged && !s.staging_out.get())
+        s.staging_out = make_pinned_memory(out_pitch_ * height_);
+      if (!out.on_device && !s.device_out.get())
+        s.device_out = make_device_memory(out_pitch_ * height_);
       const GrayFrame download_to =
           s.out_staged ? GrayFrame{static_cast<uint8_t *>(s.staging_out.get()), out_pitch_} : out;
 
       auto *device_in = static_cast<uint8_t *>(s.device_in.get());
       // where the kernel writes: the result itself when it stays on the device
-      const GrayFrame written = out.on_device ? out : GrayFrame{static_cast<uint8_t *>(s.device_out.get()), out_pitch_};
-      const auto consumer = out.on_device ? static_cast<cudaStream_t>(out.consumer_stream) : nullptr;
+      const GrayFrame written =
+          out.on_device ? out : GrayFrame{static_cast<uint8_t *>(s.device_out.get()), out_pitch_};
+      const auto consumer =
+          out.on_device ? static_cast<cudaStream_t>(out.consumer_stream) : nullptr;
       if (consumer) CUDAGRAY_CHECK(cudaEventRecord(s.output_free.get(), consumer));
       const int strip_rows = (height_ + strips_ - 1) / strips_;
       auto strip_start = [&](int i) { return i * strip_rows; };
@@ -165,14 +172,16 @@ class CudaBackend final : public Backend {
       cudaStream_t up = upload_stream_.get();
       const bool wait_for_producer = in.on_device && in.producer_stream;
       if (wait_for_producer)
-        CUDAGRAY_CHECK(cudaEventRecord(s.input_written.get(), static_cast<cudaStream_t>(in.producer_stream)));
+        CUDAGRAY_CHECK(
+            cudaEventRecord(s.input_written.get(), static_cast<cudaStream_t>(in.producer_stream)));
       if (!in.on_device) {
         CUDAGRAY_CHECK(cudaEventRecord(s.upload_start.get(), up));
         for (int i = 0; i < strips_; ++i) {
           for (int p = 0; p < info_->planes; ++p)
-            CUDAGRAY_CHECK(cudaMemcpy2DAsync(device_in + p * plane_bytes_ + strip_start(i) * in_pitch_, in_pitch_,
-                                             source[p] + strip_start(i) * source_pitch[p], source_pitch[p],
-                                             row_bytes_, strip_height(i), cudaMemcpyHostToDevice, up));
+            CUDAGRAY_CHECK(cudaMemcpy2DAsync(
+                device_in + p * plane_bytes_ + strip_start(i) * in_pitch_, in_pitch_,
+                source[p] + strip_start(i) * source_pitch[p], source_pitch[p], row_bytes_,
+                strip_height(i), cudaMemcpyHostToDevice, up));
           CUDAGRAY_CHECK(cudaEventRecord(s.strip_uploaded[i].get(), up));
         }
       }
@@ -197,8 +206,8 @@ class CudaBackend final : public Backend {
         if (!out.on_device) {
           if (first) CUDAGRAY_CHECK(cudaEventRecord(s.download_start.get(), work));
           CUDAGRAY_CHECK(cudaMemcpy2DAsync(download_to.data + strip_start(i) * download_to.stride,
-                                           download_to.stride, rows, written.stride, width_, strip_height(i),
-                                           cudaMemcpyDeviceToHost, work));
+                                           download_to.stride, rows, written.stride, width_,
+                                           strip_height(i), cudaMemcpyDeviceToHost, work));
         }
         CUDAGRAY_CHECK(cudaEventRecord(s.strip_done[i].get(), work));
         if (consumer) CUDAGRAY_CHECK(cudaStreamWaitEvent(consumer, s.strip_done[i].get(), 0));
@@ -259,10 +268,13 @@ class CudaBackend final : public Backend {
         copy_rows(result, out_pitch_, s.out.data, s.out.stride, width_, height_);
       }
       const float kernel_us = elapsed_us(s.kernel_start, s.kernel_end);
-      const float upload_us = s.on_device ? 0.0f : elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]);
-      const float download_us = s.out.on_device ? 0.0f : elapsed_us(s.download_start, s.strip_done[strips_ - 1]);
+      const float upload_us =
+          s.on_device ? 0.0f : elapsed_us(s.upload_start, s.strip_uploaded[strips_ - 1]);
+      const float download_us =
+          s.out.on_device ? 0.0f : elapsed_us(s.download_start, s.strip_done[strips_ - 1]);
       std::lock_guard<std::mutex> hold(lock_);
-      stats_.add(kernel_us, upload_us, download_us, s.in_staged, s.out_staged, s.on_device, s.out.on_device);
+      stats_.add(kernel_us, upload_us, download_us, s.in_staged, s.out_staged, s.on_device,
+                 s.out.on_device);
       return true;
     } catch (const CudaError &e) {
       *error = e.what();
@@ -288,7 +300,8 @@ class CudaBackend final : public Backend {
     }
     // Split over threads: one core's memcpy is well below what DMA takes.
     for (int p = 0; p < info_->planes; ++p)
-      copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_, height_);
+      copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_,
+                height_);
   }
 
   int device_ = -1;

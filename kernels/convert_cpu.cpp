@@ -38,12 +38,13 @@ using RowsFn = void (*)(const InputFrame &in, const GrayFrame &out, const Weight
 // blocks do not cover.
 template <int Bpp, int R, int G, int B>
 void scalar_pixels(const uint8_t *src, uint8_t *dst, int x0, int x1, const Weights &w) {
-  for (int x = x0; x < x1; ++x) dst[x] = luma(src[x * Bpp + R], src[x * Bpp + G], src[x * Bpp + B], w);
+  for (int x = x0; x < x1; ++x)
+    dst[x] = luma(src[x * Bpp + R], src[x * Bpp + G], src[x * Bpp + B], w);
 }
 
 template <int Bpp, int R, int G, int B>
-void convert_rows(PackedLayout<Bpp, R, G, B>, const InputFrame &in,
-                  const GrayFrame &out, const Weights &w, int y0, int y1) {
+void convert_rows(PackedLayout<Bpp, R, G, B>, const InputFrame &in, const GrayFrame &out,
+                  const Weights &w, int y0, int y1) {
   const Weights weights = w;  // a local copy lets the compiler keep it in registers
   for (int y = y0; y < y1; ++y)
     scalar_pixels<Bpp, R, G, B>(in.plane[0] + y * in.stride[0], out.data + y * out.stride, 0,
@@ -51,8 +52,8 @@ void convert_rows(PackedLayout<Bpp, R, G, B>, const InputFrame &in,
 }
 
 template <int R, int G, int B>
-void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in,
-                  const GrayFrame &out, const Weights &w, int y0, int y1) {
+void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in, const GrayFrame &out,
+                  const Weights &w, int y0, int y1) {
   const Weights weights = w;
   for (int y = y0; y < y1; ++y) {
     const uint8_t *__restrict r = in.plane[R] + y * in.stride[R];
@@ -101,7 +102,8 @@ struct ShuffleBytes {
 };
 constexpr ShuffleBytes spread_channel(int bpp, int c) {
   ShuffleBytes m{};
-  for (int i = 0; i < 64; ++i) m.b[i] = i % 4 == 0 ? static_cast<int8_t>(i % 16 / 4 * bpp + c) : -128;
+  for (int i = 0; i < 64; ++i)
+    m.b[i] = i % 4 == 0 ? static_cast<int8_t>(i % 16 / 4 * bpp + c) : -128;
   return m;
 }
 template <int Bpp, int C>
@@ -114,9 +116,10 @@ struct Avx2Weights {
 };
 
 CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_sum(__m256i r, __m256i g, __m256i b,
-                                                       const Avx2Weights &w) {
-  const __m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(r, w.r), _mm256_mullo_epi32(g, w.g)),
-                                     _mm256_add_epi32(_mm256_mullo_epi32(b, w.b), w.half));
+                                                      const Avx2Weights &w) {
+  const __m256i s =
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(r, w.r), _mm256_mullo_epi32(g, w.g)),
+                       _mm256_add_epi32(_mm256_mullo_epi32(b, w.b), w.half));
   return _mm256_srli_epi32(s, 16);  // S >> 16: below 2^16
 }
 
@@ -124,7 +127,7 @@ CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_sum(__m256i r, __m256i g, __m2
 // packus_epi32 is exact (each value < 2^16); the 16-bit min makes
 // packus_epi16's signed view harmless.
 CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_pack(__m256i s0, __m256i s1, __m256i s2,
-                                                        __m256i s3) {
+                                                       __m256i s3) {
   const __m256i max = _mm256_set1_epi16(255);
   const __m256i lo = _mm256_min_epu16(_mm256_packus_epi32(s0, s1), max);
   const __m256i hi = _mm256_min_epu16(_mm256_packus_epi32(s2, s3), max);
@@ -137,14 +140,15 @@ CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_pack(__m256i s0, __m256i s1, _
 // (for 3-byte pixels the last 4 bytes of it belong to the next group).
 template <int Bpp, int R, int G, int B>
 CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE void avx2_packed_block(const uint8_t *src, uint8_t *dst,
-                                                             const Avx2Weights &w) {
+                                                            const Avx2Weights &w) {
   const __m256i mr = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSpread<Bpp, R>.b));
   const __m256i mg = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSpread<Bpp, G>.b));
   const __m256i mb = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSpread<Bpp, B>.b));
   __m256i s[4];
   for (int k = 0; k < 4; ++k) {
     const __m256i px = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 4 * k * Bpp))),
+        _mm256_castsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 4 * k * Bpp))),
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + (16 + 4 * k) * Bpp)), 1);
     s[k] = avx2_sum(_mm256_shuffle_epi8(px, mr), _mm256_shuffle_epi8(px, mg),
                     _mm256_shuffle_epi8(px, mb), w);
@@ -159,8 +163,8 @@ CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE __m256i avx2_widen8(const uint8_t *p) {
 // Planar: register k holds pixels 8k..8k+7; one permutation restores the
 // order after the in-lane packs.
 CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE void avx2_planar_block(const uint8_t *r, const uint8_t *g,
-                                                             const uint8_t *b, uint8_t *dst,
-                                                             const Avx2Weights &w) {
+                                                            const uint8_t *b, uint8_t *dst,
+                                                            const Avx2Weights &w) {
   __m256i s[4];
   for (int k = 0; k < 4; ++k)
     s[k] = avx2_sum(avx2_widen8(r + 8 * k), avx2_widen8(g + 8 * k), avx2_widen8(b + 8 * k), w);
@@ -221,9 +225,13 @@ CUDAGRAY_AVX2 void rows_avx2_planar(const InputFrame &in, const GrayFrame &out, 
 }
 
 template <int Bpp, int R, int G, int B>
-RowsFn avx2_kernel(PackedLayout<Bpp, R, G, B>) { return &rows_avx2_packed<Bpp, R, G, B>; }
+RowsFn avx2_kernel(PackedLayout<Bpp, R, G, B>) {
+  return &rows_avx2_packed<Bpp, R, G, B>;
+}
 template <int R, int G, int B>
-RowsFn avx2_kernel(PlanarLayout<R, G, B>) { return &rows_avx2_planar<R, G, B>; }
+RowsFn avx2_kernel(PlanarLayout<R, G, B>) {
+  return &rows_avx2_planar<R, G, B>;
+}
 
 // ---- AVX-512: 16 pixels a register; a row's end goes through masked loads
 // and stores, which touch no byte outside the row.
@@ -241,18 +249,21 @@ struct Avx512Weights {
 
 // S >> 16 for 16 pixels, stored with unsigned saturation: min(255, .).
 CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_sum(__m512i r, __m512i g, __m512i b,
-                                                           const Avx512Weights &w) {
-  const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(r, w.r), _mm512_mullo_epi32(g, w.g)),
-                                     _mm512_add_epi32(_mm512_mullo_epi32(b, w.b), w.half));
+                                                          const Avx512Weights &w) {
+  const __m512i s =
+      _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(r, w.r), _mm512_mullo_epi32(g, w.g)),
+                       _mm512_add_epi32(_mm512_mullo_epi32(b, w.b), w.half));
   return _mm512_srli_epi32(s, 16);
 }
 
 // 16 packed pixels: their Bpp*16 bytes spread so that each 128-bit lane holds
 // 4 whole pixels at its start, then one pshufb per channel.
 template <int Bpp, int R, int G, int B>
-CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_packed16(__m512i bytes, const Avx512Weights &w) {
+CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_packed16(__m512i bytes,
+                                                               const Avx512Weights &w) {
   if constexpr (Bpp == 3)
-    bytes = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12), bytes);
+    bytes = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12), bytes);
   const __m512i mr = _mm512_load_si512(kSpread<Bpp, R>.b);
   const __m512i mg = _mm512_load_si512(kSpread<Bpp, G>.b);
   const __m512i mb = _mm512_load_si512(kSpread<Bpp, B>.b);
@@ -266,8 +277,8 @@ CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE Avx512Weights avx512_weights(const Weight
 }
 
 template <int Bpp, int R, int G, int B>
-CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &out, const Weights &w,
-                                        int y0, int y1) {
+CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &out,
+                                        const Weights &w, int y0, int y1) {
   const Avx512Weights v = avx512_weights(w);
   // Full loads are 64 bytes: for 3-byte pixels 16 more than 16 pixels need.
   constexpr int kPad = Bpp == 3 ? 6 : 0;
@@ -278,7 +289,8 @@ CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &o
     int x = 0;
     for (; x + 64 + kPad <= width; x += 64)
       for (int k = 0; k < 4; ++k) {
-        const __m512i s = avx512_packed16<Bpp, R, G, B>(_mm512_loadu_si512(src + (x + 16 * k) * Bpp), v);
+        const __m512i s =
+            avx512_packed16<Bpp, R, G, B>(_mm512_loadu_si512(src + (x + 16 * k) * Bpp), v);
         _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + x + 16 * k), _mm512_cvtusepi32_epi8(s));
       }
     for (; x + 16 + kPad <= width; x += 16) {
@@ -288,7 +300,8 @@ CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &o
     for (; x < width; x += 16) {
       const int n = std::min(16, width - x);
       const __mmask64 bytes = n * Bpp == 64 ? ~__mmask64{0} : (__mmask64{1} << (n * Bpp)) - 1;
-      const __m512i s = avx512_packed16<Bpp, R, G, B>(_mm512_maskz_loadu_epi8(bytes, src + x * Bpp), v);
+      const __m512i s =
+          avx512_packed16<Bpp, R, G, B>(_mm512_maskz_loadu_epi8(bytes, src + x * Bpp), v);
       _mm512_mask_cvtusepi32_storeu_epi8(dst + x, static_cast<__mmask16>((1u << n) - 1), s);
     }
   }
@@ -299,8 +312,8 @@ CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_widen16(const uint8_t *p) 
 }
 
 template <int R, int G, int B>
-CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &out, const Weights &w,
-                                        int y0, int y1) {
+CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &out,
+                                        const Weights &w, int y0, int y1) {
   const Avx512Weights v = avx512_weights(w);
   const int width = in.width;
   for (int y = y0; y < y1; ++y) {
@@ -310,7 +323,8 @@ CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &o
     uint8_t *dst = out.data + y * out.stride;
     int x = 0;
     for (; x + 16 <= width; x += 16) {
-      const __m512i s = avx512_sum(avx512_widen16(r + x), avx512_widen16(g + x), avx512_widen16(b + x), v);
+      const __m512i s =
+          avx512_sum(avx512_widen16(r + x), avx512_widen16(g + x), avx512_widen16(b + x), v);
       _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + x), _mm512_cvtusepi32_epi8(s));
     }
     if (x < width) {
@@ -324,9 +338,13 @@ CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &o
 }
 
 template <int Bpp, int R, int G, int B>
-RowsFn avx512_kernel(PackedLayout<Bpp, R, G, B>) { return &rows_avx512_packed<Bpp, R, G, B>; }
+RowsFn avx512_kernel(PackedLayout<Bpp, R, G, B>) {
+  return &rows_avx512_packed<Bpp, R, G, B>;
+}
 template <int R, int G, int B>
-RowsFn avx512_kernel(PlanarLayout<R, G, B>) { return &rows_avx512_planar<R, G, B>; }
+RowsFn avx512_kernel(PlanarLayout<R, G, B>) {
+  return &rows_avx512_planar<R, G, B>;
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -373,14 +391,15 @@ constexpr long kPixelsPerThread = 1 << 18;
 
 }  // namespace
 
-void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
-                 int threads) {
+void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w, int threads) {
   if (in.width <= 0 || in.height <= 0) return;
   const RowsFn rows = rows_kernel(in.layout);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const long pixels = static_cast<long>(in.width) * in.height;
-  threads = static_cast<int>(std::clamp<long>(pixels / kPixelsPerThread, 1, std::min(threads, kMaxThreads)));
-  const int chunk_rows = static_cast<int>(std::clamp<long>(kPixelsPerChunk / in.width, 1, in.height));
+  threads = static_cast<int>(
+      std::clamp<long>(pixels / kPixelsPerThread, 1, std::min(threads, kMaxThreads)));
+  const int chunk_rows =
+      static_cast<int>(std::clamp<long>(kPixelsPerChunk / in.width, 1, in.height));
   parallel_rows(in.height, chunk_rows, threads, [&](int y0, int y1) { rows(in, out, w, y0, y1); });
 }
 

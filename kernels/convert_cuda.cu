@@ -92,7 +92,8 @@ struct Reader<RgbPlanes> {
   __device__ __forceinline__ Rgb pixel(int x) const { return {r[x], g[x], b[x]}; }
   __device__ __forceinline__ void load16(uint32_t (&words)[kWords]) const {
     const uint4 rv = cudagray::load16(r), gv = cudagray::load16(g), bv = cudagray::load16(b);
-    const uint32_t loaded[kWords] = {rv.x, rv.y, rv.z, rv.w, gv.x, gv.y, gv.z, gv.w, bv.x, bv.y, bv.z, bv.w};
+    const uint32_t loaded[kWords] = {rv.x, rv.y, rv.z, rv.w, gv.x, gv.y,
+                                     gv.z, gv.w, bv.x, bv.y, bv.z, bv.w};
 #pragma unroll
     for (int i = 0; i < kWords; ++i) words[i] = loaded[i];
   }
@@ -121,7 +122,9 @@ struct Reader<LumaLayout> {
 
 struct RgbToGray {
   Weights w;
-  __device__ __forceinline__ uint8_t operator()(const Rgb &c) const { return luma(c.r, c.g, c.b, w); }
+  __device__ __forceinline__ uint8_t operator()(const Rgb &c) const {
+    return luma(c.r, c.g, c.b, w);
+  }
 };
 
 struct ExpandLimitedLuma {
@@ -131,7 +134,9 @@ struct ExpandLimitedLuma {
 };
 
 struct CopyLuma {
-  __device__ __forceinline__ uint8_t operator()(uint32_t y) const { return static_cast<uint8_t>(y); }
+  __device__ __forceinline__ uint8_t operator()(uint32_t y) const {
+    return static_cast<uint8_t>(y);
+  }
 };
 
 // The one traversal: each thread converts one chunk of a row (chunk_of_thread),
@@ -156,7 +161,8 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
     src.load16(words);
     uint32_t gray[4] = {0, 0, 0, 0};
 #pragma unroll
-    for (int p = 0; p < kWideChunk; ++p) gray[p >> 2] |= uint32_t(op(In::pixel(words, p))) << ((p & 3) * 8);
+    for (int p = 0; p < kWideChunk; ++p)
+      gray[p >> 2] |= uint32_t(op(In::pixel(words, p))) << ((p & 3) * 8);
     store16(dst, gray);
   } else {
     const int n = min(Chunk, width - x0);
@@ -180,7 +186,8 @@ template <class Layout, class Op>
 void launch(Layout, const Planes &in, const InputFrame &frame, const GrayFrame &out, Op op,
             cudaStream_t stream) {
   bool wide = aligned16(out.data, out.stride);
-  for (int p = 0; p < Reader<Layout>::kPlanes; ++p) wide = wide && aligned16(in.data[p], in.pitch[p]);
+  for (int p = 0; p < Reader<Layout>::kPlanes; ++p)
+    wide = wide && aligned16(in.data[p], in.pitch[p]);
   auto go = [&](auto chunk) {
     constexpr int Chunk = decltype(chunk)::value;
     const int chunks = (frame.width + Chunk - 1) / Chunk;
@@ -190,8 +197,10 @@ void launch(Layout, const Planes &in, const InputFrame &frame, const GrayFrame &
         in.data[0], in.pitch[0], in.data[1], in.pitch[1], in.data[2], in.pitch[2], out.data,
         out.stride, frame.width, frame.height, chunks, op);
   };
-  if (wide) go(std::integral_constant<int, kWideChunk>{});
-  else go(std::integral_constant<int, 1>{});
+  if (wide)
+    go(std::integral_constant<int, kWideChunk>{});
+  else
+    go(std::integral_constant<int, 1>{});
 }
 
 template <int Bpp, int R, int G, int B>
@@ -203,11 +212,12 @@ void convert(PackedLayout<Bpp, R, G, B> layout, const InputFrame &in, const Gray
 }
 
 template <int R, int G, int B>
-void convert(PlanarLayout<R, G, B>, const InputFrame &in, const GrayFrame &out,
-             const Weights &w, cudaStream_t stream) {
+void convert(PlanarLayout<R, G, B>, const InputFrame &in, const GrayFrame &out, const Weights &w,
+             cudaStream_t stream) {
   Planes planes;
   const int order[3] = {R, G, B};
-  for (int c = 0; c < 3; ++c) planes.data[c] = in.plane[order[c]], planes.pitch[c] = in.stride[order[c]];
+  for (int c = 0; c < 3; ++c)
+    planes.data[c] = in.plane[order[c]], planes.pitch[c] = in.stride[order[c]];
   launch(RgbPlanes{}, planes, in, out, RgbToGray{w}, stream);
 }
 
@@ -215,16 +225,19 @@ void convert(LumaLayout layout, const InputFrame &in, const GrayFrame &out, cons
              cudaStream_t stream) {
   Planes planes;
   planes.data[0] = in.plane[0], planes.pitch[0] = in.stride[0];
-  if (in.limited_range) launch(layout, planes, in, out, ExpandLimitedLuma{}, stream);
-  else launch(layout, planes, in, out, CopyLuma{}, stream);
+  if (in.limited_range)
+    launch(layout, planes, in, out, ExpandLimitedLuma{}, stream);
+  else
+    launch(layout, planes, in, out, CopyLuma{}, stream);
 }
 
 }  // namespace
 
-cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out,
-                         const Weights &w, cudaStream_t stream) {
+cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out, const Weights &w,
+                         cudaStream_t stream) {
   if (device_in.width <= 0 || device_in.height <= 0) return cudaErrorInvalidValue;
-  dispatch_layout(device_in.layout, [&](auto layout) { convert(layout, device_in, device_out, w, stream); });
+  dispatch_layout(device_in.layout,
+                  [&](auto layout) { convert(layout, device_in, device_out, w, stream); });
   return cudaGetLastError();
 }
 

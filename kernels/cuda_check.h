@@ -33,10 +33,9 @@ inline void check(cudaError_t err, const char *call) {
 bool cuda_fault_due(const char *call);
 cudaError_t injected_cuda_error(const char *call);
 
-#define CUDAGRAY_CHECK(call)                                                                   \
-  ::cudagray::check(::cudagray::cuda_fault_due(#call) ? ::cudagray::injected_cuda_error(#call) \
-                                                      : (call),                                \
-                    #call)
+#define CUDAGRAY_CHECK(call) \
+  ::cudagray::check(         \
+      ::cudagray::cuda_fault_due(#call) ? ::cudagray::injected_cuda_error(#call) : (call), #call)
 #else
 #define CUDAGRAY_CHECK(call) ::cudagray::check((call), #call)
 #endif

@@ -6,7 +6,8 @@
 
 namespace cudagray {
 
-static const char kNoCuda[] = "this build of cudagray has no CUDA support (configured with -Dcuda=disabled or without nvcc)";
+static const char kNoCuda[] =
+    "this build of cudagray has no CUDA support (configured with -Dcuda=disabled or without nvcc)";
 
 bool cuda_device_exists(int, std::string *error) {
   *error = kNoCuda;

@@ -43,8 +43,8 @@ bool cuda_device_exists(int device_id, std::string *error) {
   const int count = cuda_device_count(error);
   if (count == 0) return false;
   if (device_id >= count) {
-    *error = "CUDA device " + std::to_string(device_id) + " does not exist: " +
-             std::to_string(count) + " device(s) found, numbered from 0";
+    *error = "CUDA device " + std::to_string(device_id) +
+             " does not exist: " + std::to_string(count) + " device(s) found, numbered from 0";
     return false;
   }
   return true;

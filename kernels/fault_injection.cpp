@@ -42,7 +42,8 @@ std::string function_of(const char *call) {
 
 void inject_cuda_fault(const std::string &spec) {
   const size_t colon = spec.find(':');
-  armed_fault().arm(spec.substr(0, colon), colon == std::string::npos ? 1 : std::atoi(spec.c_str() + colon + 1));
+  armed_fault().arm(spec.substr(0, colon),
+                    colon == std::string::npos ? 1 : std::atoi(spec.c_str() + colon + 1));
 }
 
 bool cuda_fault_due(const char *call) {
@@ -57,7 +58,7 @@ bool cuda_fault_due(const char *call) {
 cudaError_t injected_cuda_error(const char *call) {
   const std::string function = function_of(call);
   return function == "cudaMalloc" || function == "cudaHostAlloc" ? cudaErrorMemoryAllocation
-                                                                  : cudaErrorLaunchFailure;
+                                                                 : cudaErrorLaunchFailure;
 }
 
 }  // namespace cudagray

@@ -17,8 +17,7 @@
 namespace cudagray {
 
 // One pixel: the documented Q16 formula.
-CUDAGRAY_HOST_DEVICE uint8_t luma(uint32_t r, uint32_t g, uint32_t b,
-                                  const Weights &w) {
+CUDAGRAY_HOST_DEVICE uint8_t luma(uint32_t r, uint32_t g, uint32_t b, const Weights &w) {
   const uint32_t y = (w.r * r + w.g * g + w.b * b + 32768u) >> 16;
   return static_cast<uint8_t>(y > 255u ? 255u : y);
 }

@@ -55,7 +55,8 @@ class RowPool {
     // short spin first: they finish within a chunk's time (a few
     // microseconds), usually well before a sleeping thread would be woken.
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (inside_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < spin_until)
+    while (inside_.load(std::memory_order_acquire) > 0 &&
+           std::chrono::steady_clock::now() < spin_until)
       std::this_thread::yield();
     std::unique_lock<std::mutex> lock(mutex_);
     open_ = false;  // helpers that wake from now on leave this frame alone
@@ -129,13 +130,15 @@ constexpr size_t kBytesPerThread = 1 << 19;
 
 }  // namespace
 
-void parallel_rows(int rows, int chunk_rows, int threads, const std::function<void(int, int)> &band) {
+void parallel_rows(int rows, int chunk_rows, int threads,
+                   const std::function<void(int, int)> &band) {
   if (rows <= 0) return;
   chunk_rows = std::clamp(chunk_rows, 1, rows);
   const int chunks = (rows + chunk_rows - 1) / chunk_rows;
   threads = std::clamp(threads, 1, std::min(chunks, kMaxThreads));
   const Bands bands{&band, rows, chunk_rows};
-  if (threads > 1 && RowPool::instance().run(&Bands::run_chunk, &bands, chunks, threads - 1)) return;
+  if (threads > 1 && RowPool::instance().run(&Bands::run_chunk, &bands, chunks, threads - 1))
+    return;
   band(0, rows);
 }
 
@@ -143,11 +146,13 @@ void copy_rows(const uint8_t *src, size_t src_stride, uint8_t *dst, size_t dst_s
                size_t row_bytes, int rows) {
   if (rows <= 0 || row_bytes == 0) return;
   const size_t bytes = row_bytes * rows;
-  const int threads = static_cast<int>(std::min<size_t>(
-      std::max(1u, std::thread::hardware_concurrency()), std::max<size_t>(1, bytes / kBytesPerThread)));
+  const int threads =
+      static_cast<int>(std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                        std::max<size_t>(1, bytes / kBytesPerThread)));
   const int chunk_rows = static_cast<int>(std::max<size_t>(1, kBytesPerChunk / row_bytes));
   parallel_rows(rows, chunk_rows, threads, [&](int y0, int y1) {
-    for (int y = y0; y < y1; ++y) std::memcpy(dst + y * dst_stride, src + y * src_stride, row_bytes);
+    for (int y = y0; y < y1; ++y)
+      std::memcpy(dst + y * dst_stride, src + y * src_stride, row_bytes);
   });
 }
 

@@ -16,7 +16,8 @@ constexpr int kMaxThreads = 16;
 // on the calling thread and up to threads - 1 pool threads; returns when every
 // band has run. While another caller has the pool, runs on the calling
 // thread alone.
-void parallel_rows(int rows, int chunk_rows, int threads, const std::function<void(int, int)> &band);
+void parallel_rows(int rows, int chunk_rows, int threads,
+                   const std::function<void(int, int)> &band);
 
 // Copies rows of row_bytes bytes between buffers with the given strides,
 // over several threads when there is enough to copy.

@@ -21,10 +21,12 @@ class StatsAccumulator {
     stats_.device_us_max = std::max(stats_.device_us_max, device_us);
     stats_.device_us_mean += (device_us - stats_.device_us_mean) / n;
     // the upload mean is over the frames that were uploaded
-    if (!device_input) stats_.upload_us_mean += (upload_us - stats_.upload_us_mean) / (n - stats_.device_inputs);
+    if (!device_input)
+      stats_.upload_us_mean += (upload_us - stats_.upload_us_mean) / (n - stats_.device_inputs);
     // and the download mean over the frames that were downloaded
     if (!device_output)
-      stats_.download_us_mean += (download_us - stats_.download_us_mean) / (n - stats_.device_outputs);
+      stats_.download_us_mean +=
+          (download_us - stats_.download_us_mean) / (n - stats_.device_outputs);
   }
   TimingStats get() const { return stats_; }
 

@@ -9,139 +9,112 @@
 
 #include <string>
 
-#include "cudagraycontext.h"
 #include "cudagray/device.h"
+#include "cudagraycontext.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_pinned_debug);
+GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_pinned_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_pinned_debug
 
-typedef struct
-{
+typedef struct {
   GstAllocator parent;
-  GstObject *cuda_context;      /* current around alloc and free, or NULL */
+  GstObject *cuda_context; /* current around alloc and free, or NULL */
 } GstCudaGrayPinnedAllocator;
 
-typedef struct
-{
+typedef struct {
   GstAllocatorClass parent_class;
 } GstCudaGrayPinnedAllocatorClass;
 
-G_DEFINE_TYPE (GstCudaGrayPinnedAllocator, gst_cuda_gray_pinned_allocator,
-    GST_TYPE_ALLOCATOR);
+G_DEFINE_TYPE(GstCudaGrayPinnedAllocator, gst_cuda_gray_pinned_allocator, GST_TYPE_ALLOCATOR);
 
 /* What a memory's last unref frees, in the context it was allocated in. */
-struct PinnedBlock
-{
+struct PinnedBlock {
   void *data;
   GstObject *cuda_context;
 };
 
-static void
-free_pinned_block (gpointer user_data)
-{
-  auto *block = static_cast < PinnedBlock * >(user_data);
+static void free_pinned_block(gpointer user_data) {
+  auto *block = static_cast<PinnedBlock *>(user_data);
   {
-    CudaGrayScope scope (block->cuda_context);
-    cudagray::free_pinned (block->data);
+    CudaGrayScope scope(block->cuda_context);
+    cudagray::free_pinned(block->data);
   }
-  if (block->cuda_context)
-    gst_object_unref (block->cuda_context);
+  if (block->cuda_context) gst_object_unref(block->cuda_context);
   delete block;
 }
 
-static GstMemory *
-gst_cuda_gray_pinned_alloc (GstAllocator * allocator, gsize size,
-    GstAllocationParams * params)
-{
-  auto *self = reinterpret_cast < GstCudaGrayPinnedAllocator * >(allocator);
-  const gsize align = params->align | 63;       /* at least a cache line */
+static GstMemory *gst_cuda_gray_pinned_alloc(GstAllocator *allocator, gsize size,
+                                             GstAllocationParams *params) {
+  auto *self = reinterpret_cast<GstCudaGrayPinnedAllocator *>(allocator);
+  const gsize align = params->align | 63; /* at least a cache line */
   const gsize maxsize = params->prefix + size + params->padding + align;
   std::string error;
   guint8 *data;
   {
-    CudaGrayScope scope (self->cuda_context);
-    data = static_cast < guint8 * >(cudagray::alloc_pinned (maxsize, &error));
+    CudaGrayScope scope(self->cuda_context);
+    data = static_cast<guint8 *>(cudagray::alloc_pinned(maxsize, &error));
   }
   if (!data) {
-    GST_WARNING ("cannot allocate %" G_GSIZE_FORMAT " pinned bytes: %s",
-        maxsize, error.c_str ());
+    GST_WARNING("cannot allocate %" G_GSIZE_FORMAT " pinned bytes: %s", maxsize, error.c_str());
     return NULL;
   }
   const gsize offset =
-      ((((guintptr) data + params->prefix + align) & ~(guintptr) align) -
-      (guintptr) data);
-  if (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED)
-    memset (data, 0, offset);
+      ((((guintptr)data + params->prefix + align) & ~(guintptr)align) - (guintptr)data);
+  if (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) memset(data, 0, offset);
   if (params->flags & GST_MEMORY_FLAG_ZERO_PADDED)
-    memset (data + offset + size, 0, maxsize - offset - size);
-  auto *block = new PinnedBlock { data, self->cuda_context ?
-        (GstObject *) gst_object_ref (self->cuda_context) : NULL };
-  return gst_memory_new_wrapped ((GstMemoryFlags) params->flags, data, maxsize,
-      offset, size, block, free_pinned_block);
+    memset(data + offset + size, 0, maxsize - offset - size);
+  auto *block = new PinnedBlock{
+      data, self->cuda_context ? (GstObject *)gst_object_ref(self->cuda_context) : NULL};
+  return gst_memory_new_wrapped((GstMemoryFlags)params->flags, data, maxsize, offset, size, block,
+                                free_pinned_block);
 }
 
-static void
-gst_cuda_gray_pinned_allocator_finalize (GObject * object)
-{
-  auto *self = reinterpret_cast < GstCudaGrayPinnedAllocator * >(object);
-  gst_clear_object (&self->cuda_context);
-  G_OBJECT_CLASS (gst_cuda_gray_pinned_allocator_parent_class)->finalize
-      (object);
+static void gst_cuda_gray_pinned_allocator_finalize(GObject *object) {
+  auto *self = reinterpret_cast<GstCudaGrayPinnedAllocator *>(object);
+  gst_clear_object(&self->cuda_context);
+  G_OBJECT_CLASS(gst_cuda_gray_pinned_allocator_parent_class)->finalize(object);
 }
 
-static void
-gst_cuda_gray_pinned_allocator_class_init (GstCudaGrayPinnedAllocatorClass *
-    klass)
-{
-  G_OBJECT_CLASS (klass)->finalize = gst_cuda_gray_pinned_allocator_finalize;
-  GST_ALLOCATOR_CLASS (klass)->alloc = gst_cuda_gray_pinned_alloc;
-  GST_DEBUG_CATEGORY_INIT (gst_cuda_gray_pinned_debug, "cudagraypinned", 0,
-      "pinned host memory for cudagray");
+static void gst_cuda_gray_pinned_allocator_class_init(GstCudaGrayPinnedAllocatorClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_cuda_gray_pinned_allocator_finalize;
+  GST_ALLOCATOR_CLASS(klass)->alloc = gst_cuda_gray_pinned_alloc;
+  GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_pinned_debug, "cudagraypinned", 0,
+                          "pinned host memory for cudagray");
 }
 
-static void
-gst_cuda_gray_pinned_allocator_init (GstCudaGrayPinnedAllocator * self)
-{
-  GstAllocator *allocator = GST_ALLOCATOR (self);
+static void gst_cuda_gray_pinned_allocator_init(GstCudaGrayPinnedAllocator *self) {
+  GstAllocator *allocator = GST_ALLOCATOR(self);
   allocator->mem_type = GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME;
   /* memories come from alloc() only: never call the generic mem functions */
-  GST_OBJECT_FLAG_SET (allocator, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+  GST_OBJECT_FLAG_SET(allocator, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
 }
 
-GstAllocator *
-gst_cuda_gray_pinned_allocator_new (GstObject * cuda_context)
-{
-  auto *self = static_cast < GstCudaGrayPinnedAllocator * >
-      (g_object_new (gst_cuda_gray_pinned_allocator_get_type (), NULL));
-  gst_object_ref_sink (self);
-  self->cuda_context = cuda_context ?
-      (GstObject *) gst_object_ref (cuda_context) : NULL;
-  return GST_ALLOCATOR (self);
+GstAllocator *gst_cuda_gray_pinned_allocator_new(GstObject *cuda_context) {
+  auto *self = static_cast<GstCudaGrayPinnedAllocator *>(
+      g_object_new(gst_cuda_gray_pinned_allocator_get_type(), NULL));
+  gst_object_ref_sink(self);
+  self->cuda_context = cuda_context ? (GstObject *)gst_object_ref(cuda_context) : NULL;
+  return GST_ALLOCATOR(self);
 }
 
-void
-cudagray_add_pinned_pool (GstQuery * query, GstAllocator * allocator,
-    guint min_buffers)
-{
+void cudagray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers) {
   GstCaps *caps;
   GstVideoInfo info;
-  gst_query_parse_allocation (query, &caps, NULL);
-  if (!caps || !gst_video_info_from_caps (&info, caps))
-    return;
+  gst_query_parse_allocation(query, &caps, NULL);
+  if (!caps || !gst_video_info_from_caps(&info, caps)) return;
   GstAllocationParams params;
-  gst_allocation_params_init (&params);
-  GstBufferPool *pool = gst_video_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-  gst_buffer_pool_config_set_params (config, caps, info.size, min_buffers, 0);
-  gst_buffer_pool_config_set_allocator (config, allocator, &params);
-  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  if (gst_buffer_pool_set_config (pool, config)) {
-    gst_query_add_allocation_pool (query, pool, info.size, min_buffers, 0);
-    if (gst_query_get_n_allocation_params (query) > 0)
-      gst_query_set_nth_allocation_param (query, 0, allocator, &params);
+  gst_allocation_params_init(&params);
+  GstBufferPool *pool = gst_video_buffer_pool_new();
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, info.size, min_buffers, 0);
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (gst_buffer_pool_set_config(pool, config)) {
+    gst_query_add_allocation_pool(query, pool, info.size, min_buffers, 0);
+    if (gst_query_get_n_allocation_params(query) > 0)
+      gst_query_set_nth_allocation_param(query, 0, allocator, &params);
     else
-      gst_query_add_allocation_param (query, allocator, &params);
-    GST_DEBUG ("offering a pinned pool for %" GST_PTR_FORMAT, caps);
+      gst_query_add_allocation_param(query, allocator, &params);
+    GST_DEBUG("offering a pinned pool for %" GST_PTR_FORMAT, caps);
   }
-  gst_object_unref (pool);
+  gst_object_unref(pool);
 }

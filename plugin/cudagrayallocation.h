@@ -12,12 +12,11 @@ G_BEGIN_DECLS
 /* A pinned allocator whose memory is allocated and freed with cuda_context
  * current (a GstCudaContext from cudagray_context_object, or NULL: whatever
  * the calling thread has). Transfer full. */
-GstAllocator *gst_cuda_gray_pinned_allocator_new (GstObject * cuda_context);
+GstAllocator *gst_cuda_gray_pinned_allocator_new(GstObject *cuda_context);
 
 /* Adds to an allocation query a video buffer pool of allocator's pinned
  * memory for its caps, with min_buffers, and puts allocator first among its
  * allocation params. Nothing when the query has no video caps. */
-void cudagray_add_pinned_pool (GstQuery * query, GstAllocator * allocator,
-    guint min_buffers);
+void cudagray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers);
 
 G_END_DECLS

@@ -12,20 +12,19 @@
 
 /* The sink template: system memory formats, and the same in CUDA memory when
  * cudagray_cuda_memory_usable (else *cuda_off says why not). */
-GstCaps *cudagray_sink_template_caps (std::string * cuda_off);
+GstCaps *cudagray_sink_template_caps(std::string *cuda_off);
 /* The source template: GRAY8 in system memory, then in CUDA memory under the
  * same condition. */
-GstCaps *cudagray_src_template_caps (void);
+GstCaps *cudagray_src_template_caps(void);
 
 /* The caps on the other side of caps (direction: where caps are), filtered;
  * cuda_input: converted formats may come in CUDA memory; cuda_output: their
  * GRAY8 may leave in CUDA memory (after system memory, which stays first). */
-GstCaps *cudagray_transform_caps (GstPadDirection direction, GstCaps * caps,
-    GstCaps * filter, gboolean cuda_input, gboolean cuda_output);
+GstCaps *cudagray_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
+                                 gboolean cuda_input, gboolean cuda_output);
 
 /* Whether format is converted, and with which layout. */
-gboolean cudagray_layout_for_format (GstVideoFormat format,
-    cudagray::PixelLayout * layout);
+gboolean cudagray_layout_for_format(GstVideoFormat format, cudagray::PixelLayout *layout);
 
 /* Whether caps (fixed) are in CUDA memory. */
-gboolean cudagray_caps_in_cuda_memory (GstCaps * caps);
+gboolean cudagray_caps_in_cuda_memory(GstCaps *caps);

@@ -19,48 +19,46 @@ G_BEGIN_DECLS
  * gstreamer-cuda-1.0, and the libgstcuda running now is the minor version it
  * was built against (its allocator ABI changed in 1.24 under the same
  * soname). Otherwise *why says what is missing; decided once per process. */
-gboolean cudagray_cuda_memory_usable (std::string * why);
+gboolean cudagray_cuda_memory_usable(std::string *why);
 
 /* The GStreamer minor version in a libgstcuda file name such as
  * "libgstcuda-1.0.so.0.2602.0" (26), or -1 when the name does not carry one. */
-gint cudagray_gst_cuda_minor_from_library (const gchar * path);
+gint cudagray_gst_cuda_minor_from_library(const gchar *path);
 
 /* One per element, for its lifetime; opened at start, closed at stop. */
 typedef struct _CudaGrayContext CudaGrayContext;
 
-CudaGrayContext *cudagray_context_new (GstElement * element);
-void cudagray_context_free (CudaGrayContext * context);
+CudaGrayContext *cudagray_context_new(GstElement *element);
+void cudagray_context_free(CudaGrayContext *context);
 
 /* A context handed down by the application or a neighbour (set_context);
  * kept when it is on device_id (or device_id < 0). */
-void cudagray_context_set (CudaGrayContext * context, GstContext * gst_context,
-    gint device_id);
+void cudagray_context_set(CudaGrayContext *context, GstContext *gst_context, gint device_id);
 /* Answers a neighbour's context query with ours, when open. */
-gboolean cudagray_context_query (CudaGrayContext * context, GstQuery * query);
+gboolean cudagray_context_query(CudaGrayContext *context, GstQuery *query);
 
 /* Takes the CUDA context to convert in on device_id (< 0: any): one set by
  * the application or shared by a neighbour, else a new one that is then
  * shared. FALSE with why when there is none. */
-gboolean cudagray_context_open (CudaGrayContext * context, gint device_id,
-    std::string * why);
-void cudagray_context_close (CudaGrayContext * context);
+gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::string *why);
+void cudagray_context_close(CudaGrayContext *context);
 /* The GstCudaContext when open with gstreamer-cuda-1.0, else NULL
  * (transfer none); what allocations ref to make it current later. */
-GstObject *cudagray_context_object (CudaGrayContext * context);
+GstObject *cudagray_context_object(CudaGrayContext *context);
 
 /* Makes the element's CUDA context current on the calling thread for the
  * scope's lifetime (nothing when it is not open): every backend call is made
  * inside one. */
-class CudaGrayScope
-{
-public:
-  explicit CudaGrayScope (CudaGrayContext * context);
+class CudaGrayScope {
+ public:
+  explicit CudaGrayScope(CudaGrayContext *context);
   /* a GstCudaContext from cudagray_context_object, or NULL for nothing */
-  explicit CudaGrayScope (GstObject * cuda_context);
-  ~CudaGrayScope ();
-  CudaGrayScope (const CudaGrayScope &) = delete;
-  CudaGrayScope & operator= (const CudaGrayScope &) = delete;
-private:
+  explicit CudaGrayScope(GstObject *cuda_context);
+  ~CudaGrayScope();
+  CudaGrayScope(const CudaGrayScope &) = delete;
+  CudaGrayScope &operator=(const CudaGrayScope &) = delete;
+
+ private:
   GstObject *pushed_ = nullptr;
 };
 
@@ -68,22 +66,22 @@ private:
  * element's context. CUDA memory of another context on the same device is
  * read through a host mapping (a debug line says so); on another device
  * *mismatch says so, an error. Also sets the flags to map it with. */
-gboolean cudagray_context_reads_on_device (CudaGrayContext * context,
-    GstBuffer * buffer, GstMapFlags * flags, std::string * mismatch);
+gboolean cudagray_context_reads_on_device(CudaGrayContext *context, GstBuffer *buffer,
+                                          GstMapFlags *flags, std::string *mismatch);
 
 /* The CUDA stream (a cudaStream_t) whose queued work still writes the CUDA
  * memory of buffer (GStreamer 1.24+ producers leave it pending and flag it),
  * or NULL when the memory is ready. The reader orders its reads after that
  * stream's work; further streams of a buffer of several memories are waited
  * for here. */
-gpointer cudagray_pending_writer_stream (GstBuffer * buffer);
+gpointer cudagray_pending_writer_stream(GstBuffer *buffer);
 
 /* Offers upstream a GstCudaBufferPool in the element's context for caps
  * whose memory carries a stream of ours (1.24+), so that a producer adopting
  * it writes on it and need not wait for its work before pushing. Nothing
  * when caps are not in CUDA memory, or before 1.24. */
-void cudagray_context_add_cuda_pool (CudaGrayContext * context,
-    GstQuery * query, GstCaps * caps, guint min_buffers);
+void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, GstCaps *caps,
+                                    guint min_buffers);
 
 /* For CUDA-memory GRAY8 output: keeps in an allocation query the first pool
  * that can give it in the element's context (a GstCudaBufferPool of that
@@ -92,23 +90,23 @@ void cudagray_context_add_cuda_pool (CudaGrayContext * context,
  * hold one CUDA memory and a GRAY8 GstVideoMeta giving its pitch, with
  * min_buffers, on the element's CUDA stream (1.24+). FALSE with why when
  * that fails. */
-gboolean cudagray_context_decide_output_pool (CudaGrayContext * context,
-    GstQuery * query, guint min_buffers, std::string * why);
+gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery *query,
+                                             guint min_buffers, std::string *why);
 
 /* Whether the kernel can write buffer where it is: one CUDA memory of the
  * element's context. Also sets the flags to map it with. */
-gboolean cudagray_context_writes_on_device (CudaGrayContext * context,
-    GstBuffer * buffer, GstMapFlags * flags);
+gboolean cudagray_context_writes_on_device(CudaGrayContext *context, GstBuffer *buffer,
+                                           GstMapFlags *flags);
 
 /* The CUDA stream (a cudaStream_t) that the CUDA memory of an output buffer
  * carries (1.24+): it is made to wait for the conversion on the GPU, and the
  * buffer may leave before the conversion ends. NULL when it carries none
  * (always before 1.24): the conversion then ends before the buffer leaves. */
-gpointer cudagray_output_stream (GstBuffer * buffer);
+gpointer cudagray_output_stream(GstBuffer *buffer);
 
 /* Flags the memory of an output buffer that leaves with its conversion still
  * queued on cudagray_output_stream (1.24+ NEED_SYNC), so that downstream
  * orders itself after it. */
-void cudagray_mark_output_pending (GstBuffer * buffer);
+void cudagray_mark_output_pending(GstBuffer *buffer);
 
 G_END_DECLS

@@ -5,134 +5,118 @@
 
 #include <utility>
 
-gboolean
-cudagray_frame_check (GstBuffer * buffer, const GstVideoInfo * info,
-    cudagray::PixelLayout layout, std::string * why)
-{
-  const GstVideoMeta *meta = gst_buffer_get_video_meta (buffer);
-  const cudagray::LayoutInfo & layout_desc = cudagray::layout_info (layout);
-  const guint n_planes = layout_desc.planes;     /* YUV: the luma plane only */
-  const gsize size = gst_buffer_get_size (buffer);
-  const gint height = GST_VIDEO_INFO_HEIGHT (info);
+gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
+                              cudagray::PixelLayout layout, std::string *why) {
+  const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+  const cudagray::LayoutInfo &layout_desc = cudagray::layout_info(layout);
+  const guint n_planes = layout_desc.planes; /* YUV: the luma plane only */
+  const gsize size = gst_buffer_get_size(buffer);
+  const gint height = GST_VIDEO_INFO_HEIGHT(info);
   gchar *text = NULL;
 
-  if (meta && (meta->format != GST_VIDEO_INFO_FORMAT (info)
-          || meta->n_planes != GST_VIDEO_INFO_N_PLANES (info)
-          || (gint) meta->width != GST_VIDEO_INFO_WIDTH (info)
-          || (gint) meta->height != height)) {
-    *why = std::string ("its video meta describes a ") +
-        std::to_string (meta->width) + "x" + std::to_string (meta->height) +
-        " " + gst_video_format_to_string (meta->format) + " frame";
-    if (meta->n_planes != GST_VIDEO_INFO_N_PLANES (info))
-      *why += " with " + std::to_string (meta->n_planes) + " plane(s), the caps " +
-          std::to_string (GST_VIDEO_INFO_N_PLANES (info));
+  if (meta && (meta->format != GST_VIDEO_INFO_FORMAT(info) ||
+               meta->n_planes != GST_VIDEO_INFO_N_PLANES(info) ||
+               (gint)meta->width != GST_VIDEO_INFO_WIDTH(info) || (gint)meta->height != height)) {
+    *why = std::string("its video meta describes a ") + std::to_string(meta->width) + "x" +
+           std::to_string(meta->height) + " " + gst_video_format_to_string(meta->format) + " frame";
+    if (meta->n_planes != GST_VIDEO_INFO_N_PLANES(info))
+      *why += " with " + std::to_string(meta->n_planes) + " plane(s), the caps " +
+              std::to_string(GST_VIDEO_INFO_N_PLANES(info));
     return FALSE;
   }
-  const guint64 row_bytes =
-      (guint64) GST_VIDEO_INFO_WIDTH (info) * layout_desc.bytes_per_pixel;
+  const guint64 row_bytes = (guint64)GST_VIDEO_INFO_WIDTH(info) * layout_desc.bytes_per_pixel;
   for (guint p = 0; p < n_planes && !text; p++) {
-    const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET (info, p);
-    const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE (info, p);
-    const guint64 span = (guint64) MAX (stride, 0) * (height - 1) + row_bytes;
+    const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
+    const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(info, p);
+    const guint64 span = (guint64)MAX(stride, 0) * (height - 1) + row_bytes;
     if (stride < 0)
-      text = g_strdup_printf ("plane %u has a negative stride (%d): cudagray "
-          "takes rows top to bottom only", p, stride);
-    else if ((guint64) stride < row_bytes)
-      text = g_strdup_printf ("plane %u has a stride of %d bytes, shorter "
-          "than its %" G_GUINT64_FORMAT "-byte rows", p, stride, row_bytes);
+      text = g_strdup_printf(
+          "plane %u has a negative stride (%d): cudagray "
+          "takes rows top to bottom only",
+          p, stride);
+    else if ((guint64)stride < row_bytes)
+      text = g_strdup_printf(
+          "plane %u has a stride of %d bytes, shorter "
+          "than its %" G_GUINT64_FORMAT "-byte rows",
+          p, stride, row_bytes);
     else if (offset > size)
-      text = g_strdup_printf ("plane %u starts at byte %" G_GSIZE_FORMAT
-          ", past the end of the %" G_GSIZE_FORMAT "-byte buffer", p, offset,
-          size);
+      text = g_strdup_printf("plane %u starts at byte %" G_GSIZE_FORMAT
+                             ", past the end of the %" G_GSIZE_FORMAT "-byte buffer",
+                             p, offset, size);
     else if (span > size - offset)
-      text = g_strdup_printf ("plane %u (offset %" G_GSIZE_FORMAT ", stride %d)"
-          " needs %" G_GUINT64_FORMAT " bytes, the buffer has %" G_GSIZE_FORMAT,
-          p, offset, stride, offset + span, size);
+      text = g_strdup_printf("plane %u (offset %" G_GSIZE_FORMAT
+                             ", stride %d)"
+                             " needs %" G_GUINT64_FORMAT " bytes, the buffer has %" G_GSIZE_FORMAT,
+                             p, offset, stride, offset + span, size);
   }
-  if (!text)
-    return TRUE;
+  if (!text) return TRUE;
   *why = text;
-  g_free (text);
+  g_free(text);
   return FALSE;
 }
 
-CudaGrayFrame::CudaGrayFrame (CudaGrayFrame && other) noexcept
-{
-  *this = std::move (other);
-}
+CudaGrayFrame::CudaGrayFrame(CudaGrayFrame &&other) noexcept { *this = std::move(other); }
 
-CudaGrayFrame & CudaGrayFrame::operator= (CudaGrayFrame && other) noexcept
-{
+CudaGrayFrame &CudaGrayFrame::operator=(CudaGrayFrame &&other) noexcept {
   if (this != &other) {
-    unmap ();
+    unmap();
     in_ = other.in_;
     out_ = other.out_;
-    in_mapped_ = std::exchange (other.in_mapped_, false);
-    out_mapped_ = std::exchange (other.out_mapped_, false);
+    in_mapped_ = std::exchange(other.in_mapped_, false);
+    out_mapped_ = std::exchange(other.out_mapped_, false);
     input_ = other.input_;
     output_ = other.output_;
   }
   return *this;
 }
 
-CudaGrayFrame::~CudaGrayFrame ()
-{
-  unmap ();
-}
+CudaGrayFrame::~CudaGrayFrame() { unmap(); }
 
-gboolean
-CudaGrayFrame::map_input (GstBuffer * buffer, const GstVideoInfo * info,
-    cudagray::PixelLayout layout, GstMapFlags flags, std::string * why)
-{
-  if (!cudagray_frame_check (buffer, info, layout, why))
-    return FALSE;
-  if (!gst_video_frame_map (&in_, info, buffer, flags)) {
+gboolean CudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
+                                  cudagray::PixelLayout layout, GstMapFlags flags,
+                                  std::string *why) {
+  if (!cudagray_frame_check(buffer, info, layout, why)) return FALSE;
+  if (!gst_video_frame_map(&in_, info, buffer, flags)) {
     *why = "it could not be mapped for reading";
     return FALSE;
   }
   in_mapped_ = true;
-  input_ = cudagray::InputFrame { layout, GST_VIDEO_INFO_WIDTH (info),
-      GST_VIDEO_INFO_HEIGHT (info), {}, {},
-      GST_VIDEO_INFO_COLORIMETRY (info).range != GST_VIDEO_COLOR_RANGE_0_255};
-  for (gint p = 0; p < cudagray::layout_info (layout).planes; p++) {
-    input_.plane[p] = static_cast < const uint8_t *>
-        (GST_VIDEO_FRAME_PLANE_DATA (&in_, p));
-    input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE (&in_, p);
+  input_ =
+      cudagray::InputFrame{layout,
+                           GST_VIDEO_INFO_WIDTH(info),
+                           GST_VIDEO_INFO_HEIGHT(info),
+                           {},
+                           {},
+                           GST_VIDEO_INFO_COLORIMETRY(info).range != GST_VIDEO_COLOR_RANGE_0_255};
+  for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
+    input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
+    input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
   }
   return TRUE;
 }
 
-gboolean
-CudaGrayFrame::map_output (GstBuffer * buffer, gint width, gint height,
-    GstMapFlags flags, gboolean on_device)
-{
+gboolean CudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, GstMapFlags flags,
+                                   gboolean on_device) {
   GstVideoInfo info;
-  gst_video_info_set_format (&info, GST_VIDEO_FORMAT_GRAY8, width, height);
-  out_mapped_ = gst_video_frame_map (&out_, &info, buffer, flags);
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  out_mapped_ = gst_video_frame_map(&out_, &info, buffer, flags);
   if (out_mapped_)
-    output_ = cudagray::GrayFrame {
-    static_cast < uint8_t * >(GST_VIDEO_FRAME_PLANE_DATA (&out_, 0)),
-          (size_t) GST_VIDEO_FRAME_PLANE_STRIDE (&out_, 0), on_device != FALSE};
+    output_ =
+        cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
+                            (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), on_device != FALSE};
   return out_mapped_;
 }
 
-GstBuffer *
-CudaGrayFrame::release_output ()
-{
-  if (!out_mapped_)
-    return NULL;
-  GstBuffer *out = gst_buffer_ref (out_.buffer);
-  gst_video_frame_unmap (&out_);
+GstBuffer *CudaGrayFrame::release_output() {
+  if (!out_mapped_) return NULL;
+  GstBuffer *out = gst_buffer_ref(out_.buffer);
+  gst_video_frame_unmap(&out_);
   out_mapped_ = false;
   return out;
 }
 
-void
-CudaGrayFrame::unmap ()
-{
-  if (in_mapped_)
-    gst_video_frame_unmap (&in_);
-  if (out_mapped_)
-    gst_video_frame_unmap (&out_);
+void CudaGrayFrame::unmap() {
+  if (in_mapped_) gst_video_frame_unmap(&in_);
+  if (out_mapped_) gst_video_frame_unmap(&out_);
   in_mapped_ = out_mapped_ = false;
 }

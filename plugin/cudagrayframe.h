@@ -14,49 +14,48 @@
 /* Whether buffer holds every row of the planes layout reads of a frame of
  * info (its video meta, if any, agreeing with info); otherwise *why says
  * what is wrong, in the words of the element's error. Maps nothing. */
-gboolean cudagray_frame_check (GstBuffer * buffer, const GstVideoInfo * info,
-    cudagray::PixelLayout layout, std::string * why);
+gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
+                              cudagray::PixelLayout layout, std::string *why);
 
 /* One frame in flight: its input and output buffers, mapped (and so
  * referenced) from map_input / map_output until release or destruction.
  * Moves, never copies: one owner at a time. */
-class CudaGrayFrame
-{
-public:
-  CudaGrayFrame () = default;
-  CudaGrayFrame (CudaGrayFrame && other) noexcept;
-  CudaGrayFrame & operator= (CudaGrayFrame && other) noexcept;
-  CudaGrayFrame (const CudaGrayFrame &) = delete;
-  CudaGrayFrame & operator= (const CudaGrayFrame &) = delete;
-  ~CudaGrayFrame ();
+class CudaGrayFrame {
+ public:
+  CudaGrayFrame() = default;
+  CudaGrayFrame(CudaGrayFrame &&other) noexcept;
+  CudaGrayFrame &operator=(CudaGrayFrame &&other) noexcept;
+  CudaGrayFrame(const CudaGrayFrame &) = delete;
+  CudaGrayFrame &operator=(const CudaGrayFrame &) = delete;
+  ~CudaGrayFrame();
 
   /* Checks buffer (cudagray_frame_check) and maps it with flags (GST_MAP_READ,
    * plus GST_MAP_CUDA for device pointers); FALSE with why otherwise. */
-  gboolean map_input (GstBuffer * buffer, const GstVideoInfo * info,
-      cudagray::PixelLayout layout, GstMapFlags flags, std::string * why);
+  gboolean map_input(GstBuffer *buffer, const GstVideoInfo *info, cudagray::PixelLayout layout,
+                     GstMapFlags flags, std::string *why);
   /* Maps buffer for writing a width x height GRAY8 frame with flags
    * (GST_MAP_WRITE, plus GST_MAP_CUDA for the device pointer of CUDA memory:
    * on_device). */
-  gboolean map_output (GstBuffer * buffer, gint width, gint height,
-      GstMapFlags flags, gboolean on_device);
+  gboolean map_output(GstBuffer *buffer, gint width, gint height, GstMapFlags flags,
+                      gboolean on_device);
 
   /* What the kernels read and write: valid while mapped. */
-  const cudagray::InputFrame & input () const { return input_; }
-  cudagray::InputFrame & input () { return input_; }
-  const cudagray::GrayFrame & output () const { return output_; }
-  cudagray::GrayFrame & output () { return output_; }
-  GstBuffer *input_buffer () const { return in_.buffer; }
+  const cudagray::InputFrame &input() const { return input_; }
+  cudagray::InputFrame &input() { return input_; }
+  const cudagray::GrayFrame &output() const { return output_; }
+  cudagray::GrayFrame &output() { return output_; }
+  GstBuffer *input_buffer() const { return in_.buffer; }
 
   /* Unmaps the output buffer and hands it over (transfer full); the input
    * stays mapped until the frame goes. */
-  GstBuffer *release_output ();
+  GstBuffer *release_output();
 
-private:
-  void unmap ();
+ private:
+  void unmap();
 
-  GstVideoFrame in_ = GstVideoFrame ();
-  GstVideoFrame out_ = GstVideoFrame ();
+  GstVideoFrame in_ = GstVideoFrame();
+  GstVideoFrame out_ = GstVideoFrame();
   bool in_mapped_ = false, out_mapped_ = false;
-  cudagray::InputFrame input_ = cudagray::InputFrame ();
-  cudagray::GrayFrame output_ = cudagray::GrayFrame ();
+  cudagray::InputFrame input_ = cudagray::InputFrame();
+  cudagray::GrayFrame output_ = cudagray::GrayFrame();
 };

@@ -3,100 +3,76 @@
  * the output task. */
 #include "cudagrayframequeue.h"
 
-GstFlowReturn
-CudaGrayFrameQueue::stopped_flow () const
-{
+GstFlowReturn CudaGrayFrameQueue::stopped_flow() const {
   return flushing_ ? GST_FLOW_FLUSHING : output_flow_;
 }
 
-GstFlowReturn
-CudaGrayFrameQueue::wait_for_room (guint limit)
-{
-  std::unique_lock < std::mutex > hold (lock_);
-  changed_.wait (hold, [&] {
-        return frames_.size () + pushing_ < limit || stopped_flow () != GST_FLOW_OK;});
-  return stopped_flow ();
+GstFlowReturn CudaGrayFrameQueue::wait_for_room(guint limit) {
+  std::unique_lock<std::mutex> hold(lock_);
+  changed_.wait(hold,
+                [&] { return frames_.size() + pushing_ < limit || stopped_flow() != GST_FLOW_OK; });
+  return stopped_flow();
 }
 
-void
-CudaGrayFrameQueue::push (CudaGrayFrame && frame)
-{
-  std::lock_guard < std::mutex > hold (lock_);
-  frames_.push_back (std::move (frame));
-  changed_.notify_all ();
+void CudaGrayFrameQueue::push(CudaGrayFrame &&frame) {
+  std::lock_guard<std::mutex> hold(lock_);
+  frames_.push_back(std::move(frame));
+  changed_.notify_all();
 }
 
-GstFlowReturn
-CudaGrayFrameQueue::drain ()
-{
-  std::unique_lock < std::mutex > hold (lock_);
-  changed_.wait (hold, [&] {
-        return (frames_.empty () && !pushing_) || stopped_flow () != GST_FLOW_OK;});
-  return stopped_flow ();
+GstFlowReturn CudaGrayFrameQueue::drain() {
+  std::unique_lock<std::mutex> hold(lock_);
+  changed_.wait(hold,
+                [&] { return (frames_.empty() && !pushing_) || stopped_flow() != GST_FLOW_OK; });
+  return stopped_flow();
 }
 
-gboolean
-CudaGrayFrameQueue::wait_for_frame ()
-{
-  std::unique_lock < std::mutex > hold (lock_);
-  changed_.wait (hold, [&] {
-        return !frames_.empty () || stopped_flow () != GST_FLOW_OK;});
-  return stopped_flow () == GST_FLOW_OK;
+gboolean CudaGrayFrameQueue::wait_for_frame() {
+  std::unique_lock<std::mutex> hold(lock_);
+  changed_.wait(hold, [&] { return !frames_.empty() || stopped_flow() != GST_FLOW_OK; });
+  return stopped_flow() == GST_FLOW_OK;
 }
 
-CudaGrayFrame
-CudaGrayFrameQueue::take_oldest ()
-{
-  std::lock_guard < std::mutex > hold (lock_);
-  CudaGrayFrame frame = std::move (frames_.front ());
-  frames_.pop_front ();
+CudaGrayFrame CudaGrayFrameQueue::take_oldest() {
+  std::lock_guard<std::mutex> hold(lock_);
+  CudaGrayFrame frame = std::move(frames_.front());
+  frames_.pop_front();
   pushing_ = true;
   return frame;
 }
 
-void
-CudaGrayFrameQueue::pushed (GstFlowReturn ret)
-{
-  std::lock_guard < std::mutex > hold (lock_);
+void CudaGrayFrameQueue::pushed(GstFlowReturn ret) {
+  std::lock_guard<std::mutex> hold(lock_);
   pushing_ = false;
-  if (ret != GST_FLOW_OK)
-    output_flow_ = ret;
-  changed_.notify_all ();
+  if (ret != GST_FLOW_OK) output_flow_ = ret;
+  changed_.notify_all();
 }
 
-void
-CudaGrayFrameQueue::set_flushing (gboolean flushing)
-{
-  std::lock_guard < std::mutex > hold (lock_);
+void CudaGrayFrameQueue::set_flushing(gboolean flushing) {
+  std::lock_guard<std::mutex> hold(lock_);
   flushing_ = flushing;
-  changed_.notify_all ();
+  changed_.notify_all();
 }
 
-gsize
-CudaGrayFrameQueue::discard_all ()
-{
-  std::deque < CudaGrayFrame > dropped;
+gsize CudaGrayFrameQueue::discard_all() {
+  std::deque<CudaGrayFrame> dropped;
   {
-    std::lock_guard < std::mutex > hold (lock_);
-    dropped.swap (frames_);
+    std::lock_guard<std::mutex> hold(lock_);
+    dropped.swap(frames_);
     pushing_ = false;
-    changed_.notify_all ();
+    changed_.notify_all();
   }
-  return dropped.size ();       /* unmapped as they go */
+  return dropped.size(); /* unmapped as they go */
 }
 
-void
-CudaGrayFrameQueue::reset ()
-{
-  discard_all ();
-  std::lock_guard < std::mutex > hold (lock_);
+void CudaGrayFrameQueue::reset() {
+  discard_all();
+  std::lock_guard<std::mutex> hold(lock_);
   output_flow_ = GST_FLOW_OK;
   flushing_ = false;
 }
 
-gsize
-CudaGrayFrameQueue::size ()
-{
-  std::lock_guard < std::mutex > hold (lock_);
-  return frames_.size () + pushing_;
+gsize CudaGrayFrameQueue::size() {
+  std::lock_guard<std::mutex> hold(lock_);
+  return frames_.size() + pushing_;
 }

@@ -5,10 +5,7 @@
 #include <charconv>
 #include <cmath>
 
-bool
-cudagray_parse_weights (const char *text, cudagray::Coefficients * out,
-    std::string * error)
-{
+bool cudagray_parse_weights(const char *text, cudagray::Coefficients *out, std::string *error) {
   const std::string s = text ? text : "";
   double values[3];
   size_t pos = 0;
@@ -27,7 +24,8 @@ cudagray_parse_weights (const char *text, cudagray::Coefficients * out,
       *error = "\"" + field + "\" is not a number in \"" + s + "\"";
       return false;
     }
-    if (!std::isfinite(values[i]) || values[i] < 0.0 || values[i] > cudagray::kMaxCustomCoefficient) {
+    if (!std::isfinite(values[i]) || values[i] < 0.0 ||
+        values[i] > cudagray::kMaxCustomCoefficient) {
       *error = "weight \"" + field + "\" is outside 0.." +
                std::to_string(static_cast<int>(cudagray::kMaxCustomCoefficient));
       return false;
@@ -39,9 +37,7 @@ cudagray_parse_weights (const char *text, cudagray::Coefficients * out,
   return true;
 }
 
-std::string
-cudagray_format_weights (const cudagray::Coefficients & k)
-{
+std::string cudagray_format_weights(const cudagray::Coefficients &k) {
   std::string text;
   for (double v : {k.r, k.g, k.b}) {
     char buf[32];

@@ -22,16 +22,16 @@
 #include <memory>
 #include <string>
 
+#include "cudagray/backend.h"
+#include "cudagray/device.h"
 #include "cudagrayallocation.h"
 #include "cudagraycaps.h"
 #include "cudagraycontext.h"
 #include "cudagrayframe.h"
 #include "cudagrayframequeue.h"
 #include "cudagrayweights.h"
-#include "cudagray/backend.h"
-#include "cudagray/device.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
+GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
 
 #define DEFAULT_BACKEND GST_CUDA_GRAY_BACKEND_AUTO
@@ -43,8 +43,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_cuda_gray_debug);
 /* A GST_DEBUG line with the running stats every this many frames. */
 #define STATS_LOG_INTERVAL 300
 
-enum
-{
+enum {
   PROP_0,
   PROP_BACKEND,
   PROP_CUDA_DEVICE_ID,
@@ -56,17 +55,16 @@ enum
 
 /* Everything the streaming thread and the output task share; set up at
  * start and in set_caps, while the output task is idle. */
-struct Streaming
-{
-  std::unique_ptr < cudagray::Backend > backend;
+struct Streaming {
+  std::unique_ptr<cudagray::Backend> backend;
   cudagray::BackendNeeds needs;
   CudaGrayFrameQueue frames;
-  GstAllocator *pinned = NULL;  /* when the backend wants pinned memory */
+  GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
   GstVideoInfo in_info;
   cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
-  int max_in_flight = 1;        /* max-inflight with auto resolved */
-  bool cuda_input = false;      /* sink caps say memory:CUDAMemory */
-  bool cuda_output = false;     /* src caps say memory:CUDAMemory */
+  int max_in_flight = 1;    /* max-inflight with auto resolved */
+  bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
+  bool cuda_output = false; /* src caps say memory:CUDAMemory */
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;
@@ -74,8 +72,7 @@ struct Streaming
   bool warned_weights_unused = false;
 };
 
-struct _GstCudaGray
-{
+struct _GstCudaGray {
   GstBaseTransform parent;
 
   /* Properties and what other threads read, guarded by the object lock. */
@@ -100,474 +97,405 @@ struct _GstCudaGray
 };
 
 #define gst_cuda_gray_parent_class parent_class
-G_DEFINE_TYPE (GstCudaGray, gst_cuda_gray, GST_TYPE_BASE_TRANSFORM);
-GST_ELEMENT_REGISTER_DEFINE (cudagray, "cudagray", GST_RANK_NONE,
-    GST_TYPE_CUDA_GRAY);
+G_DEFINE_TYPE(GstCudaGray, gst_cuda_gray, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE(cudagray, "cudagray", GST_RANK_NONE, GST_TYPE_CUDA_GRAY);
 
-#define GST_TYPE_CUDA_GRAY_BACKEND (gst_cuda_gray_backend_get_type ())
-static GType
-gst_cuda_gray_backend_get_type (void)
-{
+#define GST_TYPE_CUDA_GRAY_BACKEND (gst_cuda_gray_backend_get_type())
+static GType gst_cuda_gray_backend_get_type(void) {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_CUDA_GRAY_BACKEND_AUTO,
-        "CUDA when a usable GPU exists, else the CPU (with a warning)", "auto"},
-    {GST_CUDA_GRAY_BACKEND_CUDA, "CUDA only: fail to start without a GPU",
-        "cuda"},
-    {GST_CUDA_GRAY_BACKEND_CPU, "CPU only", "cpu"},
-    {0, NULL, NULL},
+      {GST_CUDA_GRAY_BACKEND_AUTO, "CUDA when a usable GPU exists, else the CPU (with a warning)",
+       "auto"},
+      {GST_CUDA_GRAY_BACKEND_CUDA, "CUDA only: fail to start without a GPU", "cuda"},
+      {GST_CUDA_GRAY_BACKEND_CPU, "CPU only", "cpu"},
+      {0, NULL, NULL},
   };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type,
-        g_enum_register_static ("GstCudaGrayBackend", values));
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstCudaGrayBackend", values));
   return type;
 }
 
-#define GST_TYPE_CUDA_GRAY_MATRIX (gst_cuda_gray_matrix_get_type ())
-static GType
-gst_cuda_gray_matrix_get_type (void)
-{
+#define GST_TYPE_CUDA_GRAY_MATRIX (gst_cuda_gray_matrix_get_type())
+static GType gst_cuda_gray_matrix_get_type(void) {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_CUDA_GRAY_MATRIX_BT601, "BT.601: 0.299 R + 0.587 G + 0.114 B",
-        "bt601"},
-    {GST_CUDA_GRAY_MATRIX_BT709, "BT.709: 0.2126 R + 0.7152 G + 0.0722 B",
-        "bt709"},
-    {GST_CUDA_GRAY_MATRIX_BT2020, "BT.2020: 0.2627 R + 0.6780 G + 0.0593 B",
-        "bt2020"},
-    {GST_CUDA_GRAY_MATRIX_CUSTOM, "The three values of the weights property",
-        "custom"},
-    {0, NULL, NULL},
+      {GST_CUDA_GRAY_MATRIX_BT601, "BT.601: 0.299 R + 0.587 G + 0.114 B", "bt601"},
+      {GST_CUDA_GRAY_MATRIX_BT709, "BT.709: 0.2126 R + 0.7152 G + 0.0722 B", "bt709"},
+      {GST_CUDA_GRAY_MATRIX_BT2020, "BT.2020: 0.2627 R + 0.6780 G + 0.0593 B", "bt2020"},
+      {GST_CUDA_GRAY_MATRIX_CUSTOM, "The three values of the weights property", "custom"},
+      {0, NULL, NULL},
   };
-  if (g_once_init_enter (&type))
-    g_once_init_leave (&type,
-        g_enum_register_static ("GstCudaGrayMatrix", values));
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstCudaGrayMatrix", values));
   return type;
 }
 
 /* The Q16 weights for the current matrix; call with the object lock held. */
-static cudagray::Weights
-current_weights (GstCudaGray * self)
-{
-  if (self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM)
-    return cudagray::custom_weights (self->custom);
-  return cudagray::standard_weights (static_cast < cudagray::Matrix >
-      (self->matrix));
+static cudagray::Weights current_weights(GstCudaGray *self) {
+  if (self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM) return cudagray::custom_weights(self->custom);
+  return cudagray::standard_weights(static_cast<cudagray::Matrix>(self->matrix));
 }
 
-static void
-gst_cuda_gray_set_property (GObject * object, guint prop_id,
-    const GValue * value, GParamSpec * pspec)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (object);
+static void gst_cuda_gray_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec) {
+  GstCudaGray *self = GST_CUDA_GRAY(object);
 
   /* GObject does not enforce GST_PARAM_MUTABLE_READY: say so instead of
    * leaving the user to wonder why nothing changed */
-  if ((pspec->flags & GST_PARAM_MUTABLE_READY) && GST_STATE (self) > GST_STATE_READY)
-    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-        ("%s takes effect at the next start", pspec->name),
-        ("set it in the NULL or READY state"));
+  if ((pspec->flags & GST_PARAM_MUTABLE_READY) && GST_STATE(self) > GST_STATE_READY)
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS, ("%s takes effect at the next start", pspec->name),
+                        ("set it in the NULL or READY state"));
 
   switch (prop_id) {
     case PROP_BACKEND:
-      GST_OBJECT_LOCK (self);
-      self->backend_choice = (GstCudaGrayBackend) g_value_get_enum (value);
-      GST_OBJECT_UNLOCK (self);
+      GST_OBJECT_LOCK(self);
+      self->backend_choice = (GstCudaGrayBackend)g_value_get_enum(value);
+      GST_OBJECT_UNLOCK(self);
       break;
     case PROP_CUDA_DEVICE_ID:
-      GST_OBJECT_LOCK (self);
-      self->cuda_device_id = g_value_get_int (value);
-      GST_OBJECT_UNLOCK (self);
+      GST_OBJECT_LOCK(self);
+      self->cuda_device_id = g_value_get_int(value);
+      GST_OBJECT_UNLOCK(self);
       break;
     case PROP_MATRIX:
-      GST_OBJECT_LOCK (self);
-      self->matrix = (GstCudaGrayMatrix) g_value_get_enum (value);
-      GST_OBJECT_UNLOCK (self);
+      GST_OBJECT_LOCK(self);
+      self->matrix = (GstCudaGrayMatrix)g_value_get_enum(value);
+      GST_OBJECT_UNLOCK(self);
       break;
-    case PROP_WEIGHTS:{
-      const gchar *text = g_value_get_string (value);
+    case PROP_WEIGHTS: {
+      const gchar *text = g_value_get_string(value);
       cudagray::Coefficients k;
       std::string error;
-      const bool valid = cudagray_parse_weights (text, &k, &error);
-      if (!valid && GST_STATE (self) <= GST_STATE_READY) {
+      const bool valid = cudagray_parse_weights(text, &k, &error);
+      if (!valid && GST_STATE(self) <= GST_STATE_READY) {
         /* from a pipeline description: an error at start, not a warning
          * that scrolls past */
-        GST_OBJECT_LOCK (self);
-        g_free (self->invalid_weights);
-        self->invalid_weights = g_strdup (GST_STR_NULL (text));
-        GST_OBJECT_UNLOCK (self);
+        GST_OBJECT_LOCK(self);
+        g_free(self->invalid_weights);
+        self->invalid_weights = g_strdup(GST_STR_NULL(text));
+        GST_OBJECT_UNLOCK(self);
         break;
       }
       if (!valid) {
-        GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-            ("Ignoring invalid weights \"%s\": %s", GST_STR_NULL (text),
-                error.c_str ()),
+        GST_ELEMENT_WARNING(
+            self, LIBRARY, SETTINGS,
+            ("Ignoring invalid weights \"%s\": %s", GST_STR_NULL(text), error.c_str()),
             ("weights takes three numbers \"R,G,B\" between 0 and %g, "
-                "e.g. \"0.21,0.72,0.07\"; the previous weights stay in use",
-                cudagray::kMaxCustomCoefficient));
+             "e.g. \"0.21,0.72,0.07\"; the previous weights stay in use",
+             cudagray::kMaxCustomCoefficient));
         break;
       }
-      GST_OBJECT_LOCK (self);
+      GST_OBJECT_LOCK(self);
       self->custom = k;
       self->matrix = GST_CUDA_GRAY_MATRIX_CUSTOM;
-      g_clear_pointer (&self->invalid_weights, g_free);
-      GST_OBJECT_UNLOCK (self);
+      g_clear_pointer(&self->invalid_weights, g_free);
+      GST_OBJECT_UNLOCK(self);
       break;
     }
     case PROP_MAX_INFLIGHT:
-      GST_OBJECT_LOCK (self);
-      self->max_inflight = g_value_get_uint (value);
-      GST_OBJECT_UNLOCK (self);
+      GST_OBJECT_LOCK(self);
+      self->max_inflight = g_value_get_uint(value);
+      GST_OBJECT_UNLOCK(self);
       break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
 
-static void
-gst_cuda_gray_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (object);
+static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec) {
+  GstCudaGray *self = GST_CUDA_GRAY(object);
 
-  GST_OBJECT_LOCK (self);
+  GST_OBJECT_LOCK(self);
   switch (prop_id) {
-    case PROP_BACKEND:
-      g_value_set_enum (value, self->backend_choice);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      g_value_set_int (value, self->cuda_device_id);
-      break;
-    case PROP_MATRIX:
-      g_value_set_enum (value, self->matrix);
-      break;
+    case PROP_BACKEND: g_value_set_enum(value, self->backend_choice); break;
+    case PROP_CUDA_DEVICE_ID: g_value_set_int(value, self->cuda_device_id); break;
+    case PROP_MATRIX: g_value_set_enum(value, self->matrix); break;
     case PROP_WEIGHTS:
-      g_value_set_string (value, cudagray_format_weights (
-              self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM ? self->custom :
-              cudagray::standard_coefficients (static_cast < cudagray::Matrix >
-                  (self->matrix))).c_str ());
+      g_value_set_string(
+          value, cudagray_format_weights(self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM
+                                             ? self->custom
+                                             : cudagray::standard_coefficients(
+                                                   static_cast<cudagray::Matrix>(self->matrix)))
+                     .c_str());
       break;
-    case PROP_MAX_INFLIGHT:
-      g_value_set_uint (value, self->max_inflight);
-      break;
-    case PROP_STATS:{
+    case PROP_MAX_INFLIGHT: g_value_set_uint(value, self->max_inflight); break;
+    case PROP_STATS: {
       const cudagray::TimingStats &s = self->stats;
-      g_value_take_boxed (value, gst_structure_new ("cudagray-stats",
-              "frames", G_TYPE_UINT64, (guint64) s.frames,
-              "gpu-time-mean-us", G_TYPE_DOUBLE, s.device_us_mean,
-              "gpu-time-min-us", G_TYPE_DOUBLE, s.device_us_min,
-              "gpu-time-max-us", G_TYPE_DOUBLE, s.device_us_max,
-              "upload-time-mean-us", G_TYPE_DOUBLE, s.upload_us_mean,
-              "download-time-mean-us", G_TYPE_DOUBLE, s.download_us_mean,
-              "in-flight", G_TYPE_UINT, (guint) self->stats_in_flight,
-              "cuda-device-id", G_TYPE_INT, self->stats_device_id,
-              "staged-inputs", G_TYPE_UINT64, (guint64) s.staged_inputs,
-              "staged-outputs", G_TYPE_UINT64, (guint64) s.staged_outputs,
-              "device-inputs", G_TYPE_UINT64, (guint64) s.device_inputs,
-              "device-outputs", G_TYPE_UINT64, (guint64) s.device_outputs,
-              NULL));
+      g_value_take_boxed(
+          value,
+          gst_structure_new(
+              "cudagray-stats", "frames", G_TYPE_UINT64, (guint64)s.frames, "gpu-time-mean-us",
+              G_TYPE_DOUBLE, s.device_us_mean, "gpu-time-min-us", G_TYPE_DOUBLE, s.device_us_min,
+              "gpu-time-max-us", G_TYPE_DOUBLE, s.device_us_max, "upload-time-mean-us",
+              G_TYPE_DOUBLE, s.upload_us_mean, "download-time-mean-us", G_TYPE_DOUBLE,
+              s.download_us_mean, "in-flight", G_TYPE_UINT, (guint)self->stats_in_flight,
+              "cuda-device-id", G_TYPE_INT, self->stats_device_id, "staged-inputs", G_TYPE_UINT64,
+              (guint64)s.staged_inputs, "staged-outputs", G_TYPE_UINT64, (guint64)s.staged_outputs,
+              "device-inputs", G_TYPE_UINT64, (guint64)s.device_inputs, "device-outputs",
+              G_TYPE_UINT64, (guint64)s.device_outputs, NULL));
       break;
     }
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
-  GST_OBJECT_UNLOCK (self);
+  GST_OBJECT_UNLOCK(self);
 }
 
 /* Makes the backend named by the properties. backend=auto falls back to the
  * CPU with a warning when no GPU can be used; everything else that fails is
  * an error. A CUDA backend is made inside the element's CUDA context. */
-static gboolean
-gst_cuda_gray_start (GstBaseTransform * trans)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
+static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
 
-  GST_OBJECT_LOCK (self);
+  GST_OBJECT_LOCK(self);
   const GstCudaGrayBackend choice = self->backend_choice;
   const gint device_id = self->cuda_device_id;
-  gchar *invalid_weights = g_strdup (self->invalid_weights);
-  self->stats = cudagray::TimingStats ();
+  gchar *invalid_weights = g_strdup(self->invalid_weights);
+  self->stats = cudagray::TimingStats();
   self->stats_in_flight = 0;
-  GST_OBJECT_UNLOCK (self);
+  GST_OBJECT_UNLOCK(self);
 
   if (invalid_weights) {
     cudagray::Coefficients ignored;
     std::string error;
-    cudagray_parse_weights (invalid_weights, &ignored, &error);
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
-        ("Invalid weights \"%s\": %s; expected \"R,G,B\", each between 0 "
-            "and %g", invalid_weights, error.c_str (),
-            cudagray::kMaxCustomCoefficient),
-        ("correct the weights property, e.g. weights=0.21,0.72,0.07, or "
-            "leave it out for matrix=bt601"));
-    g_free (invalid_weights);
+    cudagray_parse_weights(invalid_weights, &ignored, &error);
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                      ("Invalid weights \"%s\": %s; expected \"R,G,B\", each between 0 "
+                       "and %g",
+                       invalid_weights, error.c_str(), cudagray::kMaxCustomCoefficient),
+                      ("correct the weights property, e.g. weights=0.21,0.72,0.07, or "
+                       "leave it out for matrix=bt601"));
+    g_free(invalid_weights);
     return FALSE;
   }
 
-  std::unique_ptr < cudagray::Backend > backend;
+  std::unique_ptr<cudagray::Backend> backend;
   if (choice != GST_CUDA_GRAY_BACKEND_CPU) {
     std::string reason;
-    if (cudagray_context_open (self->context, device_id, &reason)) {
-      CudaGrayScope scope (self->context);
-      backend = cudagray::make_cuda_backend (&reason);
+    if (cudagray_context_open(self->context, device_id, &reason)) {
+      CudaGrayScope scope(self->context);
+      backend = cudagray::make_cuda_backend(&reason);
     }
-    if (!backend)
-      cudagray_context_close (self->context);
+    if (!backend) cudagray_context_close(self->context);
     std::string ignored;
-    const bool some_gpu = cudagray::cuda_device_count (&ignored) > 0;
-    if (!backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA
-            || (device_id >= 0 && some_gpu))) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("No usable CUDA device: %s", reason.c_str ()),
-          ("backend=%s cuda-device-id=%d; pick an existing device, or set "
-              "backend=cpu to run without a GPU",
-              choice == GST_CUDA_GRAY_BACKEND_CUDA ? "cuda" : "auto",
-              device_id));
+    const bool some_gpu = cudagray::cuda_device_count(&ignored) > 0;
+    if (!backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA || (device_id >= 0 && some_gpu))) {
+      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No usable CUDA device: %s", reason.c_str()),
+                        ("backend=%s cuda-device-id=%d; pick an existing device, or set "
+                         "backend=cpu to run without a GPU",
+                         choice == GST_CUDA_GRAY_BACKEND_CUDA ? "cuda" : "auto", device_id));
       return FALSE;
     }
     if (!backend)
-      GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND,
-          ("No usable CUDA device, converting on the CPU instead: %s",
-              reason.c_str ()),
+      GST_ELEMENT_WARNING(
+          self, RESOURCE, NOT_FOUND,
+          ("No usable CUDA device, converting on the CPU instead: %s", reason.c_str()),
           ("set backend=cpu to choose the CPU without this warning, or "
-              "backend=cuda to make a missing GPU an error"));
+           "backend=cuda to make a missing GPU an error"));
   }
-  if (!backend)
-    backend = cudagray::make_cpu_backend ();
-  s.needs = backend->needs ();
-  s.backend = std::move (backend);
+  if (!backend) backend = cudagray::make_cpu_backend();
+  s.needs = backend->needs();
+  s.backend = std::move(backend);
   if (s.needs.pinned_host_memory)
-    s.pinned = gst_cuda_gray_pinned_allocator_new (cudagray_context_object
-        (self->context));
-  s.frames.reset ();
-  GST_INFO_OBJECT (self, "using the %s backend (CUDA device %d)",
-      s.backend->name (), s.backend->device_id ());
-  GST_OBJECT_LOCK (self);
-  self->stats_device_id = s.backend->device_id ();
+    s.pinned = gst_cuda_gray_pinned_allocator_new(cudagray_context_object(self->context));
+  s.frames.reset();
+  GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
+                  s.backend->device_id());
+  GST_OBJECT_LOCK(self);
+  self->stats_device_id = s.backend->device_id();
   self->reads_device_memory = s.needs.reads_device_memory;
   self->writes_device_memory = s.needs.writes_device_memory;
-  GST_OBJECT_UNLOCK (self);
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
 /* Lets go of every frame in flight without pushing it; the output task is
  * paused. */
-static void
-discard_in_flight (GstCudaGray * self)
-{
-  Streaming & s = *self->streaming;
+static void discard_in_flight(GstCudaGray *self) {
+  Streaming &s = *self->streaming;
   if (s.backend) {
-    CudaGrayScope scope (self->context);
-    s.backend->discard_all ();  /* the GPU lets go of the buffers first */
+    CudaGrayScope scope(self->context);
+    s.backend->discard_all(); /* the GPU lets go of the buffers first */
   }
-  const gsize dropped = s.frames.discard_all ();
+  const gsize dropped = s.frames.discard_all();
   if (dropped > 0)
-    GST_DEBUG_OBJECT (self, "discarded %" G_GSIZE_FORMAT " frames in flight",
-        dropped);
+    GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
 }
 
-static gboolean
-gst_cuda_gray_stop (GstBaseTransform * trans)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
-  discard_in_flight (self);
+static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
+  discard_in_flight(self);
   {
-    CudaGrayScope scope (self->context);        /* its memory lives there */
-    s.backend.reset ();
+    CudaGrayScope scope(self->context); /* its memory lives there */
+    s.backend.reset();
   }
-  gst_clear_object (&s.pinned);
-  cudagray_context_close (self->context);
+  gst_clear_object(&s.pinned);
+  cudagray_context_close(self->context);
   s.cuda_input = s.cuda_output = false;
-  s.configure_error.clear ();
+  s.configure_error.clear();
   s.warned_weights_unused = false;
-  gst_video_info_init (&s.in_info);
-  GST_OBJECT_LOCK (self);
+  gst_video_info_init(&s.in_info);
+  GST_OBJECT_LOCK(self);
   self->reads_device_memory = self->writes_device_memory = -1;
-  GST_OBJECT_UNLOCK (self);
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
-static GstCaps *
-gst_cuda_gray_transform_caps (GstBaseTransform * trans,
-    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  GST_OBJECT_LOCK (self);
+static GstCaps *gst_cuda_gray_transform_caps(GstBaseTransform *trans, GstPadDirection direction,
+                                             GstCaps *caps, GstCaps *filter) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  GST_OBJECT_LOCK(self);
   /* before start, whether the backend chosen may be one that reads or
    * writes it */
   const gboolean may_be_cuda = self->backend_choice != GST_CUDA_GRAY_BACKEND_CPU;
-  const gboolean cuda_input = self->reads_device_memory >= 0 ?
-      self->reads_device_memory : may_be_cuda;
-  const gboolean cuda_output = self->writes_device_memory >= 0 ?
-      self->writes_device_memory : may_be_cuda;
-  GST_OBJECT_UNLOCK (self);
-  GstCaps *result = cudagray_transform_caps (direction, caps, filter,
-      cuda_input, cuda_output);
-  GST_DEBUG_OBJECT (trans, "%s caps %" GST_PTR_FORMAT " → %" GST_PTR_FORMAT,
-      direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  const gboolean cuda_input =
+      self->reads_device_memory >= 0 ? self->reads_device_memory : may_be_cuda;
+  const gboolean cuda_output =
+      self->writes_device_memory >= 0 ? self->writes_device_memory : may_be_cuda;
+  GST_OBJECT_UNLOCK(self);
+  GstCaps *result = cudagray_transform_caps(direction, caps, filter, cuda_input, cuda_output);
+  GST_DEBUG_OBJECT(trans, "%s caps %" GST_PTR_FORMAT " → %" GST_PTR_FORMAT,
+                   direction == GST_PAD_SINK ? "sink" : "src", caps, result);
   return result;
 }
 
 /* Adds the frames we may hold back to the latency upstream reports: a frame
  * can wait behind max-inflight - 1 others when the GPU falls behind. */
-static gboolean
-gst_cuda_gray_query (GstBaseTransform * trans, GstPadDirection direction,
-    GstQuery * query)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
+static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection direction,
+                                    GstQuery *query) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
   /* neighbours asking for a CUDA context get ours, so that one is shared */
-  if (cudagray_context_query (self->context, query))
-    return TRUE;
-  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction, query))
-    return FALSE;
-  if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+  if (cudagray_context_query(self->context, query)) return TRUE;
+  if (!GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query)) return FALSE;
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
     gboolean live;
     GstClockTime min, max;
-    gst_query_parse_latency (query, &live, &min, &max);
-    GST_OBJECT_LOCK (self);
+    gst_query_parse_latency(query, &live, &min, &max);
+    GST_OBJECT_LOCK(self);
     const GstClockTime added = self->added_latency;
-    GST_OBJECT_UNLOCK (self);
+    GST_OBJECT_UNLOCK(self);
     min += added;
-    if (GST_CLOCK_TIME_IS_VALID (max))
-      max += added;
-    gst_query_set_latency (query, live, min, max);
-    GST_DEBUG_OBJECT (self, "latency: added %" GST_TIME_FORMAT,
-        GST_TIME_ARGS (added));
+    if (GST_CLOCK_TIME_IS_VALID(max)) max += added;
+    gst_query_set_latency(query, live, min, max);
+    GST_DEBUG_OBJECT(self, "latency: added %" GST_TIME_FORMAT, GST_TIME_ARGS(added));
   }
   return TRUE;
 }
 
-static gboolean
-upstream_is_live (GstBaseTransform * trans)
-{
-  GstQuery *query = gst_query_new_latency ();
+static gboolean upstream_is_live(GstBaseTransform *trans) {
+  GstQuery *query = gst_query_new_latency();
   gboolean live = FALSE;
-  if (gst_pad_peer_query (GST_BASE_TRANSFORM_SINK_PAD (trans), query))
-    gst_query_parse_latency (query, &live, NULL, NULL);
-  gst_query_unref (query);
+  if (gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(trans), query))
+    gst_query_parse_latency(query, &live, NULL, NULL);
+  gst_query_unref(query);
   return live;
 }
 
 /* Sizes the backend for the new caps, with nothing in flight (the caps
  * event waited for the frames before it). */
-static gboolean
-gst_cuda_gray_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
+static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
   GstVideoInfo in_info;
 
-  if (!gst_video_info_from_caps (&in_info, incaps)) {
-    GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT, incaps);
+  if (!gst_video_info_from_caps(&in_info, incaps)) {
+    GST_ERROR_OBJECT(self, "invalid caps %" GST_PTR_FORMAT, incaps);
     return FALSE;
   }
   s.in_info = in_info;
 
-  const gboolean passthrough =
-      GST_VIDEO_INFO_FORMAT (&in_info) == GST_VIDEO_FORMAT_GRAY8;
-  gst_base_transform_set_passthrough (trans, passthrough);
-  GST_OBJECT_LOCK (self);
+  const gboolean passthrough = GST_VIDEO_INFO_FORMAT(&in_info) == GST_VIDEO_FORMAT_GRAY8;
+  gst_base_transform_set_passthrough(trans, passthrough);
+  GST_OBJECT_LOCK(self);
   const guint requested = self->max_inflight;
-  GST_OBJECT_UNLOCK (self);
+  GST_OBJECT_UNLOCK(self);
   if (passthrough) {
     s.max_in_flight = 1;
   } else {
-    const int automatic = upstream_is_live (trans) ? 1 : s.needs.auto_in_flight;
-    s.max_in_flight = MIN (requested > 0 ? (int) requested : automatic,
-        s.needs.max_in_flight);
+    const int automatic = upstream_is_live(trans) ? 1 : s.needs.auto_in_flight;
+    s.max_in_flight = MIN(requested > 0 ? (int)requested : automatic, s.needs.max_in_flight);
   }
-  GST_OBJECT_LOCK (self);
-  self->added_latency = in_info.fps_n > 0 ? gst_util_uint64_scale (
-      (s.max_in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n) : 0;
-  GST_OBJECT_UNLOCK (self);
+  GST_OBJECT_LOCK(self);
+  self->added_latency =
+      in_info.fps_n > 0
+          ? gst_util_uint64_scale((s.max_in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n)
+          : 0;
+  GST_OBJECT_UNLOCK(self);
 
-  s.cuda_output = cudagray_caps_in_cuda_memory (outcaps);
+  s.cuda_output = cudagray_caps_in_cuda_memory(outcaps);
   if (passthrough && s.cuda_output) {
-    GST_ERROR_OBJECT (self, "GRAY8 passes through in system memory only");
+    GST_ERROR_OBJECT(self, "GRAY8 passes through in system memory only");
     return FALSE;
   }
   if (passthrough) {
-    GST_INFO_OBJECT (self, "GRAY8 input: passthrough");
+    GST_INFO_OBJECT(self, "GRAY8 input: passthrough");
     return TRUE;
   }
-  if (!cudagray_layout_for_format (GST_VIDEO_INFO_FORMAT (&in_info), &s.layout))
-    return FALSE;
-  s.cuda_input = cudagray_caps_in_cuda_memory (incaps);
+  if (!cudagray_layout_for_format(GST_VIDEO_INFO_FORMAT(&in_info), &s.layout)) return FALSE;
+  s.cuda_input = cudagray_caps_in_cuda_memory(incaps);
   if (s.cuda_input && !s.needs.reads_device_memory) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("CUDA memory input needs the CUDA backend"),
-        ("backend=cpu cannot read memory:CUDAMemory; add cudadownload before "
-            "cudagray, or set backend=auto or cuda"));
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("CUDA memory input needs the CUDA backend"),
+                      ("backend=cpu cannot read memory:CUDAMemory; add cudadownload before "
+                       "cudagray, or set backend=auto or cuda"));
     return FALSE;
   }
   if (s.cuda_output && !s.needs.writes_device_memory) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("CUDA memory output needs the CUDA backend"),
-        ("backend=cpu cannot write memory:CUDAMemory; add cudaupload after "
-            "cudagray, or set backend=auto or cuda"));
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("CUDA memory output needs the CUDA backend"),
+                      ("backend=cpu cannot write memory:CUDAMemory; add cudaupload after "
+                       "cudagray, or set backend=auto or cuda"));
     return FALSE;
   }
 
-  CudaGrayScope scope (self->context);
+  CudaGrayScope scope(self->context);
   std::string error;
-  if (!s.backend->configure (s.layout, in_info.width, in_info.height,
-          s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
+  if (!s.backend->configure(s.layout, in_info.width, in_info.height, s.max_in_flight, s.cuda_input,
+                            s.cuda_output, &error)) {
     if (error != s.configure_error)
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not prepare the %s backend for %dx%d %s frames: %s",
-              s.backend->name (), in_info.width, in_info.height,
-              GST_VIDEO_INFO_NAME (&in_info), error.c_str ()),
+      GST_ELEMENT_ERROR(
+          self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not prepare the %s backend for %dx%d %s frames: %s", s.backend->name(),
+           in_info.width, in_info.height, GST_VIDEO_INFO_NAME(&in_info), error.c_str()),
           ("free GPU memory, use smaller frames, or set backend=cpu"));
     s.configure_error = error;
     return FALSE;
   }
-  s.configure_error.clear ();
-  GST_INFO_OBJECT (self, "converting %dx%d %s (%s) to GRAY8 (%s) on the %s "
-      "backend, up to %d frames in flight", in_info.width, in_info.height,
-      GST_VIDEO_INFO_NAME (&in_info), s.cuda_input ? "CUDA memory" :
-      "system memory", s.cuda_output ? "CUDA memory" : "system memory",
-      s.backend->name (), s.max_in_flight);
+  s.configure_error.clear();
+  GST_INFO_OBJECT(self,
+                  "converting %dx%d %s (%s) to GRAY8 (%s) on the %s "
+                  "backend, up to %d frames in flight",
+                  in_info.width, in_info.height, GST_VIDEO_INFO_NAME(&in_info),
+                  s.cuda_input ? "CUDA memory" : "system memory",
+                  s.cuda_output ? "CUDA memory" : "system memory", s.backend->name(),
+                  s.max_in_flight);
   return TRUE;
 }
 
-static gboolean
-gst_cuda_gray_transform_size (GstBaseTransform * trans,
-    GstPadDirection direction, GstCaps * caps, gsize size, GstCaps * othercaps,
-    gsize * othersize)
-{
+static gboolean gst_cuda_gray_transform_size(GstBaseTransform *trans, GstPadDirection direction,
+                                             GstCaps *caps, gsize size, GstCaps *othercaps,
+                                             gsize *othersize) {
   GstVideoInfo info;
-  if (!gst_video_info_from_caps (&info, othercaps))
-    return FALSE;
-  *othersize = GST_VIDEO_INFO_SIZE (&info);
+  if (!gst_video_info_from_caps(&info, othercaps)) return FALSE;
+  *othersize = GST_VIDEO_INFO_SIZE(&info);
   return TRUE;
 }
 
 /* Upstream may write straight into pinned memory (system memory) or into
  * CUDA memory carrying our stream, and may pad its rows. */
-static gboolean
-gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
-    GstQuery * decide_query, GstQuery * query)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
-  if (gst_base_transform_is_passthrough (trans))     /* downstream answers */
-    return GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
-        decide_query, query);
-  gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
-  if (gst_query_get_n_allocation_pools (query) > 0)
-    return TRUE;
+static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
+                                                 GstQuery *query) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
+  if (gst_base_transform_is_passthrough(trans)) /* downstream answers */
+    return GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
+  gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  if (gst_query_get_n_allocation_pools(query) > 0) return TRUE;
   GstCaps *caps;
-  gst_query_parse_allocation (query, &caps, NULL);
-  if (caps && cudagray_caps_in_cuda_memory (caps))
-    cudagray_context_add_cuda_pool (self->context, query, caps,
-        s.max_in_flight + 1);
+  gst_query_parse_allocation(query, &caps, NULL);
+  if (caps && cudagray_caps_in_cuda_memory(caps))
+    cudagray_context_add_cuda_pool(self->context, query, caps, s.max_in_flight + 1);
   else if (s.pinned)
-    cudagray_add_pinned_pool (query, s.pinned, s.max_in_flight + 1);
+    cudagray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
   return TRUE;
 }
 
@@ -575,222 +503,197 @@ gst_cuda_gray_propose_allocation (GstBaseTransform * trans,
  * one, else from our pinned pool, so that the download lands in them
  * directly. In CUDA memory from downstream's CUDA pool of our context, else
  * from ours: the kernel writes into them. */
-static gboolean
-gst_cuda_gray_decide_allocation (GstBaseTransform * trans, GstQuery * query)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
+static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
   std::string why;
-  if (s.cuda_output && !cudagray_context_decide_output_pool (self->context,
-          query, s.max_in_flight + 1, &why)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not set up GRAY8 output in CUDA memory: %s", why.c_str ()),
-        ("free GPU memory, or ask for video/x-raw,format=GRAY8 in system "
-            "memory after cudagray"));
+  if (s.cuda_output &&
+      !cudagray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("Could not set up GRAY8 output in CUDA memory: %s", why.c_str()),
+                      ("free GPU memory, or ask for video/x-raw,format=GRAY8 in system "
+                       "memory after cudagray"));
     return FALSE;
   }
-  if (!s.cuda_output && s.pinned
-      && gst_query_get_n_allocation_pools (query) == 0)
-    cudagray_add_pinned_pool (query, s.pinned, s.max_in_flight + 1);
-  return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
-      query);
+  if (!s.cuda_output && s.pinned && gst_query_get_n_allocation_pools(query) == 0)
+    cudagray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->decide_allocation(trans, query);
 }
 
 /* Posts the error of a failed backend call. */
-static void
-post_backend_error (GstCudaGray * self, const char *doing,
-    const std::string & why)
-{
-  GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-      ("The %s backend failed to %s: %s", self->streaming->backend->name (),
-          doing, why.c_str ()),
+static void post_backend_error(GstCudaGray *self, const char *doing, const std::string &why) {
+  GST_ELEMENT_ERROR(
+      self, RESOURCE, FAILED,
+      ("The %s backend failed to %s: %s", self->streaming->backend->name(), doing, why.c_str()),
       ("check the GPU with nvidia-smi, or set backend=cpu"));
 }
 
 /* The error for an input buffer that does not hold its frame. */
-static GstFlowReturn
-refuse_input (GstCudaGray * self, const std::string & why)
-{
+static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
   const GstVideoInfo *info = &self->streaming->in_info;
-  GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-      ("Input buffer does not hold a %dx%d %s frame: %s", info->width,
-          info->height, GST_VIDEO_INFO_NAME (info), why.c_str ()),
-      ("upstream sent a buffer that does not match the caps it negotiated"));
+  GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                    ("Input buffer does not hold a %dx%d %s frame: %s", info->width, info->height,
+                     GST_VIDEO_INFO_NAME(info), why.c_str()),
+                    ("upstream sent a buffer that does not match the caps it negotiated"));
   return GST_FLOW_ERROR;
 }
 
 /* Stops the output task (its waits fail with ret) and drops every frame in
  * flight. */
-static void
-stop_output (GstCudaGray * self, GstFlowReturn ret)
-{
-  Streaming & s = *self->streaming;
+static void stop_output(GstCudaGray *self, GstFlowReturn ret) {
+  Streaming &s = *self->streaming;
   if (ret == GST_FLOW_FLUSHING)
-    s.frames.set_flushing (TRUE);
+    s.frames.set_flushing(TRUE);
   else
-    s.frames.pushed (ret);
-  gst_pad_pause_task (GST_BASE_TRANSFORM_SRC_PAD (self));
-  discard_in_flight (self);
+    s.frames.pushed(ret);
+  gst_pad_pause_task(GST_BASE_TRANSFORM_SRC_PAD(self));
+  discard_in_flight(self);
 }
 
 /* YUV's gray is its luma plane: weights chosen away from the default would
  * silently change nothing, so say so, once per run. */
-static void
-warn_if_weights_unused (GstCudaGray * self, const cudagray::Weights & weights)
-{
-  Streaming & s = *self->streaming;
-  const cudagray::Weights standard =
-      cudagray::standard_weights (cudagray::Matrix::BT601);
-  if (s.layout != cudagray::PixelLayout::Luma || s.warned_weights_unused
-      || (weights.r == standard.r && weights.g == standard.g
-          && weights.b == standard.b))
+static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &weights) {
+  Streaming &s = *self->streaming;
+  const cudagray::Weights standard = cudagray::standard_weights(cudagray::Matrix::BT601);
+  if (s.layout != cudagray::PixelLayout::Luma || s.warned_weights_unused ||
+      (weights.r == standard.r && weights.g == standard.g && weights.b == standard.b))
     return;
   s.warned_weights_unused = true;
-  GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+  GST_ELEMENT_WARNING(
+      self, LIBRARY, SETTINGS,
       ("matrix and weights do not apply to %s input: its gray is the luma "
-          "plane, %s", GST_VIDEO_INFO_NAME (&s.in_info),
-          s.in_info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255 ?
-          "copied" : "expanded from limited range"),
+       "plane, %s",
+       GST_VIDEO_INFO_NAME(&s.in_info),
+       s.in_info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255 ? "copied"
+                                                                  : "expanded from limited range"),
       ("to apply them, convert to RGB before cudagray: "
-          "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
+       "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
 }
 
 /* Starts converting inbuf into outbuf; the frame queue holds both, mapped,
  * until the output task pushes the result. Called by generate_output; being
  * the transform vfunc also tells GstBaseTransform that output buffers are
  * separate ones, from the pool decided with downstream. */
-static GstFlowReturn
-gst_cuda_gray_transform (GstBaseTransform * trans, GstBuffer * inbuf,
-    GstBuffer * outbuf)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
-  CudaGrayScope scope (self->context);
+static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer *inbuf,
+                                             GstBuffer *outbuf) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
+  CudaGrayScope scope(self->context);
   std::string mismatch, error;
   GstMapFlags flags;
-  const gboolean on_device = cudagray_context_reads_on_device (self->context,
-      inbuf, &flags, &mismatch);
-  if (!mismatch.empty ()) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", mismatch.c_str ()),
-        ("unset cuda-device-id, or put upstream's CUDA elements on the same "
-            "device"));
+  const gboolean on_device =
+      cudagray_context_reads_on_device(self->context, inbuf, &flags, &mismatch);
+  if (!mismatch.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", mismatch.c_str()),
+                      ("unset cuda-device-id, or put upstream's CUDA elements on the same "
+                       "device"));
     return GST_FLOW_ERROR;
   }
   CudaGrayFrame frame;
-  if (!frame.map_input (inbuf, &s.in_info, s.layout, flags, &error))
-    return refuse_input (self, error);
+  if (!frame.map_input(inbuf, &s.in_info, s.layout, flags, &error))
+    return refuse_input(self, error);
   GstMapFlags out_flags;
-  const gboolean out_on_device = cudagray_context_writes_on_device
-      (self->context, outbuf, &out_flags);
-  if (out_on_device != (gboolean) s.cuda_output
-      || !frame.map_output (outbuf, s.in_info.width, s.in_info.height,
-          out_flags, out_on_device)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED,
-        ("Could not map the output buffer for writing"),
-        ("the output buffer is not %s", s.cuda_output ?
-            "CUDA memory of the element's CUDA context" : "system memory"));
+  const gboolean out_on_device =
+      cudagray_context_writes_on_device(self->context, outbuf, &out_flags);
+  if (out_on_device != (gboolean)s.cuda_output ||
+      !frame.map_output(outbuf, s.in_info.width, s.in_info.height, out_flags, out_on_device)) {
+    GST_ELEMENT_ERROR(
+        self, STREAM, FAILED, ("Could not map the output buffer for writing"),
+        ("the output buffer is not %s",
+         s.cuda_output ? "CUDA memory of the element's CUDA context" : "system memory"));
     return GST_FLOW_ERROR;
   }
-  cudagray::InputFrame & in = frame.input ();
+  cudagray::InputFrame &in = frame.input();
   in.on_device = on_device;
   /* 1.24+: the producer may still be writing on its stream; the kernel waits
    * for it on the GPU, and inbuf stays mapped until the frame is done */
-  if (on_device)
-    in.producer_stream = cudagray_pending_writer_stream (inbuf);
+  if (on_device) in.producer_stream = cudagray_pending_writer_stream(inbuf);
   /* 1.24+: the output memory's stream waits for the kernel on the GPU */
-  if (out_on_device)
-    frame.output ().consumer_stream = cudagray_output_stream (outbuf);
+  if (out_on_device) frame.output().consumer_stream = cudagray_output_stream(outbuf);
 
-  GST_OBJECT_LOCK (self);
-  const cudagray::Weights weights = current_weights (self);
-  GST_OBJECT_UNLOCK (self);
-  warn_if_weights_unused (self, weights);
-  if (!s.backend->submit (in, frame.output (), weights, &error)) {
-    post_backend_error (self, "start converting a frame", error);
-    stop_output (self, GST_FLOW_ERROR);
+  GST_OBJECT_LOCK(self);
+  const cudagray::Weights weights = current_weights(self);
+  GST_OBJECT_UNLOCK(self);
+  warn_if_weights_unused(self, weights);
+  if (!s.backend->submit(in, frame.output(), weights, &error)) {
+    post_backend_error(self, "start converting a frame", error);
+    stop_output(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }
-  s.frames.push (std::move (frame));
+  s.frames.push(std::move(frame));
   return GST_FLOW_OK;
 }
 
 /* Called by GstBaseTransform for each input buffer: waits while max-inflight
  * frames are out, then starts converting it. Nothing is handed back here:
  * the output task pushes the result (GRAY8 passes through as it is). */
-static GstFlowReturn
-gst_cuda_gray_generate_output (GstBaseTransform * trans, GstBuffer ** outbuf)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
+static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
   std::string error;
 
-  if (gst_base_transform_is_passthrough (trans)) {
+  if (gst_base_transform_is_passthrough(trans)) {
     /* GRAY8 leaves untouched, but only if it holds the frame (its one plane
      * checked like a luma plane) */
-    if (trans->queued_buf && !cudagray_frame_check (trans->queued_buf,
-            &s.in_info, cudagray::PixelLayout::Luma, &error)) {
-      gst_clear_buffer (&trans->queued_buf);
+    if (trans->queued_buf &&
+        !cudagray_frame_check(trans->queued_buf, &s.in_info, cudagray::PixelLayout::Luma, &error)) {
+      gst_clear_buffer(&trans->queued_buf);
       *outbuf = NULL;
-      return refuse_input (self, error);
+      return refuse_input(self, error);
     }
-    return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
-        outbuf);
+    return GST_BASE_TRANSFORM_CLASS(parent_class)->generate_output(trans, outbuf);
   }
 
   *outbuf = NULL;
   GstBuffer *inbuf = trans->queued_buf;
-  if (!inbuf)
-    return GST_FLOW_OK;
+  if (!inbuf) return GST_FLOW_OK;
   trans->queued_buf = NULL;
-  GstFlowReturn ret = s.frames.wait_for_room (s.max_in_flight);
+  GstFlowReturn ret = s.frames.wait_for_room(s.max_in_flight);
   if (ret == GST_FLOW_OK) {
     GstBuffer *out = NULL;
-    ret = GST_BASE_TRANSFORM_CLASS (parent_class)->prepare_output_buffer
-        (trans, inbuf, &out);
+    ret = GST_BASE_TRANSFORM_CLASS(parent_class)->prepare_output_buffer(trans, inbuf, &out);
     if (ret == GST_FLOW_OK)
-      ret = gst_cuda_gray_transform (trans, inbuf, out);
+      ret = gst_cuda_gray_transform(trans, inbuf, out);
     else if (ret != GST_FLOW_FLUSHING)
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not get an output buffer: %s", gst_flow_get_name (ret)),
-          ("the buffer pool could not allocate; free host memory"));
-    gst_clear_buffer (&out);
+      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                        ("Could not get an output buffer: %s", gst_flow_get_name(ret)),
+                        ("the buffer pool could not allocate; free host memory"));
+    gst_clear_buffer(&out);
   }
-  gst_buffer_unref (inbuf);
+  gst_buffer_unref(inbuf);
   return ret;
 }
 
-static void
-update_stats (GstCudaGray * self)
-{
-  const cudagray::Backend & backend = *self->streaming->backend;
-  const cudagray::TimingStats stats = backend.stats ();
-  GST_OBJECT_LOCK (self);
+static void update_stats(GstCudaGray *self) {
+  const cudagray::Backend &backend = *self->streaming->backend;
+  const cudagray::TimingStats stats = backend.stats();
+  GST_OBJECT_LOCK(self);
   self->stats = stats;
-  self->stats_in_flight = backend.in_flight ();
-  GST_OBJECT_UNLOCK (self);
+  self->stats_in_flight = backend.in_flight();
+  GST_OBJECT_UNLOCK(self);
   if (stats.frames % STATS_LOG_INTERVAL == 0)
-    GST_DEBUG_OBJECT (self, "%" G_GUINT64_FORMAT " frames: device %.1f us "
-        "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
-        (guint64) stats.frames, stats.device_us_mean, stats.device_us_min,
-        stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
-        backend.in_flight ());
+    GST_DEBUG_OBJECT(self,
+                     "%" G_GUINT64_FORMAT
+                     " frames: device %.1f us "
+                     "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
+                     (guint64)stats.frames, stats.device_us_mean, stats.device_us_min,
+                     stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
+                     backend.in_flight());
 }
 
 /* Waits for the oldest frame's conversion; FALSE after posting the error. */
-static gboolean
-finish_oldest (GstCudaGray * self)
-{
-  Streaming & s = *self->streaming;
+static gboolean finish_oldest(GstCudaGray *self) {
+  Streaming &s = *self->streaming;
   std::string error;
   gboolean converted;
   {
-    CudaGrayScope scope (self->context);
-    converted = s.backend->finish_oldest (&error);
+    CudaGrayScope scope(self->context);
+    converted = s.backend->finish_oldest(&error);
   }
   if (converted)
-    update_stats (self);
+    update_stats(self);
   else
-    post_backend_error (self, "convert a frame", error);
+    post_backend_error(self, "convert a frame", error);
   return converted;
 }
 
@@ -799,100 +702,88 @@ finish_oldest (GstCudaGray * self)
  * conversion (1.24+), as soon as it is queued, flagged so that downstream
  * waits; its input is let go when the conversion is done. Pauses when
  * flushing or when a push fails. */
-static void
-gst_cuda_gray_output_loop (GstCudaGray * self)
-{
-  Streaming & s = *self->streaming;
-  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD (self);
-  if (!s.frames.wait_for_frame ()) {
-    gst_pad_pause_task (srcpad);
+static void gst_cuda_gray_output_loop(GstCudaGray *self) {
+  Streaming &s = *self->streaming;
+  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
+  if (!s.frames.wait_for_frame()) {
+    gst_pad_pause_task(srcpad);
     return;
   }
-  CudaGrayFrame frame = s.frames.take_oldest ();
+  CudaGrayFrame frame = s.frames.take_oldest();
   GstFlowReturn ret;
-  if (frame.output ().consumer_stream) {
-    GstBuffer *outbuf = frame.release_output ();
-    cudagray_mark_output_pending (outbuf);
-    ret = gst_pad_push (srcpad, outbuf);
-    if (!finish_oldest (self))
-      ret = GST_FLOW_ERROR;
-  } else if (finish_oldest (self)) {
-    ret = gst_pad_push (srcpad, frame.release_output ());
+  if (frame.output().consumer_stream) {
+    GstBuffer *outbuf = frame.release_output();
+    cudagray_mark_output_pending(outbuf);
+    ret = gst_pad_push(srcpad, outbuf);
+    if (!finish_oldest(self)) ret = GST_FLOW_ERROR;
+  } else if (finish_oldest(self)) {
+    ret = gst_pad_push(srcpad, frame.release_output());
   } else {
-    gst_buffer_unref (frame.release_output ());
+    gst_buffer_unref(frame.release_output());
     ret = GST_FLOW_ERROR;
   }
-  frame = CudaGrayFrame ();     /* the input goes back upstream */
-  s.frames.pushed (ret);
+  frame = CudaGrayFrame(); /* the input goes back upstream */
+  s.frames.pushed(ret);
   if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT (self, "output stopped: %s", gst_flow_get_name (ret));
-    gst_pad_pause_task (srcpad);
+    GST_DEBUG_OBJECT(self, "output stopped: %s", gst_flow_get_name(ret));
+    gst_pad_pause_task(srcpad);
   }
 }
 
-static gboolean
-start_output (GstCudaGray * self)
-{
-  return gst_pad_start_task (GST_BASE_TRANSFORM_SRC_PAD (self),
-      (GstTaskFunction) gst_cuda_gray_output_loop, self, NULL);
+static gboolean start_output(GstCudaGray *self) {
+  return gst_pad_start_task(GST_BASE_TRANSFORM_SRC_PAD(self),
+                            (GstTaskFunction)gst_cuda_gray_output_loop, self, NULL);
 }
 
 /* Serialized events leave after the frames before them. When that fails
  * (flushing, or downstream refused a frame) the frames left are dropped; an
  * EOS then posts the flow error no later buffer will report. */
-static gboolean
-gst_cuda_gray_sink_event (GstBaseTransform * trans, GstEvent * event)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (trans);
-  Streaming & s = *self->streaming;
+static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  Streaming &s = *self->streaming;
 
-  switch (GST_EVENT_TYPE (event)) {
+  switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START:
-      s.frames.set_flushing (TRUE);     /* wakes both threads */
+      s.frames.set_flushing(TRUE); /* wakes both threads */
       break;
-    case GST_EVENT_FLUSH_STOP:{
-      stop_output (self, GST_FLOW_FLUSHING);
-      s.frames.reset ();
-      const gboolean ret =
-          GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
-      start_output (self);
+    case GST_EVENT_FLUSH_STOP: {
+      stop_output(self, GST_FLOW_FLUSHING);
+      s.frames.reset();
+      const gboolean ret = GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+      start_output(self);
       return ret;
     }
     default:
-      if (!GST_EVENT_IS_SERIALIZED (event))
-        break;
-      const GstFlowReturn drained = s.frames.drain ();
-      if (drained == GST_FLOW_OK)
-        break;
-      GST_DEBUG_OBJECT (self, "%s: the frames before it could not leave (%s)",
-          GST_EVENT_TYPE_NAME (event), gst_flow_get_name (drained));
-      stop_output (self, drained);
+      if (!GST_EVENT_IS_SERIALIZED(event)) break;
+      const GstFlowReturn drained = s.frames.drain();
+      if (drained == GST_FLOW_OK) break;
+      GST_DEBUG_OBJECT(self, "%s: the frames before it could not leave (%s)",
+                       GST_EVENT_TYPE_NAME(event), gst_flow_get_name(drained));
+      stop_output(self, drained);
       if (drained == GST_FLOW_FLUSHING) {
-        gst_event_unref (event);
+        gst_event_unref(event);
         return FALSE;
       }
-      if (GST_EVENT_TYPE (event) == GST_EVENT_EOS
-          && (drained == GST_FLOW_NOT_LINKED
-              || drained == GST_FLOW_NOT_NEGOTIATED))
-        GST_ELEMENT_FLOW_ERROR (self, drained);
+      if (GST_EVENT_TYPE(event) == GST_EVENT_EOS &&
+          (drained == GST_FLOW_NOT_LINKED || drained == GST_FLOW_NOT_NEGOTIATED))
+        GST_ELEMENT_FLOW_ERROR(self, drained);
       break;
   }
-  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
 }
 
 /* The output task runs from READY to PAUSED until PAUSED to READY. */
-static GstStateChangeReturn
-gst_cuda_gray_change_state (GstElement * element, GstStateChange transition)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (element);
+static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
+                                                       GstStateChange transition) {
+  GstCudaGray *self = GST_CUDA_GRAY(element);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
-    self->streaming->frames.set_flushing (TRUE);
-    gst_pad_stop_task (GST_BASE_TRANSFORM_SRC_PAD (self));
+    self->streaming->frames.set_flushing(TRUE);
+    gst_pad_stop_task(GST_BASE_TRANSFORM_SRC_PAD(self));
   }
   const GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
-      && ret != GST_STATE_CHANGE_FAILURE && !start_output (self))
+      GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret != GST_STATE_CHANGE_FAILURE &&
+      !start_output(self))
     return GST_STATE_CHANGE_FAILURE;
   return ret;
 }
@@ -902,165 +793,153 @@ gst_cuda_gray_change_state (GstElement * element, GstStateChange transition)
  * reference timestamps) stay true and are copied; any other tag, such as
  * colorspace (the video meta of the input's pixel format) or memory, is
  * about what changed, and the meta is dropped. */
-static gboolean
-gst_cuda_gray_transform_meta (GstBaseTransform * trans, GstBuffer * outbuf,
-    GstMeta * meta, GstBuffer * inbuf)
-{
-  static const gchar *const geometry_tags[] = { GST_META_TAG_VIDEO_STR,
-    GST_META_TAG_VIDEO_SIZE_STR, GST_META_TAG_VIDEO_ORIENTATION_STR, NULL
-  };
-  const gchar *const *tags = gst_meta_api_type_get_tags (meta->info->api);
-  for (const gchar * const *tag = tags; tag && *tag; tag++)
-    if (!g_strv_contains (geometry_tags, *tag))
-      return FALSE;
+static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,
+                                             GstMeta *meta, GstBuffer *inbuf) {
+  static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
+                                               GST_META_TAG_VIDEO_ORIENTATION_STR, NULL};
+  const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
+  for (const gchar *const *tag = tags; tag && *tag; tag++)
+    if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
   return TRUE;
 }
 
 /* A CUDA context handed down by the application or a neighbour. */
-static void
-gst_cuda_gray_set_context (GstElement * element, GstContext * context)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (element);
-  GST_OBJECT_LOCK (self);
+static void gst_cuda_gray_set_context(GstElement *element, GstContext *context) {
+  GstCudaGray *self = GST_CUDA_GRAY(element);
+  GST_OBJECT_LOCK(self);
   const gint device_id = self->cuda_device_id;
-  GST_OBJECT_UNLOCK (self);
-  cudagray_context_set (self->context, context, device_id);
-  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+  GST_OBJECT_UNLOCK(self);
+  cudagray_context_set(self->context, context, device_id);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
 }
 
-static void
-gst_cuda_gray_finalize (GObject * object)
-{
-  GstCudaGray *self = GST_CUDA_GRAY (object);
+static void gst_cuda_gray_finalize(GObject *object) {
+  GstCudaGray *self = GST_CUDA_GRAY(object);
   delete self->streaming;
-  g_free (self->invalid_weights);
-  cudagray_context_free (self->context);
-  G_OBJECT_CLASS (parent_class)->finalize (object);
+  g_free(self->invalid_weights);
+  cudagray_context_free(self->context);
+  G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-static void
-gst_cuda_gray_class_init (GstCudaGrayClass * klass)
-{
-  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   gobject_class->set_property = gst_cuda_gray_set_property;
   gobject_class->get_property = gst_cuda_gray_get_property;
   gobject_class->finalize = gst_cuda_gray_finalize;
 
-  g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend",
+  g_object_class_install_property(
+      gobject_class, PROP_BACKEND,
+      g_param_spec_enum(
+          "backend", "Backend",
           "Where frames are converted: auto uses CUDA when a usable GPU "
           "exists and otherwise the CPU (posting a warning)",
           GST_TYPE_CUDA_GRAY_BACKEND, DEFAULT_BACKEND,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property (gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int ("cuda-device-id", "CUDA device ID",
-          "CUDA device to convert on (-1: the first usable device)",
-          -1, G_MAXINT, DEFAULT_CUDA_DEVICE_ID,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property (gobject_class, PROP_MATRIX,
-      g_param_spec_enum ("matrix", "Matrix",
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_CUDA_DEVICE_ID,
+      g_param_spec_int(
+          "cuda-device-id", "CUDA device ID",
+          "CUDA device to convert on (-1: the first usable device)", -1, G_MAXINT,
+          DEFAULT_CUDA_DEVICE_ID,
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_MATRIX,
+      g_param_spec_enum(
+          "matrix", "Matrix",
           "Luma coefficients: Y = min(255, (wR*R + wG*G + wB*B + 32768) >> 16) "
           "with Q16 weights from this matrix. RGB input only: YUV input's gray "
           "is its luma plane (a warning says so when this is not bt601)",
           GST_TYPE_CUDA_GRAY_MATRIX, DEFAULT_MATRIX,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
-      g_param_spec_string ("weights", "Weights",
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_WEIGHTS,
+      g_param_spec_string(
+          "weights", "Weights",
           "Custom coefficients \"R,G,B\" (each 0..64, e.g. \"0.21,0.72,0.07\"); "
           "setting them selects matrix=custom. Invalid text makes the element "
           "fail to start; set while playing, it is ignored with a warning. "
           "RGB input only, like matrix. Reads back the coefficients in use",
           DEFAULT_WEIGHTS,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property (gobject_class, PROP_MAX_INFLIGHT,
-      g_param_spec_uint ("max-inflight", "Max frames in flight",
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_INFLIGHT,
+      g_param_spec_uint(
+          "max-inflight", "Max frames in flight",
           "Frames converting on the GPU at once (1: each frame finishes "
           "before the next starts; 0: automatic, the backend's choice (4 on "
           "CUDA) for a non-live upstream and 1 for a live one). Each frame "
-          "held adds one frame of latency", 0, MAX_INFLIGHT_LIMIT,
-          DEFAULT_MAX_INFLIGHT,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property (gobject_class, PROP_STATS,
-      g_param_spec_boxed ("stats", "Statistics",
-          "Running figures since start: frames, gpu-time-mean-us / -min-us / "
-          "-max-us (kernel time measured with CUDA events; conversion time on "
-          "the CPU backend), upload-time-mean-us (frames that were uploaded), "
-          "download-time-mean-us, "
-          "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
-          "staged-inputs / staged-outputs (frames whose memory was not pinned "
-          "and went through a staging copy), device-inputs (frames read from "
-          "CUDA memory where they were, no upload), device-outputs (frames "
-          "written into CUDA memory and left there, no download)",
-          GST_TYPE_STRUCTURE,
-          (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+          "held adds one frame of latency",
+          0, MAX_INFLIGHT_LIMIT, DEFAULT_MAX_INFLIGHT,
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics",
+                         "Running figures since start: frames, gpu-time-mean-us / -min-us / "
+                         "-max-us (kernel time measured with CUDA events; conversion time on "
+                         "the CPU backend), upload-time-mean-us (frames that were uploaded), "
+                         "download-time-mean-us, "
+                         "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
+                         "staged-inputs / staged-outputs (frames whose memory was not pinned "
+                         "and went through a staging copy), device-inputs (frames read from "
+                         "CUDA memory where they were, no upload), device-outputs (frames "
+                         "written into CUDA memory and left there, no download)",
+                         GST_TYPE_STRUCTURE,
+                         (GParamFlags)(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   std::string cuda_off;
-  GstCaps *sink_caps = cudagray_sink_template_caps (&cuda_off);
+  GstCaps *sink_caps = cudagray_sink_template_caps(&cuda_off);
   std::string description =
       "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU; "
       "YUV video gives its luma plane";
-  if (!cuda_off.empty ())
-    description += "; CUDA memory input and output are off: " + cuda_off;
-  gst_element_class_add_pad_template (element_class,
-      gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));
-  gst_caps_unref (sink_caps);
-  GstCaps *src_caps = cudagray_src_template_caps ();
-  gst_element_class_add_pad_template (element_class,
-      gst_pad_template_new ("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps));
-  gst_caps_unref (src_caps);
-  gst_element_class_set_metadata (element_class,
-      "CUDA grayscale converter", "Filter/Converter/Video/Hardware",
-      description.c_str (), "cudagray developers");
+  if (!cuda_off.empty()) description += "; CUDA memory input and output are off: " + cuda_off;
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));
+  gst_caps_unref(sink_caps);
+  GstCaps *src_caps = cudagray_src_template_caps();
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps));
+  gst_caps_unref(src_caps);
+  gst_element_class_set_metadata(element_class, "CUDA grayscale converter",
+                                 "Filter/Converter/Video/Hardware", description.c_str(),
+                                 "cudagray developers");
 
-  element_class->change_state = GST_DEBUG_FUNCPTR (gst_cuda_gray_change_state);
-  element_class->set_context = GST_DEBUG_FUNCPTR (gst_cuda_gray_set_context);
-  trans_class->start = GST_DEBUG_FUNCPTR (gst_cuda_gray_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_gray_stop);
-  trans_class->transform_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_caps);
-  trans_class->query = GST_DEBUG_FUNCPTR (gst_cuda_gray_query);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_cuda_gray_set_caps);
-  trans_class->transform_size = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_size);
-  trans_class->propose_allocation =
-      GST_DEBUG_FUNCPTR (gst_cuda_gray_propose_allocation);
-  trans_class->decide_allocation =
-      GST_DEBUG_FUNCPTR (gst_cuda_gray_decide_allocation);
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_gray_change_state);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_gray_set_context);
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_gray_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_gray_stop);
+  trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_caps);
+  trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_gray_query);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_set_caps);
+  trans_class->transform_size = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_size);
+  trans_class->propose_allocation = GST_DEBUG_FUNCPTR(gst_cuda_gray_propose_allocation);
+  trans_class->decide_allocation = GST_DEBUG_FUNCPTR(gst_cuda_gray_decide_allocation);
   /* generate_output starts a frame (transform); the output task hands it on */
-  trans_class->transform = GST_DEBUG_FUNCPTR (gst_cuda_gray_transform);
-  trans_class->generate_output =
-      GST_DEBUG_FUNCPTR (gst_cuda_gray_generate_output);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_cuda_gray_sink_event);
-  trans_class->transform_meta =
-      GST_DEBUG_FUNCPTR (gst_cuda_gray_transform_meta);
+  trans_class->transform = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform);
+  trans_class->generate_output = GST_DEBUG_FUNCPTR(gst_cuda_gray_generate_output);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_event);
+  trans_class->transform_meta = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_meta);
 
-  gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags) 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags) 0);
-  GST_DEBUG_CATEGORY_INIT (gst_cuda_gray_debug, "cudagray", 0,
-      "CUDA grayscale converter");
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags)0);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags)0);
+  GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_debug, "cudagray", 0, "CUDA grayscale converter");
 }
 
-static void
-gst_cuda_gray_init (GstCudaGray * self)
-{
+static void gst_cuda_gray_init(GstCudaGray *self) {
   self->backend_choice = DEFAULT_BACKEND;
   self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   self->matrix = DEFAULT_MATRIX;
-  self->custom = cudagray::standard_coefficients (cudagray::Matrix::BT601);
+  self->custom = cudagray::standard_coefficients(cudagray::Matrix::BT601);
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
   self->stats_device_id = -1;
   self->reads_device_memory = self->writes_device_memory = -1;
-  self->streaming = new Streaming ();
-  self->context = cudagray_context_new (GST_ELEMENT (self));
-  gst_video_info_init (&self->streaming->in_info);
+  self->streaming = new Streaming();
+  self->context = cudagray_context_new(GST_ELEMENT(self));
+  gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */
-  gst_base_transform_set_prefer_passthrough (GST_BASE_TRANSFORM (self), FALSE);
+  gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
   /* like videoconvert: frames already late at the sink are not converted */
-  gst_base_transform_set_qos_enabled (GST_BASE_TRANSFORM (self), TRUE);
+  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), TRUE);
 }

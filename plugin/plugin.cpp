@@ -2,11 +2,7 @@
 /* Registers the cudagray element. */
 #include "gstcudagray.h"
 
-static gboolean
-plugin_init (GstPlugin * plugin)
-{
-  return GST_ELEMENT_REGISTER (cudagray, plugin);
-}
+static gboolean plugin_init(GstPlugin *plugin) { return GST_ELEMENT_REGISTER(cudagray, plugin); }
 
 #ifdef CUDAGRAY_FAULT_INJECTION
 #include "cudagray/fault_injection.h"
@@ -14,13 +10,11 @@ plugin_init (GstPlugin * plugin)
 /* Test builds only (-Dfault-injection=enabled): the plugin links its own
  * copy of the kernels, and the tests arm faults in it through this symbol
  * (tests/test_faults.cpp). */
-extern "C" GST_PLUGIN_EXPORT void
-cudagray_inject_cuda_fault (const char *spec)
-{
-  cudagray::inject_cuda_fault (spec ? spec : "");
+extern "C" GST_PLUGIN_EXPORT void cudagray_inject_cuda_fault(const char *spec) {
+  cudagray::inject_cuda_fault(spec ? spec : "");
 }
 #endif
 
-GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, cudagray,
-    "Converts RGB-family video to GRAY8 on an NVIDIA GPU",
-    plugin_init, VERSION, "LGPL", PACKAGE, ORIGIN)
+GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, cudagray,
+                  "Converts RGB-family video to GRAY8 on an NVIDIA GPU", plugin_init, VERSION,
+                  "LGPL", PACKAGE, ORIGIN)

@@ -26,8 +26,8 @@ namespace cudagray::test {
 inline std::mt19937 &rng() {
   static std::mt19937 generator = [] {
     const char *fixed = std::getenv("CUDAGRAY_TEST_SEED");
-    const unsigned seed = fixed ? static_cast<unsigned>(std::strtoul(fixed, nullptr, 10))
-                                : std::random_device{}();
+    const unsigned seed =
+        fixed ? static_cast<unsigned>(std::strtoul(fixed, nullptr, 10)) : std::random_device{}();
     std::printf("random seed: %u (set CUDAGRAY_TEST_SEED=%u to replay)\n", seed, seed);
     return std::mt19937(seed);
   }();
@@ -38,7 +38,9 @@ inline int random_int(int lo, int hi) { return std::uniform_int_distribution<int
 
 // Random bytes from the harness's generator, seeded from rng() so that
 // CUDAGRAY_TEST_SEED replays them.
-inline void fill_random(std::vector<uint8_t> &bytes) { harness::fill_random(bytes.data(), bytes.size(), rng()()); }
+inline void fill_random(std::vector<uint8_t> &bytes) {
+  harness::fill_random(bytes.data(), bytes.size(), rng()());
+}
 
 struct Size {
   int width, height;
@@ -162,8 +164,8 @@ inline ::testing::AssertionResult same_pixels(const GrayImage &a, const GrayImag
   for (int y = 0; y < a.height; ++y)
     for (int x = 0; x < a.width; ++x)
       if (a.at(x, y) != b.at(x, y) && bad++ < 5)
-        first += " (" + std::to_string(x) + "," + std::to_string(y) + "): " +
-                 std::to_string(a.at(x, y)) + " vs " + std::to_string(b.at(x, y));
+        first += " (" + std::to_string(x) + "," + std::to_string(y) +
+                 "): " + std::to_string(a.at(x, y)) + " vs " + std::to_string(b.at(x, y));
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << bad << " pixels differ, first:" << first;
 }
@@ -173,10 +175,10 @@ inline std::string no_gpu_reason() {
   std::string reason;
   return cuda_device_count(&reason) > 0 ? "" : "no usable CUDA device: " + reason;
 }
-#define SKIP_WITHOUT_GPU()                                                \
-  do {                                                                    \
-    const std::string why_skipped = ::cudagray::test::no_gpu_reason();    \
-    if (!why_skipped.empty()) GTEST_SKIP() << why_skipped;                \
+#define SKIP_WITHOUT_GPU()                                             \
+  do {                                                                 \
+    const std::string why_skipped = ::cudagray::test::no_gpu_reason(); \
+    if (!why_skipped.empty()) GTEST_SKIP() << why_skipped;             \
   } while (0)
 
 inline GrayImage cpu_reference(const TestFrame &f, const WeightChoice &c) {

@@ -70,11 +70,11 @@ struct Harness {
 };
 
 // Skips a test that needs an element of GStreamer's nvcodec plugin.
-#define SKIP_WITHOUT_ELEMENT(name)                                                        \
-  do {                                                                                    \
-    GstElementFactory *factory = gst_element_factory_find(name);                          \
+#define SKIP_WITHOUT_ELEMENT(name)                                                       \
+  do {                                                                                   \
+    GstElementFactory *factory = gst_element_factory_find(name);                         \
     if (!factory) GTEST_SKIP() << name " is not available (GStreamer's nvcodec plugin)"; \
-    gst_object_unref(factory);                                                            \
+    gst_object_unref(factory);                                                           \
   } while (0)
 
 // A count or a mean of the element's stats property (a failure when the
@@ -102,8 +102,8 @@ inline GstBuffer *buffer_for(const TestFrame &f) {
   GstBuffer *buf = gst_buffer_new_memdup(f.bytes.data(), f.bytes.size());
   gsize offsets[GST_VIDEO_MAX_PLANES] = {f.offset[0], f.offset[1], f.offset[2]};
   gint strides[GST_VIDEO_MAX_PLANES] = {int(f.stride[0]), int(f.stride[1]), int(f.stride[2])};
-  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, video_format(f.layout),
-                                 f.width, f.height, f.planes, offsets, strides);
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, video_format(f.layout), f.width,
+                                 f.height, f.planes, offsets, strides);
   return buf;
 }
 

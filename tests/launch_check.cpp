@@ -46,8 +46,8 @@ const std::vector<std::pair<std::string, std::vector<const char *>>> kHardware =
     {"nvh265dec", {"avdec_h265", "libde265dec"}},
     {"nvv4l2decoder", {"decodebin"}},
 };
-const std::vector<std::string> kDisplaySinks = {"autovideosink", "xvimagesink", "ximagesink", "glimagesink",
-                                                "waylandsink", "gtksink"};
+const std::vector<std::string> kDisplaySinks = {"autovideosink", "xvimagesink", "ximagesink",
+                                                "glimagesink",   "waylandsink", "gtksink"};
 
 std::vector<std::string> substitute(const std::vector<std::string> &args) {
   const bool display = std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY");
@@ -58,8 +58,10 @@ std::vector<std::string> substitute(const std::vector<std::string> &args) {
       if (a != hw || has_factory(hw.c_str())) continue;
       for (const char *s : soft)
         if (has_factory(s)) {
-          std::fprintf(stderr, "check: %s is not available here (it needs an NVIDIA GPU and driver); using %s\n",
-                       hw.c_str(), s);
+          std::fprintf(
+              stderr,
+              "check: %s is not available here (it needs an NVIDIA GPU and driver); using %s\n",
+              hw.c_str(), s);
           out.push_back(s);
           done = true;
           break;
@@ -107,8 +109,8 @@ std::string string_property(GstElement *e, const char *name) {
 }
 
 bool local_host(const std::string &host) {
-  return host.empty() || host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1" || host == "[::1]" ||
-         host == "0.0.0.0";
+  return host.empty() || host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1" ||
+         host == "[::1]" || host == "0.0.0.0";
 }
 
 // Why this pipeline cannot run here, or "" when it can.
@@ -129,7 +131,8 @@ std::string cannot_run(GstElement *pipeline) {
     if (factory_name(e) == "v4l2src") {
       const std::string device = string_property(e, "device");
       struct stat st;
-      if (stat(device.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) || access(device.c_str(), R_OK) != 0)
+      if (stat(device.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) ||
+          access(device.c_str(), R_OK) != 0)
         return "no camera at " + device;
     }
   }
@@ -179,8 +182,10 @@ void stop(Run &run, const char *why) {
   if (run.stopping) return;
   run.stopping = true;
   std::fprintf(stderr, "check: stopping (%s)%s\n", why, run.eos_on_shutdown ? ": sending EOS" : "");
-  if (run.eos_on_shutdown) gst_element_send_event(run.pipeline, gst_event_new_eos());
-  else g_main_loop_quit(run.loop);
+  if (run.eos_on_shutdown)
+    gst_element_send_event(run.pipeline, gst_event_new_eos());
+  else
+    g_main_loop_quit(run.loop);
 }
 
 void print_latency(Run &run) {
@@ -205,11 +210,13 @@ gboolean on_message(GstBus *, GstMessage *msg, gpointer data) {
       const bool error = GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR;
       GError *err = nullptr;
       gchar *debug = nullptr;
-      if (error) gst_message_parse_error(msg, &err, &debug);
-      else gst_message_parse_warning(msg, &err, &debug);
+      if (error)
+        gst_message_parse_error(msg, &err, &debug);
+      else
+        gst_message_parse_warning(msg, &err, &debug);
       gchar *path = gst_object_get_path_string(msg->src);
-      std::fprintf(stderr, "%s: from element %s: %s\n%s\n", error ? "ERROR" : "WARNING", path, err->message,
-                   debug ? debug : "");
+      std::fprintf(stderr, "%s: from element %s: %s\n%s\n", error ? "ERROR" : "WARNING", path,
+                   err->message, debug ? debug : "");
       g_free(path);
       g_free(debug);
       g_error_free(err);
@@ -223,12 +230,8 @@ gboolean on_message(GstBus *, GstMessage *msg, gpointer data) {
       std::printf("Got EOS from element \"%s\".\n", GST_OBJECT_NAME(msg->src));
       g_main_loop_quit(run.loop);
       break;
-    case GST_MESSAGE_QOS:
-      ++run.qos;
-      break;
-    case GST_MESSAGE_LATENCY:
-      gst_bin_recalculate_latency(GST_BIN(run.pipeline));
-      break;
+    case GST_MESSAGE_QOS: ++run.qos; break;
+    case GST_MESSAGE_LATENCY: gst_bin_recalculate_latency(GST_BIN(run.pipeline)); break;
     case GST_MESSAGE_STATE_CHANGED:
       if (GST_MESSAGE_SRC(msg) == GST_OBJECT(run.pipeline) && !run.latency_printed) {
         GstState state;
@@ -239,8 +242,7 @@ gboolean on_message(GstBus *, GstMessage *msg, gpointer data) {
         }
       }
       break;
-    default:
-      break;
+    default: break;
   }
   return G_SOURCE_CONTINUE;
 }
@@ -281,7 +283,8 @@ void print_summary(Run &run) {
     }
   }
   for (GstElement *g : run.grays)
-    std::printf("check: cudagray %s frames %" G_GUINT64_FORMAT "\n", GST_OBJECT_NAME(g), cudagray_frames(g));
+    std::printf("check: cudagray %s frames %" G_GUINT64_FORMAT "\n", GST_OBJECT_NAME(g),
+                cudagray_frames(g));
   std::printf("check: qos messages %d\n", run.qos);
 }
 
@@ -293,7 +296,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> args;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; ++i)
-    if (!std::strcmp(argv[i], "-e") || !std::strcmp(argv[i], "--eos-on-shutdown")) run.eos_on_shutdown = true;
+    if (!std::strcmp(argv[i], "-e") || !std::strcmp(argv[i], "--eos-on-shutdown"))
+      run.eos_on_shutdown = true;
   for (; i < argc; ++i) args.push_back(argv[i]);
   args = substitute(args);
   std::vector<const char *> argvn;
@@ -301,9 +305,11 @@ int main(int argc, char **argv) {
   argvn.push_back(nullptr);
 
   GError *error = nullptr;
-  GstElement *parsed = gst_parse_launchv_full(argvn.data(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
+  GstElement *parsed =
+      gst_parse_launchv_full(argvn.data(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!parsed) {
-    std::fprintf(stderr, "ERROR: pipeline could not be constructed: %s.\n", error ? error->message : "?");
+    std::fprintf(stderr, "ERROR: pipeline could not be constructed: %s.\n",
+                 error ? error->message : "?");
     g_clear_error(&error);
     return 1;
   }
@@ -321,7 +327,8 @@ int main(int argc, char **argv) {
   for (GstElement *e : elements_of(run.pipeline))
     if (factory_name(e) == "cudagray") run.grays.push_back(e);
   run.endless = endless(run.pipeline);
-  if (const char *n = std::getenv("CUDAGRAY_CHECK_FRAMES")) run.frames_wanted = std::strtoull(n, nullptr, 10);
+  if (const char *n = std::getenv("CUDAGRAY_CHECK_FRAMES"))
+    run.frames_wanted = std::strtoull(n, nullptr, 10);
   const char *t = std::getenv("CUDAGRAY_CHECK_TIMEOUT");
   const guint timeout_s = t ? guint(std::atoi(t)) : 120;
 

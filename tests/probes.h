@@ -7,11 +7,11 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -96,7 +96,8 @@ struct PadCounter {
     GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
     if (self->width > 0) self->hashes.push_back(gray_hash(buf, self->width, self->height));
     const GstClockTime pts = GST_BUFFER_PTS(buf);
-    if (GST_CLOCK_TIME_IS_VALID(self->last_pts) && GST_CLOCK_TIME_IS_VALID(pts) && pts < self->last_pts)
+    if (GST_CLOCK_TIME_IS_VALID(self->last_pts) && GST_CLOCK_TIME_IS_VALID(pts) &&
+        pts < self->last_pts)
       self->pts_decreased = true;
     self->last_pts = pts;
     self->buffers.fetch_add(1, std::memory_order_release);
@@ -139,7 +140,8 @@ struct FrameChecker {
           in.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
         }
         std::vector<uint8_t> out(static_cast<size_t>(vinfo.width) * vinfo.height);
-        convert_cpu(in, {out.data(), static_cast<size_t>(vinfo.width)}, standard_weights(Matrix::BT601), 1);
+        convert_cpu(in, {out.data(), static_cast<size_t>(vinfo.width)},
+                    standard_weights(Matrix::BT601), 1);
         h = fnv_rows(out.data(), vinfo.width, vinfo.width, vinfo.height);
         gst_video_frame_unmap(&frame);
       }
@@ -155,7 +157,8 @@ struct FrameChecker {
     GstVideoInfo vinfo;
     const bool ok = caps && gst_video_info_from_caps(&vinfo, caps);
     if (caps) gst_caps_unref(caps);
-    const uint64_t h = ok ? gray_hash(GST_PAD_PROBE_INFO_BUFFER(info), vinfo.width, vinfo.height) : 1;
+    const uint64_t h =
+        ok ? gray_hash(GST_PAD_PROBE_INFO_BUFFER(info), vinfo.width, vinfo.height) : 1;
     std::lock_guard<std::mutex> hold(self->lock);
     if (self->expected.empty()) {
       ++self->unexpected;

@@ -25,7 +25,8 @@ std::string write_after_spin(void *stream, void *device_dst, const void *device_
   const auto s = static_cast<cudaStream_t>(stream);
   spin<<<1, 1, 0, s>>>(static_cast<long long>(khz) * spin_us / 1000);
   err = cudaGetLastError();
-  if (err == cudaSuccess) err = cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, s);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, s);
   return err == cudaSuccess ? "" : cudaGetErrorString(err);
 }
 

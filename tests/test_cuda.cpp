@@ -3,8 +3,8 @@
 // Without a usable GPU every test here is skipped and says why.
 #include <cuda_runtime.h>
 
-#include <cstring>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -20,7 +20,8 @@ using namespace cudagray::test;
 
 namespace {
 
-#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
+#define ASSERT_CUDA(call) \
+  ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
 
 // Runs the kernel on a device copy of f (same offsets and padded strides)
 // into a padded device image, and brings the result back padding and all.
@@ -57,8 +58,9 @@ TEST_P(CudaKernel, BitIdenticalToCpuIncludingPadding) {
       for (const WeightChoice &c : kWeightChoices) {
         SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " + c.name +
                      (rows == Rows::Aligned16 ? " aligned" : " padded"));
-        const size_t pad = rows == Rows::Aligned16 ? (16 - size.width % 16) % 16 + 16 * random_int(0, 2)
-                                                   : random_int(1, 77);
+        const size_t pad = rows == Rows::Aligned16
+                               ? (16 - size.width % 16) % 16 + 16 * random_int(0, 2)
+                               : random_int(1, 77);
         GrayImage gpu(size.width, size.height, pad);
         convert_on_device(f, weights_of(c), &gpu);
         EXPECT_TRUE(same_pixels(gpu, cpu_reference(f, c)));
@@ -106,7 +108,9 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
     for (const Size &size : kSizes) {
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
                    std::to_string(max_in_flight));
-      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, false, false, &error)) << error;
+      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, max_in_flight, false,
+                                     false, &error))
+          << error;
       constexpr int kFrames = 7;
       std::vector<TestFrame> frames;
       std::vector<std::unique_ptr<PinnedCopy>> pinned_in;
@@ -134,7 +138,8 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
         const GrayFrame &t = targets[finished];
         if (t.data != outs[finished].bytes.data())
           std::memcpy(outs[finished].bytes.data(), t.data, outs[finished].bytes.size());
-        EXPECT_TRUE(same_pixels(outs[finished], cpu_reference(frames[finished], bt709))) << "frame " << finished;
+        EXPECT_TRUE(same_pixels(outs[finished], cpu_reference(frames[finished], bt709)))
+            << "frame " << finished;
         ++finished;
       };
       for (int i = 0; i < kFrames; ++i) {
@@ -157,7 +162,9 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(kAllLayouts),
-                         [](const auto &info) { return std::string(layout_info(info.param).name); });
+                         [](const auto &info) {
+                           return std::string(layout_info(info.param).name);
+                         });
 
 TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   SKIP_WITHOUT_GPU();
@@ -173,7 +180,8 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   EXPECT_EQ(error, "frame does not match the configured format and size");
   const TestFrame f = random_frame(PixelLayout::RGB, 8, 8);
   GrayImage a(8, 8), b(8, 8);
-  ASSERT_TRUE(backend->submit(f.view(), a.frame(), standard_weights(Matrix::BT601), &error)) << error;
+  ASSERT_TRUE(backend->submit(f.view(), a.frame(), standard_weights(Matrix::BT601), &error))
+      << error;
   EXPECT_FALSE(backend->submit(f.view(), b.frame(), standard_weights(Matrix::BT601), &error));
   EXPECT_EQ(error, "too many frames in flight");
   backend->discard_all();
@@ -188,7 +196,8 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
 TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   SKIP_WITHOUT_GPU();
 #ifndef CUDAGRAY_FAULT_INJECTION
-  GTEST_SKIP() << "counts allocations with fault injection: configure with -Dfault-injection=enabled";
+  GTEST_SKIP()
+      << "counts allocations with fault injection: configure with -Dfault-injection=enabled";
 #else
   constexpr int kWidth = 641, kHeight = 481, kInFlight = 4;
   const WeightChoice &bt601 = kWeightChoices[0];
@@ -196,12 +205,15 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   inject_cuda_fault("cudaMalloc:" + std::to_string(kInFlight + 1));
-  ASSERT_TRUE(backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, false, &error)) << error;
+  ASSERT_TRUE(
+      backend->configure(PixelLayout::RGBx, kWidth, kHeight, kInFlight, true, false, &error))
+      << error;
 
   const TestFrame on_gpu = random_frame(PixelLayout::RGBx, kWidth, kHeight);
   void *device_copy = nullptr;
   ASSERT_CUDA(cudaMalloc(&device_copy, on_gpu.bytes.size()));
-  ASSERT_CUDA(cudaMemcpy(device_copy, on_gpu.bytes.data(), on_gpu.bytes.size(), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(device_copy, on_gpu.bytes.data(), on_gpu.bytes.size(), cudaMemcpyHostToDevice));
   InputFrame device_frame = on_gpu.view(static_cast<const uint8_t *>(device_copy));
   device_frame.on_device = true;
   GrayImage from_gpu(kWidth, kHeight, 5);
@@ -215,7 +227,8 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   EXPECT_EQ(error.rfind("cudaMalloc failed: ", 0), 0u) << error;
   EXPECT_EQ(backend->in_flight(), 0);
   inject_cuda_fault("");
-  ASSERT_TRUE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error)) << error;
+  ASSERT_TRUE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error))
+      << error;
   ASSERT_TRUE(backend->finish_oldest(&error)) << error;
   EXPECT_TRUE(same_pixels(from_host, cpu_reference(on_host, bt601)));
   const TimingStats stats = backend->stats();
@@ -249,7 +262,8 @@ TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
   auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   const int device = backend->device_id();
-  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, kInFlight, false, false, &error)) << error;
+  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, kInFlight, false, false, &error))
+      << error;
   std::vector<TestFrame> frames;
   std::vector<GrayImage> outs;
   for (int i = 0; i < kFrames; ++i) {
@@ -292,8 +306,8 @@ TEST(CudaBackendErrors, MissingDeviceIsNamed) {
   std::string reason, error;
   const int count = cuda_device_count(&reason);
   EXPECT_EQ(open_cuda_device(count, &error), -1);
-  EXPECT_EQ(error, "CUDA device " + std::to_string(count) + " does not exist: " + std::to_string(count) +
-                       " device(s) found, numbered from 0");
+  EXPECT_EQ(error, "CUDA device " + std::to_string(count) + " does not exist: " +
+                       std::to_string(count) + " device(s) found, numbered from 0");
   for (int device = 0; device < count; ++device) {
     ASSERT_EQ(open_cuda_device(device, &error), device) << error;
     const auto backend = make_cuda_backend(&error);
@@ -311,9 +325,11 @@ TEST(CudaLuma, BitIdenticalToCpuFullAndLimited) {
       const TestFrame f = random_frame(PixelLayout::Luma, size.width, size.height, rows);
       for (bool limited : {false, true}) {
         SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) +
-                     (limited ? " limited" : " full") + (rows == Rows::Aligned16 ? " aligned" : " padded"));
+                     (limited ? " limited" : " full") +
+                     (rows == Rows::Aligned16 ? " aligned" : " padded"));
         TestFrame g = f;
-        GrayImage gpu(size.width, size.height, rows == Rows::Aligned16 ? (16 - size.width % 16) % 16 : 3);
+        GrayImage gpu(size.width, size.height,
+                      rows == Rows::Aligned16 ? (16 - size.width % 16) % 16 : 3);
         void *in_dev = nullptr, *out_dev = nullptr;
         ASSERT_CUDA(cudaMalloc(&in_dev, g.bytes.size()));
         ASSERT_CUDA(cudaMalloc(&out_dev, gpu.bytes.size()));
@@ -321,8 +337,10 @@ TEST(CudaLuma, BitIdenticalToCpuFullAndLimited) {
         ASSERT_CUDA(cudaMemset(out_dev, GrayImage::kSentinel, gpu.bytes.size()));
         InputFrame in = g.view(static_cast<const uint8_t *>(in_dev));
         in.limited_range = limited;
-        ASSERT_CUDA(convert_cuda(in, {static_cast<uint8_t *>(out_dev), gpu.stride}, standard_weights(Matrix::BT601), 0));
-        ASSERT_CUDA(cudaMemcpy(gpu.bytes.data(), out_dev, gpu.bytes.size(), cudaMemcpyDeviceToHost));
+        ASSERT_CUDA(convert_cuda(in, {static_cast<uint8_t *>(out_dev), gpu.stride},
+                                 standard_weights(Matrix::BT601), 0));
+        ASSERT_CUDA(
+            cudaMemcpy(gpu.bytes.data(), out_dev, gpu.bytes.size(), cudaMemcpyDeviceToHost));
         ASSERT_CUDA(cudaFree(in_dev));
         ASSERT_CUDA(cudaFree(out_dev));
         InputFrame host = g.view();
@@ -379,8 +397,9 @@ int frames_read_wrong(PixelLayout layout, int width, int height, int in_flight, 
     Slot &s = slots[submitted % in_flight];
     s.frame = random_frame(layout, width, height, Rows::Aligned16);
     s.out = GrayImage(width, height, 3);
-    EXPECT_EQ(cudaMemcpy(s.staged, s.frame.bytes.data(), s.frame.bytes.size(), cudaMemcpyHostToDevice),
-              cudaSuccess);
+    EXPECT_EQ(
+        cudaMemcpy(s.staged, s.frame.bytes.data(), s.frame.bytes.size(), cudaMemcpyHostToDevice),
+        cudaSuccess);
     EXPECT_EQ(write_after_spin(s.producer, s.target, s.staged, s.frame.bytes.size(), 2000), "");
     InputFrame in = s.frame.view(static_cast<const uint8_t *>(s.target));
     in.on_device = true;
@@ -448,7 +467,8 @@ struct DeviceGray {
   // Every row, padding included, brought back with cudaMemcpy2D.
   GrayImage download() const {
     GrayImage img(width, height, pitch - width);
-    EXPECT_EQ(cudaMemcpy2D(img.bytes.data(), img.stride, data, pitch, pitch, height, cudaMemcpyDeviceToHost),
+    EXPECT_EQ(cudaMemcpy2D(img.bytes.data(), img.stride, data, pitch, pitch, height,
+                           cudaMemcpyDeviceToHost),
               cudaSuccess);
     return img;
   }
@@ -483,9 +503,11 @@ TEST(CudaBackendOutputs, WritesResultsIntoDeviceMemory) {
   for (PixelLayout layout : layouts) {
     for (int in_flight : {1, 3}) {
       for (const Size &size : kSizes) {
-        SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) + "x" +
-                     std::to_string(size.height) + " in flight " + std::to_string(in_flight));
-        ASSERT_TRUE(backend->configure(layout, size.width, size.height, in_flight, false, true, &error)) << error;
+        SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) +
+                     "x" + std::to_string(size.height) + " in flight " + std::to_string(in_flight));
+        ASSERT_TRUE(
+            backend->configure(layout, size.width, size.height, in_flight, false, true, &error))
+            << error;
         constexpr int kFrames = 6;
         std::vector<TestFrame> frames;
         std::vector<std::unique_ptr<DeviceGray>> outs;
@@ -495,13 +517,15 @@ TEST(CudaBackendOutputs, WritesResultsIntoDeviceMemory) {
         auto finish = [&] {
           ASSERT_TRUE(backend->finish_oldest(&error)) << error;
           const GrayImage result = outs[finished]->download();
-          EXPECT_TRUE(same_pixels(result, cpu_reference(frames[finished], bt2020))) << "frame " << finished;
+          EXPECT_TRUE(same_pixels(result, cpu_reference(frames[finished], bt2020)))
+              << "frame " << finished;
           EXPECT_TRUE(padding_untouched(result)) << "frame " << finished;
           ++finished;
         };
         for (int i = 0; i < kFrames; ++i) {
           if (i - finished == in_flight) finish();
-          frames.push_back(random_frame(layout, size.width, size.height, i % 2 ? Rows::Aligned16 : Rows::Padded));
+          frames.push_back(random_frame(layout, size.width, size.height,
+                                        i % 2 ? Rows::Aligned16 : Rows::Padded));
           const TestFrame &f = frames.back();
           InputFrame in = f.view();
           if (i % 3 == 1) {  // pinned host memory
@@ -511,13 +535,14 @@ TEST(CudaBackendOutputs, WritesResultsIntoDeviceMemory) {
           } else if (i % 3 == 2) {  // already on the device
             device_inputs.push_back(nullptr);
             ASSERT_CUDA(cudaMalloc(&device_inputs.back(), f.bytes.size()));
-            ASSERT_CUDA(cudaMemcpy(device_inputs.back(), f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
+            ASSERT_CUDA(cudaMemcpy(device_inputs.back(), f.bytes.data(), f.bytes.size(),
+                                   cudaMemcpyHostToDevice));
             in = f.view(static_cast<const uint8_t *>(device_inputs.back()));
             in.on_device = true;
           }
           const size_t aligned = (size.width + 15) / 16 * 16 + 16 * random_int(0, 2);
-          outs.push_back(std::make_unique<DeviceGray>(size.width, size.height,
-                                                      i % 2 ? aligned : size.width + random_int(0, 33)));
+          outs.push_back(std::make_unique<DeviceGray>(
+              size.width, size.height, i % 2 ? aligned : size.width + random_int(0, 33)));
           const bool read_on_consumer = i % 2 == 0;
           ASSERT_TRUE(backend->submit(in, outs.back()->frame(read_on_consumer ? consumer : nullptr),
                                       weights_of(bt2020), &error))
@@ -525,12 +550,13 @@ TEST(CudaBackendOutputs, WritesResultsIntoDeviceMemory) {
           if (read_on_consumer) {  // the consumer's copy waits for the writes, on the GPU
             const DeviceGray &out = *outs.back();
             PinnedCopy early(out.pitch * out.height);
-            ASSERT_CUDA(cudaMemcpy2DAsync(early.data, out.pitch, out.data, out.pitch, out.pitch, out.height,
-                                          cudaMemcpyDeviceToHost, consumer));
+            ASSERT_CUDA(cudaMemcpy2DAsync(early.data, out.pitch, out.data, out.pitch, out.pitch,
+                                          out.height, cudaMemcpyDeviceToHost, consumer));
             ASSERT_CUDA(cudaStreamSynchronize(consumer));
             GrayImage seen(out.width, out.height, out.pitch - out.width);
             std::memcpy(seen.bytes.data(), early.data, seen.bytes.size());
-            EXPECT_TRUE(same_pixels(seen, cpu_reference(f, bt2020))) << "frame " << i << " read on its consumer stream";
+            EXPECT_TRUE(same_pixels(seen, cpu_reference(f, bt2020)))
+                << "frame " << i << " read on its consumer stream";
           }
         }
         while (finished < kFrames) finish();
@@ -560,18 +586,23 @@ int results_overwritten(int in_flight, int frames, bool with_consumer_stream) {
   auto backend = backend_on_first_device(&error);
   EXPECT_NE(backend, nullptr) << error;
   if (!backend) return -1;
-  EXPECT_TRUE(backend->configure(PixelLayout::RGBA, kWidth, kHeight, in_flight, false, true, &error)) << error;
+  EXPECT_TRUE(
+      backend->configure(PixelLayout::RGBA, kWidth, kHeight, in_flight, false, true, &error))
+      << error;
   cudaStream_t consumer = nullptr;
   EXPECT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
   DeviceGray stale(kWidth, kHeight, 2048);
   std::vector<std::unique_ptr<DeviceGray>> outs;
   std::vector<TestFrame> inputs;
-  for (int i = 0; i < in_flight; ++i) outs.push_back(std::make_unique<DeviceGray>(kWidth, kHeight, 2048));
+  for (int i = 0; i < in_flight; ++i)
+    outs.push_back(std::make_unique<DeviceGray>(kWidth, kHeight, 2048));
   int wrong = 0, submitted = 0, finished = 0;
   auto finish_one = [&] {
     EXPECT_TRUE(backend->finish_oldest(&error)) << error;
     EXPECT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
-    if (!same_pixels(outs[finished % in_flight]->download(), cpu_reference(inputs[finished], bt601))) ++wrong;
+    if (!same_pixels(outs[finished % in_flight]->download(),
+                     cpu_reference(inputs[finished], bt601)))
+      ++wrong;
     ++finished;
   };
   for (; submitted < frames; ++submitted) {
@@ -579,7 +610,8 @@ int results_overwritten(int in_flight, int frames, bool with_consumer_stream) {
     const DeviceGray &out = *outs[submitted % in_flight];
     inputs.push_back(random_frame(PixelLayout::RGBA, kWidth, kHeight));
     EXPECT_EQ(write_after_spin(consumer, out.data, stale.data, out.pitch * kHeight, 2000), "");
-    EXPECT_TRUE(backend->submit(inputs.back().view(), out.frame(with_consumer_stream ? consumer : nullptr),
+    EXPECT_TRUE(backend->submit(inputs.back().view(),
+                                out.frame(with_consumer_stream ? consumer : nullptr),
                                 weights_of(bt601), &error))
         << error;
   }

@@ -78,7 +78,8 @@ void push_and_check(const Pipeline &pipeline, PixelLayout layout, uint64_t count
       ADD_FAILURE() << "a frame did not reach the sink";
       break;
     }
-    EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
+    EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481),
+                            cpu_reference(f, kWeightChoices[0])));
     gst_sample_unref(sample);
   }
 }
@@ -95,8 +96,10 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
   for (PixelLayout layout : kAllLayouts) {
     const char *format = layout_info(layout).name;
     const std::string caps = caps_string(format, 641, 481);
-    const Pipeline pipeline("appsrc name=src format=time caps=\"" + caps + "\" ! cudaupload name=up ! "
-                            "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! appsink name=sink");
+    const Pipeline pipeline(
+        "appsrc name=src format=time caps=\"" + caps +
+        "\" ! cudaupload name=up ! "
+        "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! appsink name=sink");
     GstElement *upload = pipeline.by_name("up");
     GstPad *up_sink = gst_element_get_static_pad(upload, "sink");
     GstCaps *wanted = gst_caps_from_string(caps.c_str());
@@ -135,7 +138,8 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
   GstElement *pipeline = gst_parse_launch(
       "videotestsrc num-buffers=20 pattern=ball ! video/x-raw,format=I420,width=320,height=240 ! "
       "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! tee name=t "
-      "t. ! queue ! nvh264dec ! video/x-raw(memory:CUDAMemory) ! cudagray name=gpu ! appsink name=gpu_out sync=false "
+      "t. ! queue ! nvh264dec ! video/x-raw(memory:CUDAMemory) ! cudagray name=gpu ! appsink "
+      "name=gpu_out sync=false "
       "t. ! queue ! openh264dec ! cudagray backend=cpu name=cpu ! appsink name=cpu_out sync=false",
       nullptr);
   ASSERT_NE(pipeline, nullptr);
@@ -173,9 +177,11 @@ TEST(CudaMemory, DecoderNegotiatesCudaMemoryOrSystemMemoryByBackend) {
   for (const bool on_gpu : {true, false}) {
     SCOPED_TRACE(on_gpu ? "backend=cuda" : "backend=cpu");
     const std::string launch =
-        std::string("videotestsrc num-buffers=10 pattern=ball ! video/x-raw,format=I420,width=320,height=240 ! "
-                    "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! nvh264dec ! "
-                    "cudagray name=gray backend=") +
+        std::string(
+            "videotestsrc num-buffers=10 pattern=ball ! "
+            "video/x-raw,format=I420,width=320,height=240 ! "
+            "x264enc ! video/x-h264,profile=constrained-baseline ! h264parse ! nvh264dec ! "
+            "cudagray name=gray backend=") +
         (on_gpu ? "cuda" : "cpu") + " ! appsink name=sink sync=false";
     GstElement *pipeline = gst_parse_launch(launch.c_str(), nullptr);
     ASSERT_NE(pipeline, nullptr);
@@ -188,7 +194,9 @@ TEST(CudaMemory, DecoderNegotiatesCudaMemoryOrSystemMemoryByBackend) {
     GstPad *pad = gst_element_get_static_pad(gray, "sink");
     GstCaps *caps = gst_pad_get_current_caps(pad);
     ASSERT_NE(caps, nullptr);
-    EXPECT_EQ(gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory") != FALSE, on_gpu);
+    EXPECT_EQ(
+        gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory") != FALSE,
+        on_gpu);
     EXPECT_STREQ(gst_structure_get_string(gst_caps_get_structure(caps, 0), "format"), "NV12");
     EXPECT_EQ(stat_of(gray, "device-inputs"), on_gpu ? 10u : 0u);
     gst_caps_unref(caps);
@@ -199,7 +207,8 @@ TEST(CudaMemory, DecoderNegotiatesCudaMemoryOrSystemMemoryByBackend) {
   }
   ASSERT_EQ(results[true].size(), 10u);
   ASSERT_EQ(results[false].size(), 10u);
-  for (size_t i = 0; i < 10; ++i) EXPECT_TRUE(same_pixels(results[true][i], results[false][i])) << "frame " << i;
+  for (size_t i = 0; i < 10; ++i)
+    EXPECT_TRUE(same_pixels(results[true][i], results[false][i])) << "frame " << i;
 }
 
 // cuda-device-id naming another GPU than the pipeline's CUDA memory is an error.
@@ -229,7 +238,8 @@ TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
   const char *launches[] = {
       "appsrc name=src format=time caps=\"@CAPS@\" ! cudaupload ! video/x-raw(memory:CUDAMemory) ! "
       "cudagray backend=cuda name=gray ! appsink name=sink",
-      "appsrc name=src format=time caps=\"@CAPS@\" ! cudagray backend=cuda name=gray ! appsink name=sink",
+      "appsrc name=src format=time caps=\"@CAPS@\" ! cudagray backend=cuda name=gray ! appsink "
+      "name=sink",
   };
   for (const char *launch : launches) {
     SCOPED_TRACE(launch);
@@ -264,12 +274,14 @@ TEST(CudaMemory, ContextSetByTheApplicationBeforeStart) {
 TEST(CudaMemory, FramesLeaveWithoutFurtherInput) {
   SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
-  std::string description = "appsrc name=src format=time caps=\"" + caps_string("RGBA", 641, 481) +
-                            "\" ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray"
-                            " ! appsink name=sink sync=false";
+  std::string description =
+      "appsrc name=src format=time caps=\"" + caps_string("RGBA", 641, 481) +
+      "\" ! cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray"
+      " ! appsink name=sink sync=false";
   GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
   ASSERT_NE(pipeline, nullptr);
-  GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink"), *gray = by_name(pipeline, "gray");
+  GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink"),
+             *gray = by_name(pipeline, "gray");
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
   double slowest = 0;
   for (int i = 0; i < 6; ++i) {
@@ -281,12 +293,14 @@ TEST(CudaMemory, FramesLeaveWithoutFurtherInput) {
     GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND);
     ASSERT_NE(sample, nullptr) << "frame " << i << " did not come out within 1 s of its push";
     slowest = std::max(slowest, (g_get_monotonic_time() - start) / 1000.0);
-    EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481), cpu_reference(f, kWeightChoices[0])));
+    EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), 641, 481),
+                            cpu_reference(f, kWeightChoices[0])));
     gst_sample_unref(sample);
     g_usleep(200 * 1000);
   }
   EXPECT_EQ(stat_of(gray, "device-inputs"), 6u);
-  std::printf("CUDA memory: slowest of 6 frames 200 ms apart out %.2f ms after its push\n", slowest);
+  std::printf("CUDA memory: slowest of 6 frames 200 ms apart out %.2f ms after its push\n",
+              slowest);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(gray);
   gst_object_unref(src);
@@ -318,9 +332,12 @@ TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
     const PipelineRun encode = run_pipeline(
         "videotestsrc num-buffers=" + std::to_string(clip.frames) +
             " pattern=snow ! video/x-raw,format=I420,width=" + std::to_string(clip.width) +
-            ",height=" + std::to_string(clip.height) + ",framerate=30/1 ! "
-            "x264enc speed-preset=ultrafast bitrate=40000 key-int-max=30 ! video/x-h264,profile=high ! "
-            "h264parse ! mp4mux ! filesink location=" + file,
+            ",height=" + std::to_string(clip.height) +
+            ",framerate=30/1 ! "
+            "x264enc speed-preset=ultrafast bitrate=40000 key-int-max=30 ! "
+            "video/x-h264,profile=high ! "
+            "h264parse ! mp4mux ! filesink location=" +
+            file,
         120 * GST_SECOND);
     ASSERT_TRUE(encode.errors.empty()) << encode.errors[0];
     auto decode = [&](const std::string &tail) {
@@ -329,7 +346,8 @@ TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
     };
     auto pull_all = [&](GstElement *pipeline, std::vector<GrayImage> *frames) {
       GstElement *sink = by_name(pipeline, "sink");
-      while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 30 * GST_SECOND)) {
+      while (GstSample *sample =
+                 gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 30 * GST_SECOND)) {
         frames->push_back(gray_of(gst_sample_get_buffer(sample), clip.width, clip.height));
         gst_sample_unref(sample);
       }
@@ -339,7 +357,8 @@ TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
       gst_object_unref(bus);
     };
     std::vector<GrayImage> reference;
-    GstElement *cpu = gst_parse_launch(decode("video/x-raw ! cudagray backend=cpu").c_str(), nullptr);
+    GstElement *cpu =
+        gst_parse_launch(decode("video/x-raw ! cudagray backend=cpu").c_str(), nullptr);
     ASSERT_NE(cpu, nullptr);
     gst_element_set_state(cpu, GST_STATE_PLAYING);
     pull_all(cpu, &reference);
@@ -405,22 +424,26 @@ GstBuffer *pending_cuda_buffer(GstCudaContext *context, const TestFrame &f, void
     placed.stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(&laid_out, p);
     const size_t row_bytes = size_t(f.width) * layout_info(f.layout).bytes_per_pixel;
     for (int y = 0; y < f.height; ++y)
-      memcpy(&placed.bytes[placed.offset[p] + y * placed.stride[p]], &f.bytes[f.offset[p] + y * f.stride[p]],
-             row_bytes);
+      memcpy(&placed.bytes[placed.offset[p] + y * placed.stride[p]],
+             &f.bytes[f.offset[p] + y * f.stride[p]], row_bytes);
   }
   GstMapInfo map;
   EXPECT_TRUE(gst_memory_map(mem, &map, GstMapFlags(GST_MAP_WRITE | GST_MAP_CUDA)));
   EXPECT_TRUE(gst_cuda_context_push(context));
-  EXPECT_EQ(cudaMemcpy(staged, placed.bytes.data(), placed.bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(write_after_spin(gst_cuda_stream_get_handle(stream), map.data, staged, placed.bytes.size(), 3000), "");
+  EXPECT_EQ(cudaMemcpy(staged, placed.bytes.data(), placed.bytes.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  EXPECT_EQ(write_after_spin(gst_cuda_stream_get_handle(stream), map.data, staged,
+                             placed.bytes.size(), 3000),
+            "");
   gst_cuda_context_pop(nullptr);
   gst_memory_unmap(mem, &map);
   GST_MINI_OBJECT_FLAG_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
   gst_cuda_stream_unref(stream);  // the memory keeps it
   GstBuffer *buf = gst_buffer_new();
   gst_buffer_append_memory(buf, mem);
-  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out), f.width,
-                                 f.height, GST_VIDEO_INFO_N_PLANES(&laid_out), laid_out.offset, laid_out.stride);
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out),
+                                 f.width, f.height, GST_VIDEO_INFO_N_PLANES(&laid_out),
+                                 laid_out.offset, laid_out.stride);
   return buf;
 }
 
@@ -441,15 +464,17 @@ TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
   };
   // formats that GStreamer's CUDA allocator lays out in every version; NV12
   // (the decoders') is ParallelDecodersGiveExactFrames' case
-  const Case cases[] = {{PixelLayout::RGBA, 1920, 1080, 4, 120}, {PixelLayout::RGBx, 3840, 2160, 1, 60},
-                        {PixelLayout::BGRx, 641, 481, 16, 120}, {PixelLayout::BGRA, 4097, 3, 2, 60}};
+  const Case cases[] = {{PixelLayout::RGBA, 1920, 1080, 4, 120},
+                        {PixelLayout::RGBx, 3840, 2160, 1, 60},
+                        {PixelLayout::BGRx, 641, 481, 16, 120},
+                        {PixelLayout::BGRA, 4097, 3, 2, 60}};
   for (const Case &c : cases) {
     const char *format = layout_info(c.layout).name;
-    SCOPED_TRACE(std::string(format) + " " + std::to_string(c.width) + "x" + std::to_string(c.height) +
-                 " max-inflight=" + std::to_string(c.max_inflight));
+    SCOPED_TRACE(std::string(format) + " " + std::to_string(c.width) + "x" +
+                 std::to_string(c.height) + " max-inflight=" + std::to_string(c.max_inflight));
     const std::string caps = "video/x-raw(memory:CUDAMemory),format=" + std::string(format) +
-                             ",width=" + std::to_string(c.width) + ",height=" + std::to_string(c.height) +
-                             ",framerate=30/1";
+                             ",width=" + std::to_string(c.width) +
+                             ",height=" + std::to_string(c.height) + ",framerate=30/1";
     GstElement *pipeline = gst_parse_launch(
         ("appsrc name=src format=time max-buffers=1 block=true caps=\"" + caps +
          "\" ! cudagray backend=cuda name=gray max-inflight=" + std::to_string(c.max_inflight) +
@@ -463,7 +488,8 @@ TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
     std::vector<TestFrame> frames;
     std::vector<void *> staged(c.frames);
     std::thread pusher([&] {
-      for (int i = 0; i < c.frames; ++i) frames.push_back(random_frame(c.layout, c.width, c.height));
+      for (int i = 0; i < c.frames; ++i)
+        frames.push_back(random_frame(c.layout, c.width, c.height));
       for (int i = 0; i < c.frames; ++i) {
         gst_cuda_context_push(context);
         EXPECT_EQ(cudaMalloc(&staged[i], frames[i].bytes.size() * 2 + (1 << 20)), cudaSuccess);
@@ -502,6 +528,7 @@ TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
 }
 #else
 TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
-  GTEST_SKIP() << "built against GStreamer before 1.24, whose CUDA producers finish their writes before pushing";
+  GTEST_SKIP() << "built against GStreamer before 1.24, whose CUDA producers finish their writes "
+                  "before pushing";
 }
 #endif

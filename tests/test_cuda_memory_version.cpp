@@ -6,7 +6,9 @@
 
 TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
   EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"), 22);
+  EXPECT_EQ(
+      cudagray_gst_cuda_minor_from_library("/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"),
+      22);
   EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/opt/gst/lib/libgstcuda-1.0.so.0.2405.0"), 24);
   EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2800"), 28);
   EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0"), -1);
@@ -36,7 +38,8 @@ TEST(CudaMemoryVersion, TemplatesListCudaMemoryWhenUsable) {
     const int pad = templ->direction == GST_PAD_SINK;
     GstCaps *caps = gst_static_pad_template_get_caps(templ);
     for (guint i = 0; i < gst_caps_get_size(caps); ++i) {
-      const bool cuda = gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory");
+      const bool cuda =
+          gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory");
       if (i == 0) system_first[pad] = !cuda;
       listed[pad] = listed[pad] || cuda;
     }
@@ -47,7 +50,9 @@ TEST(CudaMemoryVersion, TemplatesListCudaMemoryWhenUsable) {
     EXPECT_EQ(listed[pad], usable);
     EXPECT_TRUE(system_first[pad]);
   }
-  const std::string description = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION);
-  EXPECT_EQ(description.find("CUDA memory input and output are off") != std::string::npos, !usable) << description;
+  const std::string description =
+      gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_DESCRIPTION);
+  EXPECT_EQ(description.find("CUDA memory input and output are off") != std::string::npos, !usable)
+      << description;
   gst_object_unref(factory);
 }

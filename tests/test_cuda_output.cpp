@@ -5,9 +5,9 @@
 // pitch of the buffer's video meta and compared with the CPU reference.
 // Needs a GPU and cudagray built with gstreamer-cuda-1.0; skipped with the
 // reason otherwise.
+#include <cuda_runtime.h>
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
-#include <cuda_runtime.h>
 
 #include <set>
 #include <thread>
@@ -60,9 +60,9 @@ GrayImage download_gray(GstBuffer *buf, int width, int height, GstCudaContext **
     return img;
   }
   EXPECT_TRUE(gst_cuda_context_push(cmem->context));
-  const cudaError_t copied = cudaMemcpy2D(img.bytes.data(), img.stride, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
-                                          GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), width, height,
-                                          cudaMemcpyDeviceToHost);
+  const cudaError_t copied =
+      cudaMemcpy2D(img.bytes.data(), img.stride, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
+                   GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), width, height, cudaMemcpyDeviceToHost);
   gst_cuda_context_pop(nullptr);
   EXPECT_EQ(copied, cudaSuccess) << cudaGetErrorString(copied);
   gst_video_frame_unmap(&frame);
@@ -103,12 +103,14 @@ Input random_input(const std::string &format, int width, int height) {
 // memory ! appsink name=sink, running.
 struct CudaOutputPipeline : Pipeline {
   GstElement *src, *gray, *sink;  // owned by the pipeline
-  CudaOutputPipeline(const std::string &caps, const std::string &middle, const std::string &settings,
-                     GstContext *shared = nullptr)
+  CudaOutputPipeline(const std::string &caps, const std::string &middle,
+                     const std::string &settings, GstContext *shared = nullptr)
       : Pipeline("appsrc name=src format=time caps=\"" + caps + "\" ! " + middle +
                  "cudagray backend=cuda name=gray " + settings + " ! " + kCudaGray8 +
                  " ! appsink name=sink sync=false"),
-        src(by_name("src")), gray(by_name("gray")), sink(by_name("sink")) {
+        src(by_name("src")),
+        gray(by_name("gray")),
+        sink(by_name("sink")) {
     if (shared) gst_element_set_context(get(), shared);
   }
   bool play() { return Pipeline::play() != GST_STATE_CHANGE_FAILURE; }
@@ -135,7 +137,8 @@ struct CudaOutputPipeline : Pipeline {
       EXPECT_TRUE(gst_is_cuda_memory(mem) && gst_cuda_memory_get_stream(GST_CUDA_MEMORY_CAST(mem)))
           << "1.24+: the output memory carries the element's stream";
 #endif
-      if (!same_pixels(download_gray(buf, in.expected.width, in.expected.height), in.expected)) ++wrong;
+      if (!same_pixels(download_gray(buf, in.expected.width, in.expected.height), in.expected))
+        ++wrong;
       gst_sample_unref(sample);
     }
     return wrong;
@@ -193,11 +196,12 @@ TEST(CudaOutput, CudaMemoryInAndEightKAreExact) {
       const std::string caps = caps_string(format, size.width, size.height);
       CudaOutputPipeline p(caps, "cudaupload ! video/x-raw(memory:CUDAMemory) ! ", "");
       if (!p.play()) {
-        std::printf("cudaupload does not take %s %dx%d: not tested from CUDA memory\n", format, size.width,
-                    size.height);
+        std::printf("cudaupload does not take %s %dx%d: not tested from CUDA memory\n", format,
+                    size.width, size.height);
         continue;
       }
-      SCOPED_TRACE(std::string(format) + " " + std::to_string(size.width) + "x" + std::to_string(size.height));
+      SCOPED_TRACE(std::string(format) + " " + std::to_string(size.width) + "x" +
+                   std::to_string(size.height));
       std::vector<Input> inputs;
       for (int i = 0; i < 3; ++i) inputs.push_back(random_input(format, size.width, size.height));
       const int wrong = p.push_and_count_wrong(inputs);
@@ -217,7 +221,8 @@ TEST(CudaOutput, CudaMemoryInAndEightKAreExact) {
 TEST(CudaOutput, PoolIsReusedWithoutDeviceMemoryGrowth) {
   SKIP_WITHOUT_GPU();
   constexpr int kWidth = 641, kHeight = 481, kFrames = 10000;
-  CudaOutputPipeline p("video/x-raw,format=RGBx,width=641,height=481,framerate=30/1", "", "max-inflight=4");
+  CudaOutputPipeline p("video/x-raw,format=RGBx,width=641,height=481,framerate=30/1", "",
+                       "max-inflight=4");
   g_object_set(p.src, "block", TRUE, "max-buffers", guint64(8), nullptr);
   ASSERT_TRUE(p.play()) << p.error();
   std::vector<TestFrame> frames;
@@ -241,13 +246,14 @@ TEST(CudaOutput, PoolIsReusedWithoutDeviceMemoryGrowth) {
       gst_buffer_unmap(buf, &map);
     }
     if (received % 997 == 0 &&
-        !same_pixels(download_gray(buf, kWidth, kHeight), cpu_reference(frames[received % frames.size()],
-                                                                        kWeightChoices[0])))
+        !same_pixels(download_gray(buf, kWidth, kHeight),
+                     cpu_reference(frames[received % frames.size()], kWeightChoices[0])))
       ++wrong;
     GstCudaMemory *mem = GST_CUDA_MEMORY_CAST(gst_buffer_peek_memory(buf, 0));
     if (received == 100 || received == kFrames - 1) {
       gst_cuda_context_push(mem->context);
-      EXPECT_EQ(cudaMemGetInfo(received == 100 ? &free_after_warmup : &free_at_end, &total), cudaSuccess);
+      EXPECT_EQ(cudaMemGetInfo(received == 100 ? &free_after_warmup : &free_at_end, &total),
+                cudaSuccess);
       gst_cuda_context_pop(nullptr);
     }
     gst_sample_unref(sample);
@@ -258,9 +264,10 @@ TEST(CudaOutput, PoolIsReusedWithoutDeviceMemoryGrowth) {
   EXPECT_EQ(wrong, 0);
   EXPECT_LE(memories.size(), 16u) << "the output pool keeps allocating";
   EXPECT_GE(free_at_end + (2u << 20), free_after_warmup)
-      << "device memory shrank by " << (free_after_warmup - free_at_end) << " bytes over " << kFrames << " frames";
-  std::printf("%zu output memories for %d frames; free device memory %zu then %zu bytes\n", memories.size(),
-              received, free_after_warmup, free_at_end);
+      << "device memory shrank by " << (free_after_warmup - free_at_end) << " bytes over "
+      << kFrames << " frames";
+  std::printf("%zu output memories for %d frames; free device memory %zu then %zu bytes\n",
+              memories.size(), received, free_after_warmup, free_at_end);
 }
 
 // With frames in flight (max-inflight 4): EOS lets every frame out first; a
@@ -282,7 +289,8 @@ TEST(CudaOutput, EosFlushAndCapsChangeWithFramesInFlight) {
     for (const Input &in : inputs) {
       GstBuffer *out = gst_harness_pull(harness.h);
       ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
-      EXPECT_TRUE(same_pixels(download_gray(out, in.expected.width, in.expected.height), in.expected));
+      EXPECT_TRUE(
+          same_pixels(download_gray(out, in.expected.width, in.expected.height), in.expected));
       gst_buffer_unref(out);
     }
   };
@@ -300,8 +308,9 @@ TEST(CudaOutput, EosFlushAndCapsChangeWithFramesInFlight) {
   for (int i = 0; i < 4; ++i) gst_harness_push(flushed.h, random_input("RGB", 1920, 1080).buffer);
   ASSERT_TRUE(gst_harness_push_event(flushed.h, gst_event_new_flush_start()));
   ASSERT_TRUE(gst_harness_push_event(flushed.h, gst_event_new_flush_stop(TRUE)));
-  while (GstBuffer *early = gst_harness_try_pull(flushed.h)) gst_buffer_unref(early);  // out before the flush
-  GstSegment segment;  // flush-stop dropped the one before
+  while (GstBuffer *early = gst_harness_try_pull(flushed.h))
+    gst_buffer_unref(early);  // out before the flush
+  GstSegment segment;         // flush-stop dropped the one before
   gst_segment_init(&segment, GST_FORMAT_TIME);
   ASSERT_TRUE(gst_harness_push_event(flushed.h, gst_event_new_segment(&segment)));
   std::vector<Input> after;
@@ -338,7 +347,8 @@ void run_with_downstream_pool(GstCudaContext *context, GstBufferPool *pool, GstB
   CudaOutputPipeline p(caps_string("RGBA", 641, 481), "", "", shared);
   gst_context_unref(shared);
   GstPad *sink_pad = gst_element_get_static_pad(p.sink, "sink");
-  if (pool) gst_pad_add_probe(sink_pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, offer_pool, pool, nullptr);
+  if (pool)
+    gst_pad_add_probe(sink_pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, offer_pool, pool, nullptr);
   gst_object_unref(sink_pad);
   ASSERT_TRUE(p.play()) << p.error();
   std::vector<Input> inputs;
@@ -353,7 +363,8 @@ void run_with_downstream_pool(GstCudaContext *context, GstBufferPool *pool, GstB
     ASSERT_NE(sample, nullptr) << p.error();
     GstBuffer *buf = gst_sample_get_buffer(sample);
     if (i == 0) *used = buf->pool ? GST_BUFFER_POOL(gst_object_ref(buf->pool)) : nullptr;
-    EXPECT_TRUE(same_pixels(download_gray(buf, 641, 481, i == 0 ? written_in : nullptr), inputs[i].expected));
+    EXPECT_TRUE(same_pixels(download_gray(buf, 641, 481, i == 0 ? written_in : nullptr),
+                            inputs[i].expected));
     gst_sample_unref(sample);
   }
 }
@@ -418,16 +429,18 @@ TEST(CudaOutput, OwnPoolLaysOutGray8) {
   GstBufferPool *pool = element_pool(context);
   ASSERT_NE(pool, nullptr);
   ASSERT_FALSE(gst_buffer_pool_is_active(pool));
-  GstCaps *rgb = gst_caps_from_string("video/x-raw(memory:CUDAMemory),format=RGBA,width=64,height=48");
+  GstCaps *rgb =
+      gst_caps_from_string("video/x-raw(memory:CUDAMemory),format=RGBA,width=64,height=48");
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, rgb, 0, 1, 0);
   EXPECT_FALSE(gst_buffer_pool_set_config(pool, config));
   gst_caps_unref(rgb);
   for (const Size &size : kSizes) {
     SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height));
-    GstCaps *gray = gst_caps_from_string((std::string(kCudaGray8) + ",width=" + std::to_string(size.width) +
-                                          ",height=" + std::to_string(size.height))
-                                             .c_str());
+    GstCaps *gray =
+        gst_caps_from_string((std::string(kCudaGray8) + ",width=" + std::to_string(size.width) +
+                              ",height=" + std::to_string(size.height))
+                                 .c_str());
     config = gst_buffer_pool_get_config(pool);
     gst_buffer_pool_config_set_params(config, gray, 0, 2, 0);
     gst_caps_unref(gray);

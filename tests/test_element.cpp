@@ -60,9 +60,11 @@ TEST_P(Conversion, EqualsCpuReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Conversion, ::testing::ValuesIn(all_cases()), [](const auto &info) {
-  return std::string(info.param.backend) + "_" + layout_info(info.param.layout).name;
-});
+INSTANTIATE_TEST_SUITE_P(Backends, Conversion, ::testing::ValuesIn(all_cases()),
+                         [](const auto &info) {
+                           return std::string(info.param.backend) + "_" +
+                                  layout_info(info.param.layout).name;
+                         });
 
 TEST(Caps, EachFormatBecomesFullRangeGray8OfTheSameGeometry) {
   for (PixelLayout layout : kAllLayouts) {
@@ -109,7 +111,8 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
     gst_caps_unref(caps);
     return ok;
   };
-  for (PixelLayout layout : kAllLayouts) EXPECT_TRUE(accepts(caps_string(layout_info(layout).name, 64, 48)));
+  for (PixelLayout layout : kAllLayouts)
+    EXPECT_TRUE(accepts(caps_string(layout_info(layout).name, 64, 48)));
   EXPECT_TRUE(accepts(caps_string("GRAY8", 64, 48)));
   EXPECT_TRUE(accepts(caps_string("RGB", 16384, 16384)));
   EXPECT_TRUE(accepts(caps_string("RGB", 1, 1)));
@@ -120,14 +123,19 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
   EXPECT_FALSE(accepts(caps_string("RGB", 16385, 48)));
   EXPECT_FALSE(accepts(caps_string("RGB", 64, 16385)));
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-  EXPECT_TRUE(accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
-  EXPECT_TRUE(accepts("video/x-raw(memory:CUDAMemory),format=NV12,width=64,height=48,framerate=30/1"));
+  EXPECT_TRUE(
+      accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
+  EXPECT_TRUE(
+      accepts("video/x-raw(memory:CUDAMemory),format=NV12,width=64,height=48,framerate=30/1"));
 #else
-  EXPECT_FALSE(accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
+  EXPECT_FALSE(
+      accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
 #endif
   // no passthrough of GRAY8 on the GPU: gray output is always in system memory
-  EXPECT_FALSE(accepts("video/x-raw(memory:CUDAMemory),format=GRAY8,width=64,height=48,framerate=30/1"));
-  EXPECT_FALSE(accepts("video/x-raw(memory:GLMemory),format=RGBA,width=64,height=48,framerate=30/1"));
+  EXPECT_FALSE(
+      accepts("video/x-raw(memory:CUDAMemory),format=GRAY8,width=64,height=48,framerate=30/1"));
+  EXPECT_FALSE(
+      accepts("video/x-raw(memory:GLMemory),format=RGBA,width=64,height=48,framerate=30/1"));
   EXPECT_FALSE(accepts("audio/x-raw,format=S16LE,rate=48000,channels=2"));
   gst_object_unref(sink);
 }
@@ -185,8 +193,9 @@ SourceOffer offer_of(GstElement *element) {
   for (guint i = 0; i < offer.size; ++i) {
     if (gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory"))
       offer.cuda_memory.push_back(i);
-    offer.all_gray8 = offer.all_gray8 && g_strcmp0(gst_structure_get_string(gst_caps_get_structure(caps, i),
-                                                                             "format"), "GRAY8") == 0;
+    offer.all_gray8 = offer.all_gray8 &&
+                      g_strcmp0(gst_structure_get_string(gst_caps_get_structure(caps, i), "format"),
+                                "GRAY8") == 0;
   }
   gst_caps_unref(caps);
   return offer;
@@ -218,15 +227,19 @@ TEST(Caps, CudaMemoryOutputComesAfterSystemMemoryAndNeverFromTheCpu) {
   const bool built_for_it = false;
 #endif
   const bool gpu = no_gpu_reason().empty();
-  if (!gpu) std::printf("no GPU (%s): backend=auto, once started, is the CPU\n", no_gpu_reason().c_str());
+  if (!gpu)
+    std::printf("no GPU (%s): backend=auto, once started, is the CPU\n", no_gpu_reason().c_str());
   struct Case {
     const char *backend;
     bool started, offered;
   };
-  const Case cases[] = {{"cpu", false, false}, {"cpu", true, false},
-                        {"auto", false, built_for_it}, {"auto", true, built_for_it && gpu}};
+  const Case cases[] = {{"cpu", false, false},
+                        {"cpu", true, false},
+                        {"auto", false, built_for_it},
+                        {"auto", true, built_for_it && gpu}};
   for (const Case &c : cases) {
-    SCOPED_TRACE(std::string("backend=") + c.backend + (c.started ? ", started" : ", before start"));
+    SCOPED_TRACE(std::string("backend=") + c.backend +
+                 (c.started ? ", started" : ", before start"));
     const SourceOffer offer = source_offer(c.backend, c.started);
     EXPECT_GT(offer.size, 0u);
     EXPECT_TRUE(offer.all_gray8);
@@ -241,7 +254,8 @@ TEST(Caps, CudaMemoryOutputComesAfterSystemMemoryAndNeverFromTheCpu) {
 // stream is not negotiated, on any machine.
 TEST(Caps, CpuBackendCannotFeedCudaMemoryOnly) {
   const PipelineRun run = run_pipeline(
-      "videotestsrc num-buffers=2 ! video/x-raw,format=RGBx,width=64,height=48 ! cudagray backend=cpu ! "
+      "videotestsrc num-buffers=2 ! video/x-raw,format=RGBx,width=64,height=48 ! cudagray "
+      "backend=cpu ! "
       "video/x-raw(memory:CUDAMemory),format=GRAY8 ! fakesink");
   EXPECT_FALSE(run.reached_eos);
   ASSERT_EQ(run.errors.size(), 1u);
@@ -250,12 +264,13 @@ TEST(Caps, CpuBackendCannotFeedCudaMemoryOnly) {
 
 // A source that could produce GRAY8 itself still hands RGB to cudagray.
 TEST(Caps, SourceIsNotAskedForGray8) {
-  const PipelineRun run = run_pipeline(
-      "videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink");
+  const PipelineRun run =
+      run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink");
   EXPECT_TRUE(run.reached_eos);
   const Pipeline pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu name=g ! fakesink");
   ASSERT_NE(gst_element_set_state(pipeline.get(), GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
-  ASSERT_EQ(gst_element_get_state(pipeline.get(), nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  ASSERT_EQ(gst_element_get_state(pipeline.get(), nullptr, nullptr, 10 * GST_SECOND),
+            GST_STATE_CHANGE_SUCCESS);
   GstElement *gray = pipeline.by_name("g");
   GstPad *sink = gst_element_get_static_pad(gray, "sink");
   GstCaps *caps = gst_pad_get_current_caps(sink);
@@ -271,7 +286,8 @@ TEST(Properties, Defaults) {
   ASSERT_NE(e, nullptr);
   gint backend, matrix, device;
   gchar *weights;
-  g_object_get(e, "backend", &backend, "matrix", &matrix, "cuda-device-id", &device, "weights", &weights, nullptr);
+  g_object_get(e, "backend", &backend, "matrix", &matrix, "cuda-device-id", &device, "weights",
+               &weights, nullptr);
   EXPECT_EQ(backend, 0);  // auto
   EXPECT_EQ(matrix, 0);   // bt601
   EXPECT_EQ(device, -1);
@@ -339,7 +355,8 @@ TEST(BadInput, TruncatedBufferIsAnError) {
   harness.set_caps(caps_string("RGB", 64, 48));
   std::vector<uint8_t> bytes(9000);  // the frame needs 64 * 3 * 48 = 9216
   fill_random(bytes);
-  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_ERROR);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
+            GST_FLOW_ERROR);
   EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
             "Input buffer does not hold a 64x48 RGB frame: plane 0 (offset 0, stride 192) needs "
             "9216 bytes, the buffer has 9000");
@@ -349,7 +366,7 @@ TEST(BadInput, VideoMetaOutsideTheBufferIsAnError) {
   Harness harness({"backend=cpu"});
   harness.set_caps(caps_string("RGBP", 16, 4));
   TestFrame f = random_frame(PixelLayout::RGBP, 16, 4, Rows::Tight);  // 3 planes of 64 bytes
-  f.offset[2] = 150;                                            // last plane runs 22 bytes past the end
+  f.offset[2] = 150;  // last plane runs 22 bytes past the end
   EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_ERROR);
   EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
             "Input buffer does not hold a 16x4 RGBP frame: plane 2 (offset 150, stride 16) needs "
@@ -361,8 +378,9 @@ TEST(BadInput, VideoMetaOfAnotherFormatIsAnError) {
   harness.set_caps(caps_string("BGRx", 16, 4));
   TestFrame f = random_frame(PixelLayout::RGBx, 16, 4);
   EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_ERROR);
-  EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
-            "Input buffer does not hold a 16x4 BGRx frame: its video meta describes a 16x4 RGBx frame");
+  EXPECT_EQ(
+      harness.pop_message(GST_MESSAGE_ERROR),
+      "Input buffer does not hold a 16x4 BGRx frame: its video meta describes a 16x4 RGBx frame");
 }
 
 TEST(CudaBackend, AutoPicksTheGpuWithoutWarning) {
@@ -385,8 +403,9 @@ TEST(CudaBackend, DeviceBeyondTheLastIsAnError) {
   std::string reason;
   const int count = cuda_device_count(&reason);
   for (const char *backend : {"cuda", "auto"}) {
-    const PipelineRun run = run_pipeline("videotestsrc num-buffers=2 ! cudagray backend=" + std::string(backend) +
-                                         " cuda-device-id=" + std::to_string(count) + " ! fakesink");
+    const PipelineRun run =
+        run_pipeline("videotestsrc num-buffers=2 ! cudagray backend=" + std::string(backend) +
+                     " cuda-device-id=" + std::to_string(count) + " ! fakesink");
     ASSERT_EQ(run.errors.size(), 1u) << backend;
     EXPECT_EQ(run.errors[0], "No usable CUDA device: CUDA device " + std::to_string(count) +
                                  " does not exist: " + std::to_string(count) +
@@ -418,8 +437,8 @@ GstBuffer *timed_buffer(const TestFrame &f, int index) {
 
 // Pushes count random frames of one layout and size, the first timestamped
 // as frame `first`, and keeps them in *frames.
-void push_random_frames(Harness &harness, PixelLayout layout, int width, int height, int first, int count,
-                        std::vector<TestFrame> *frames) {
+void push_random_frames(Harness &harness, PixelLayout layout, int width, int height, int first,
+                        int count, std::vector<TestFrame> *frames) {
   for (int i = first; i < first + count; ++i) {
     frames->push_back(random_frame(layout, width, height));
     ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames->back(), i)), GST_FLOW_OK);
@@ -451,7 +470,8 @@ TEST_P(InFlight, FramesLeaveInOrderWithTheirTimestampsAndEosDrainsThem) {
     std::vector<TestFrame> frames;
     size_t next = 0;
     for (int i = 0; i < 12; ++i) {
-      ASSERT_NO_FATAL_FAILURE(push_random_frames(harness, PixelLayout::RGB, 641, 481, i, 1, &frames));
+      ASSERT_NO_FATAL_FAILURE(
+          push_random_frames(harness, PixelLayout::RGB, 641, 481, i, 1, &frames));
       expect_outputs(harness, frames, &next);
       EXPECT_GE(next + max_inflight, frames.size()) << "held more than max-inflight frames";
     }
@@ -501,7 +521,8 @@ TEST_P(InFlight, LatencyCountsHeldFrames) {
   Harness harness(settings(3));
   gst_harness_set_upstream_latency(harness.h, 5 * GST_MSECOND);
   harness.set_caps(caps_string("RGBx", 64, 48));
-  ASSERT_EQ(gst_harness_push(harness.h, buffer_for(random_frame(PixelLayout::RGBx, 64, 48))), GST_FLOW_OK);
+  ASSERT_EQ(gst_harness_push(harness.h, buffer_for(random_frame(PixelLayout::RGBx, 64, 48))),
+            GST_FLOW_OK);
   GstQuery *query = gst_query_new_latency();
   ASSERT_TRUE(gst_pad_peer_query(harness.h->sinkpad, query));
   gboolean live;
@@ -516,7 +537,8 @@ TEST_P(InFlight, StatsCountFrames) {
   Harness harness(settings(2));
   harness.set_caps(caps_string("RGBP", 160, 90));
   for (int i = 0; i < 6; ++i)
-    ASSERT_EQ(gst_harness_push(harness.h, buffer_for(random_frame(PixelLayout::RGBP, 160, 90))), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(harness.h, buffer_for(random_frame(PixelLayout::RGBP, 160, 90))),
+              GST_FLOW_OK);
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   EXPECT_EQ(gst_harness_buffers_received(harness.h), 6u);
   GstStructure *stats = nullptr;
@@ -607,7 +629,8 @@ TEST(Allocation, DownstreamIsAskedForItsPool) {
   gst_pad_add_probe(
       harness.h->sinkpad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
       [](GstPad *, GstPadProbeInfo *info, gpointer data) {
-        if (GST_QUERY_TYPE(GST_PAD_PROBE_INFO_QUERY(info)) == GST_QUERY_ALLOCATION) ++*static_cast<int *>(data);
+        if (GST_QUERY_TYPE(GST_PAD_PROBE_INFO_QUERY(info)) == GST_QUERY_ALLOCATION)
+          ++*static_cast<int *>(data);
         return GST_PAD_PROBE_OK;
       },
       &asked, nullptr);
@@ -693,7 +716,8 @@ TEST(TwoGpus, ElementsOnDifferentDevicesConvertAtOnce) {
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
     for (const TestFrame &f : frames) {
       GstBuffer *out = gst_harness_pull(harness.h);
-      EXPECT_TRUE(same_pixels(gray_of(out, f.width, f.height), cpu_reference(f, kWeightChoices[0])));
+      EXPECT_TRUE(
+          same_pixels(gray_of(out, f.width, f.height), cpu_reference(f, kWeightChoices[0])));
       gst_buffer_unref(out);
     }
     GstStructure *stats = nullptr;
@@ -749,14 +773,16 @@ TEST_P(Yuv, GrayIsTheLumaPlane) {
     GstCaps *parsed = gst_caps_from_string(caps.c_str());
     ASSERT_TRUE(gst_video_info_from_caps(&info, parsed));
     gst_caps_unref(parsed);
-    ASSERT_EQ(info.colorimetry.range, limited ? GST_VIDEO_COLOR_RANGE_16_235 : GST_VIDEO_COLOR_RANGE_0_255);
+    ASSERT_EQ(info.colorimetry.range,
+              limited ? GST_VIDEO_COLOR_RANGE_16_235 : GST_VIDEO_COLOR_RANGE_0_255);
     std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
     fill_random(bytes);
     TestFrame luma = random_frame(PixelLayout::Luma, size.width, size.height, Rows::Tight);
     luma.offset[0] = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
     luma.stride[0] = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
     luma.bytes = bytes;
-    ASSERT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
+              GST_FLOW_OK);
     ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
     GstBuffer *out = gst_harness_pull(harness.h);
     ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
@@ -766,7 +792,9 @@ TEST_P(Yuv, GrayIsTheLumaPlane) {
     for (int y = 0; y < size.height; ++y)
       for (int x = 0; x < size.width; ++x) {
         const int v = bytes[luma.offset[0] + y * luma.stride[0] + x];
-        const int expected = limited ? static_cast<int>(std::clamp(std::round((v - 16) * 255.0 / 219.0), 0.0, 255.0)) : v;
+        const int expected =
+            limited ? static_cast<int>(std::clamp(std::round((v - 16) * 255.0 / 219.0), 0.0, 255.0))
+                    : v;
         wrong += gray.at(x, y) != expected;
       }
     EXPECT_EQ(wrong, 0);
@@ -775,7 +803,8 @@ TEST_P(Yuv, GrayIsTheLumaPlane) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Yuv, ::testing::ValuesIn(yuv_cases()), [](const auto &info) {
-  return std::string(info.param.backend) + "_" + info.param.format + (info.param.limited ? "_limited" : "_full");
+  return std::string(info.param.backend) + "_" + info.param.format +
+         (info.param.limited ? "_limited" : "_full");
 });
 
 // A decoder's I420 goes straight in: no videoconvert between them.
@@ -811,9 +840,9 @@ class FrameLeaves : public ::testing::TestWithParam<OutputCase> {
  protected:
   void SetUp() override {
     if (GetParam().gpu) SKIP_WITHOUT_GPU();
-    const std::string launch = "appsrc name=src format=time caps=\"" + caps_string("BGRx", 641, 481) +
-                               "\" ! cudagray name=gray " + GetParam().settings +
-                               " ! appsink name=sink sync=false";
+    const std::string launch = "appsrc name=src format=time caps=\"" +
+                               caps_string("BGRx", 641, 481) + "\" ! cudagray name=gray " +
+                               GetParam().settings + " ! appsink name=sink sync=false";
     pipeline = std::make_unique<Pipeline>(launch);
     ASSERT_NE(pipeline->play(), GST_STATE_CHANGE_FAILURE);
   }
@@ -835,7 +864,8 @@ class FrameLeaves : public ::testing::TestWithParam<OutputCase> {
     }
     GstBuffer *out = gst_sample_get_buffer(sample);
     EXPECT_EQ(GST_BUFFER_PTS(out), i * GST_SECOND / 30);
-    EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0]))) << "frame " << i;
+    EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])))
+        << "frame " << i;
     gst_sample_unref(sample);
     return took_ms;
   }
@@ -858,7 +888,8 @@ TEST_P(FrameLeaves, EachFrameLeavesBeforeTheNextArrives) {
     slowest = std::max(slowest, push_and_pull(i));
     g_usleep(200 * 1000);
   }
-  std::printf("%s: slowest of 6 frames 200 ms apart out %.2f ms after its push\n", GetParam().name, slowest);
+  std::printf("%s: slowest of 6 frames 200 ms apart out %.2f ms after its push\n", GetParam().name,
+              slowest);
 }
 
 INSTANTIATE_TEST_SUITE_P(Configurations, FrameLeaves, ::testing::ValuesIn(kOutputCases),
@@ -873,7 +904,8 @@ bool push_yuv_frame(Harness &harness, int width, int height) {
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_I420, width, height);
   std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
   fill_random(bytes);
-  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_OK);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
+            GST_FLOW_OK);
   GstBuffer *out = gst_harness_pull(harness.h);  // the output task pushes it
   if (out) gst_buffer_unref(out);
   return out != nullptr;
@@ -892,14 +924,16 @@ std::vector<std::string> warnings(Harness &harness) {
 // says so when they are set away from the default, none otherwise.
 TEST(YuvWeights, SetAwayFromTheDefaultTheyWarnOnce) {
   const std::string kLimited =
-      "matrix and weights do not apply to I420 input: its gray is the luma plane, expanded from limited range";
+      "matrix and weights do not apply to I420 input: its gray is the luma plane, expanded from "
+      "limited range";
   for (const std::string setting : {"matrix=bt709", "weights=0.21,0.72,0.07", "matrix=custom"}) {
     SCOPED_TRACE(setting);
     Harness harness({"backend=cpu", setting});
     harness.set_caps(caps_string("I420", 641, 481) + ",colorimetry=bt601");
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(push_yuv_frame(harness, 641, 481));
-    const std::vector<std::string> expected =
-        setting == "matrix=custom" ? std::vector<std::string>{} : std::vector<std::string>{kLimited};
+    const std::vector<std::string> expected = setting == "matrix=custom"
+                                                  ? std::vector<std::string>{}
+                                                  : std::vector<std::string>{kLimited};
     EXPECT_EQ(warnings(harness), expected);  // matrix=custom alone keeps BT.601's weights
   }
   // Full range, and a matrix chosen while playing.
@@ -910,9 +944,10 @@ TEST(YuvWeights, SetAwayFromTheDefaultTheyWarnOnce) {
   gst_util_set_object_arg(G_OBJECT(harness.element()), "matrix", "bt2020");
   ASSERT_TRUE(push_yuv_frame(harness, 17, 3));
   ASSERT_TRUE(push_yuv_frame(harness, 17, 3));
-  EXPECT_EQ(warnings(harness), std::vector<std::string>{
-                                   "matrix and weights do not apply to I420 input: its gray is the luma "
-                                   "plane, copied"});
+  EXPECT_EQ(warnings(harness),
+            std::vector<std::string>{
+                "matrix and weights do not apply to I420 input: its gray is the luma "
+                "plane, copied"});
 }
 
 // On RGB input they apply, so no warning; the BT.601 weights given as
@@ -934,7 +969,8 @@ TEST(YuvWeights, DescriptionsMentionYuv) {
   GstElement *e = gst_element_factory_make("cudagray", nullptr);
   ASSERT_NE(e, nullptr);
   for (const char *name : {"matrix", "weights"}) {
-    const std::string blurb = g_param_spec_get_blurb(g_object_class_find_property(G_OBJECT_GET_CLASS(e), name));
+    const std::string blurb =
+        g_param_spec_get_blurb(g_object_class_find_property(G_OBJECT_GET_CLASS(e), name));
     EXPECT_NE(blurb.find("RGB input only"), std::string::npos) << name << ": " << blurb;
   }
   const std::string description = gst_element_get_metadata(e, GST_ELEMENT_METADATA_DESCRIPTION);
@@ -945,17 +981,22 @@ TEST(YuvWeights, DescriptionsMentionYuv) {
 // Weights that do not parse, set before start (as gst-launch does), stop the
 // start with an error naming them; valid weights set after them win.
 TEST(Properties, InvalidWeightsBeforeStartAreAnError) {
-  const PipelineRun bad = run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c ! fakesink");
+  const PipelineRun bad =
+      run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c ! fakesink");
   EXPECT_FALSE(bad.reached_eos);
   ASSERT_EQ(bad.errors.size(), 1u);
   EXPECT_EQ(bad.errors[0],
-            "Invalid weights \"a,b,c\": \"a\" is not a number in \"a,b,c\"; expected \"R,G,B\", each between 0 and 64");
-  const PipelineRun range = run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu weights=0.3,65,0 ! fakesink");
+            "Invalid weights \"a,b,c\": \"a\" is not a number in \"a,b,c\"; expected \"R,G,B\", "
+            "each between 0 and 64");
+  const PipelineRun range =
+      run_pipeline("videotestsrc num-buffers=1 ! cudagray backend=cpu weights=0.3,65,0 ! fakesink");
   ASSERT_EQ(range.errors.size(), 1u);
   EXPECT_EQ(range.errors[0],
-            "Invalid weights \"0.3,65,0\": weight \"65\" is outside 0..64; expected \"R,G,B\", each between 0 and 64");
+            "Invalid weights \"0.3,65,0\": weight \"65\" is outside 0..64; expected \"R,G,B\", "
+            "each between 0 and 64");
   const PipelineRun fixed = run_pipeline(
-      "videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c weights=0.2,0.7,0.1 ! fakesink");
+      "videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c weights=0.2,0.7,0.1 ! "
+      "fakesink");
   EXPECT_TRUE(fixed.reached_eos);
   EXPECT_EQ(fixed.errors, std::vector<std::string>{});
   EXPECT_EQ(fixed.warnings, std::vector<std::string>{});
@@ -976,7 +1017,8 @@ TEST(Properties, NegativeZeroWeightReadsBackAsZero) {
 
 namespace {
 
-const char *const kColorspaceTags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_COLORSPACE_STR, nullptr};
+const char *const kColorspaceTags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_COLORSPACE_STR,
+                                       nullptr};
 const char *const kSizeTags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR, nullptr};
 
 // Adds a custom meta with these tags (registered on first use), standing
@@ -1000,7 +1042,8 @@ TEST(Metas, GeometryAndTimeAreKeptPixelFormatIsDropped) {
   GstVideoCropMeta *crop = gst_buffer_add_video_crop_meta(in);
   crop->x = 3, crop->y = 5, crop->width = 600, crop->height = 401;
   gst_buffer_add_video_region_of_interest_meta(in, "face", 10, 20, 30, 40);
-  gst_buffer_add_video_time_code_meta_full(in, 30, 1, nullptr, GST_VIDEO_TIME_CODE_FLAGS_NONE, 1, 2, 3, 4, 0);
+  gst_buffer_add_video_time_code_meta_full(in, 30, 1, nullptr, GST_VIDEO_TIME_CODE_FLAGS_NONE, 1, 2,
+                                           3, 4, 0);
   GstCaps *ntp = gst_caps_from_string("timestamp/x-ntp");
   gst_buffer_add_reference_timestamp_meta(in, ntp, 123456789, 1000);
   add_tagged_meta(in, "CudaGrayTestColorspaceMeta", kColorspaceTags);
@@ -1017,7 +1060,8 @@ TEST(Metas, GeometryAndTimeAreKeptPixelFormatIsDropped) {
   const GstVideoRegionOfInterestMeta *roi = gst_buffer_get_video_region_of_interest_meta_id(out, 0);
   ASSERT_NE(roi, nullptr);
   EXPECT_STREQ(g_quark_to_string(roi->roi_type), "face");
-  EXPECT_EQ(std::vector<guint>({roi->x, roi->y, roi->w, roi->h}), std::vector<guint>({10, 20, 30, 40}));
+  EXPECT_EQ(std::vector<guint>({roi->x, roi->y, roi->w, roi->h}),
+            std::vector<guint>({10, 20, 30, 40}));
   const GstVideoTimeCodeMeta *tc = gst_buffer_get_video_time_code_meta(out);
   ASSERT_NE(tc, nullptr);
   EXPECT_EQ(std::vector<guint>({tc->tc.hours, tc->tc.minutes, tc->tc.seconds, tc->tc.frames}),
@@ -1067,8 +1111,10 @@ TEST(Qos, OnByDefaultLateFramesAreDroppedBeforeConversion) {
     harness.set_caps(caps_string("BGR", 641, 481));
     ASSERT_TRUE(gst_harness_push_upstream_event(
         harness.h, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.0, 0, GST_SECOND)));
-    std::vector<TestFrame> frames = {random_frame(PixelLayout::BGR, 641, 481), random_frame(PixelLayout::BGR, 641, 481)};
-    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames[0], 15)), GST_FLOW_OK);  // due at 0.5 s
+    std::vector<TestFrame> frames = {random_frame(PixelLayout::BGR, 641, 481),
+                                     random_frame(PixelLayout::BGR, 641, 481)};
+    ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames[0], 15)),
+              GST_FLOW_OK);  // due at 0.5 s
     ASSERT_EQ(gst_harness_push(harness.h, timed_buffer(frames[1], 60)), GST_FLOW_OK);  // due at 2 s
     for (size_t i = qos ? 1 : 0; i < frames.size(); ++i) {
       GstBuffer *out = gst_harness_pull(harness.h);

@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,10 +31,14 @@ std::string env(const char *name, const char *fallback = "") {
   return v ? v : fallback;
 }
 std::string source_dir() { return env("CUDAGRAY_SOURCE_DIR", "."); }
-std::string example(const char *name) { return env("CUDAGRAY_EXAMPLES_DIR", "examples") + "/" + name; }
+std::string example(const char *name) {
+  return env("CUDAGRAY_EXAMPLES_DIR", "examples") + "/" + name;
+}
 std::string quote(const std::string &s) { return "'" + s + "'"; }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The README's formula, written out again here: Q16 weights from the
 // coefficients, white kept at 255 for the standard matrices.
@@ -73,7 +77,8 @@ Picture picture_of(GstSample *sample) {
   p.bytes.resize(size_t(p.width) * p.height * p.channels);
   for (int y = 0; y < p.height; ++y)
     memcpy(&p.bytes[size_t(y) * p.width * p.channels],
-           static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) + y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
+           static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) +
+               y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
            size_t(p.width) * p.channels);
   gst_video_frame_unmap(&frame);
   return p;
@@ -94,8 +99,9 @@ Picture pull_picture(const Pipeline &pipeline, GstClockTime timeout, const std::
 
 // The first frame of an image or video file, as RGB.
 Picture first_frame(const std::string &path) {
-  const Pipeline pipeline("filesrc location=\"" + path +
-                          "\" ! decodebin ! videoconvert ! video/x-raw,format=RGB ! appsink name=out sync=false");
+  const Pipeline pipeline(
+      "filesrc location=\"" + path +
+      "\" ! decodebin ! videoconvert ! video/x-raw,format=RGB ! appsink name=out sync=false");
   pipeline.play();
   return pull_picture(pipeline, 10 * GST_SECOND, path);
 }
@@ -113,9 +119,9 @@ void expect_gray_beside_input(const Picture &p, const Q16 &w) {
       const int want = formula(w, in[0], in[1], in[2]);
       if (out[0] != want || out[1] != want || out[2] != want) {
         if (wrong++ == 0)
-          ADD_FAILURE() << "at (" << x << "," << y << ") RGB " << int(in[0]) << "," << int(in[1]) << "," << int(in[2])
-                        << ": gray side " << int(out[0]) << "," << int(out[1]) << "," << int(out[2]) << ", want "
-                        << want;
+          ADD_FAILURE() << "at (" << x << "," << y << ") RGB " << int(in[0]) << "," << int(in[1])
+                        << "," << int(in[2]) << ": gray side " << int(out[0]) << "," << int(out[1])
+                        << "," << int(out[2]) << ", want " << want;
       }
       colourful += in[0] != in[1] || in[1] != in[2];
     }
@@ -128,12 +134,16 @@ void expect_gray_beside_input(const Picture &p, const Q16 &w) {
 // ---- examples/appsrc_roundtrip.cpp and examples/launch.cpp
 
 TEST(CppExamples, AppsrcRoundTripMatchesTheFormula) {
-  for (const char *args : {"backend=cpu", "backend=cpu matrix=bt709", "backend=cpu weights=0.5,0.9,0.3", ""}) {
+  for (const char *args :
+       {"backend=cpu", "backend=cpu matrix=bt709", "backend=cpu weights=0.5,0.9,0.3", ""}) {
     SCOPED_TRACE(args);
     std::string log;
     ASSERT_EQ(shell(quote(example("appsrc-roundtrip")) + " " + args, &log), 0) << log;
-    EXPECT_TRUE(contains(log, "30 frames of 640x360 RGB converted; all 6912000 gray pixels match the formula")) << log;
-    EXPECT_TRUE(contains(log, "stats: cudagray-stats, frames=(guint64)30, gpu-time-mean-us=")) << log;
+    EXPECT_TRUE(contains(
+        log, "30 frames of 640x360 RGB converted; all 6912000 gray pixels match the formula"))
+        << log;
+    EXPECT_TRUE(contains(log, "stats: cudagray-stats, frames=(guint64)30, gpu-time-mean-us="))
+        << log;
   }
   std::string log;
   EXPECT_EQ(shell(quote(example("appsrc-roundtrip")) + " colour=red", &log), 2) << log;
@@ -149,27 +159,32 @@ TEST(CppExamples, LaunchRunsToTheEndAndPrintsStats) {
 
 TEST(CppExamples, LaunchReportsBusErrors) {
   std::string log;
-  EXPECT_EQ(shell(quote(example("cudagray-launch")) +
-                      " filesrc location=/no/such/file.mp4 ! decodebin ! videoconvert ! cudagray backend=cpu ! fakesink",
-                  &log),
-            1);
-  EXPECT_TRUE(contains(log, "error from /GstPipeline:pipeline0/GstFileSrc:filesrc0: Resource not found.")) << log;
+  EXPECT_EQ(
+      shell(quote(example("cudagray-launch")) + " filesrc location=/no/such/file.mp4 ! decodebin ! "
+                                                "videoconvert ! cudagray backend=cpu ! fakesink",
+            &log),
+      1);
+  EXPECT_TRUE(
+      contains(log, "error from /GstPipeline:pipeline0/GstFileSrc:filesrc0: Resource not found."))
+      << log;
   EXPECT_TRUE(contains(log, "debug: ")) << log;
   EXPECT_FALSE(contains(log, "end of stream")) << log;
 }
 
 TEST(CppExamples, LaunchReportsParseErrors) {
   std::string log;
-  EXPECT_EQ(shell(quote(example("cudagray-launch")) + " 'videotestsrc ! cudagrey ! fakesink'", &log), 2);
+  EXPECT_EQ(
+      shell(quote(example("cudagray-launch")) + " 'videotestsrc ! cudagrey ! fakesink'", &log), 2);
   EXPECT_TRUE(contains(log, "cannot build the pipeline: no element \"cudagrey\"")) << log;
   EXPECT_TRUE(contains(log, "is the plugin installed?")) << log;
 
   // cudagray only makes GRAY8: asking it for RGB cannot be linked.
   log.clear();
-  EXPECT_EQ(shell(quote(example("cudagray-launch")) +
-                      " 'videotestsrc num-buffers=3 ! cudagray backend=cpu ! video/x-raw,format=RGB ! fakesink'",
-                  &log),
-            2)
+  EXPECT_EQ(
+      shell(quote(example("cudagray-launch")) + " 'videotestsrc num-buffers=3 ! cudagray "
+                                                "backend=cpu ! video/x-raw,format=RGB ! fakesink'",
+            &log),
+      2)
       << log;
   EXPECT_TRUE(contains(log, "cannot build the pipeline: could not link cudagray0")) << log;
 }
@@ -180,12 +195,15 @@ TEST(CppExamples, LaunchReportsParseErrors) {
 TEST(CppExamples, GpuHistogramOfCudaMemoryGrayEqualsTheCpu) {
   const std::string exe = example("cudagray-gpu-histogram");
   if (!g_file_test(exe.c_str(), G_FILE_TEST_EXISTS))
-    GTEST_SKIP() << "cudagray-gpu-histogram is not built: it needs the CUDA backend and gstreamer-cuda-1.0";
+    GTEST_SKIP()
+        << "cudagray-gpu-histogram is not built: it needs the CUDA backend and gstreamer-cuda-1.0";
   std::string log;
   int status = shell(quote(exe) + " 30 641x481", &log);
   if (status == 77) GTEST_SKIP() << log;
   ASSERT_EQ(status, 0) << log;
-  EXPECT_TRUE(contains(log, "30 frames of 641x481: every GPU histogram of cudagray's CUDA-memory GRAY8 equals the CPU's"))
+  EXPECT_TRUE(contains(
+      log,
+      "30 frames of 641x481: every GPU histogram of cudagray's CUDA-memory GRAY8 equals the CPU's"))
       << log;
   log.clear();
   status = shell(quote(exe) + " --decode 20 320x240", &log);
@@ -194,17 +212,19 @@ TEST(CppExamples, GpuHistogramOfCudaMemoryGrayEqualsTheCpu) {
     return;
   }
   EXPECT_EQ(status, 0) << log;
-  EXPECT_TRUE(contains(log, "20 frames of 320x240 decoded by nvh264dec: every GPU histogram")) << log;
+  EXPECT_TRUE(contains(log, "20 frames of 320x240 decoded by nvh264dec: every GPU histogram"))
+      << log;
 }
 
 // Ctrl-C sends EOS: the pipeline ends cleanly, with status 0.
 TEST(CppExamples, LaunchEndsCleanlyOnInterrupt) {
   std::string log;
-  ASSERT_EQ(shell(quote(example("cudagray-launch")) +
-                      " videotestsrc is-live=true ! cudagray backend=cpu ! fakesink & pid=$!; sleep 1.5; "
-                      "kill -INT $pid; wait $pid",
-                  &log),
-            0)
+  ASSERT_EQ(
+      shell(quote(example("cudagray-launch")) +
+                " videotestsrc is-live=true ! cudagray backend=cpu ! fakesink & pid=$!; sleep 1.5; "
+                "kill -INT $pid; wait $pid",
+            &log),
+      0)
       << log;
   EXPECT_TRUE(contains(log, "interrupted: sending end-of-stream")) << log;
   EXPECT_TRUE(contains(log, "end of stream")) << log;
@@ -215,22 +235,32 @@ TEST(CppExamples, LaunchEndsCleanlyOnInterrupt) {
 TEST(PythonExample, NumpyRoundTripMatchesTheFormula) {
   const std::string python = env("CUDAGRAY_PYTHON", "python3");
   std::string log;
-  if (shell(quote(python) +
-                " -c 'import gi; gi.require_version(\"GstApp\", \"1.0\"); gi.require_version(\"GstVideo\", \"1.0\"); "
-                "import numpy'",
+  if (shell(quote(python) + " -c 'import gi; gi.require_version(\"GstApp\", \"1.0\"); "
+                            "gi.require_version(\"GstVideo\", \"1.0\"); "
+                            "import numpy'",
             &log) != 0)
-    GTEST_SKIP() << python << " cannot import gi (GstApp, GstVideo) and numpy: install python3-gst-1.0, "
+    GTEST_SKIP() << python
+                 << " cannot import gi (GstApp, GstVideo) and numpy: install python3-gst-1.0, "
                  << "gir1.2-gst-plugins-base-1.0 and python3-numpy";
-  for (const char *args : {"backend=cpu", "backend=cpu matrix=bt2020", "backend=cpu weights=0.21,0.72,0.07", ""}) {
+  for (const char *args :
+       {"backend=cpu", "backend=cpu matrix=bt2020", "backend=cpu weights=0.21,0.72,0.07", ""}) {
     SCOPED_TRACE(args);
     log.clear();
-    ASSERT_EQ(shell(quote(python) + " " + quote(source_dir() + "/examples/appsrc_roundtrip.py") + " " + args, &log), 0)
+    ASSERT_EQ(shell(quote(python) + " " + quote(source_dir() + "/examples/appsrc_roundtrip.py") +
+                        " " + args,
+                    &log),
+              0)
         << log;
-    EXPECT_TRUE(contains(log, "30 frames of 640x360 RGB converted; all 6912000 gray pixels match the formula")) << log;
+    EXPECT_TRUE(contains(
+        log, "30 frames of 640x360 RGB converted; all 6912000 gray pixels match the formula"))
+        << log;
     EXPECT_TRUE(contains(log, "stats: cudagray-stats, frames=(guint64)30,")) << log;
   }
   log.clear();
-  EXPECT_EQ(shell(quote(python) + " " + quote(source_dir() + "/examples/appsrc_roundtrip.py") + " colour=red", &log), 2);
+  EXPECT_EQ(shell(quote(python) + " " + quote(source_dir() + "/examples/appsrc_roundtrip.py") +
+                      " colour=red",
+                  &log),
+            2);
 }
 
 // A python3 that cannot import gi (here: any python3 without its site
@@ -239,11 +269,14 @@ TEST(PythonExample, WithoutGiSaysWhatToInstallInOneLine) {
   const std::string python = env("CUDAGRAY_PYTHON", "python3");
   const std::string example = source_dir() + "/examples/appsrc_roundtrip.py";
   std::string log, executable;
-  ASSERT_EQ(shell(quote(python) + " -S -c 'import sys; print(sys.executable, end=\"\")'", &executable), 0);
+  ASSERT_EQ(
+      shell(quote(python) + " -S -c 'import sys; print(sys.executable, end=\"\")'", &executable),
+      0);
   EXPECT_EQ(shell(quote(python) + " -S " + quote(example) + " backend=cpu", &log), 3);
-  EXPECT_EQ(log, example + ": " + executable +
-                     " cannot use GStreamer from Python (No module named 'gi'): install python3-gst-1.0, "
-                     "gir1.2-gst-plugins-base-1.0 and python3-numpy, and run it with /usr/bin/python3\n");
+  EXPECT_EQ(
+      log, example + ": " + executable +
+               " cannot use GStreamer from Python (No module named 'gi'): install python3-gst-1.0, "
+               "gir1.2-gst-plugins-base-1.0 and python3-numpy, and run it with /usr/bin/python3\n");
 }
 
 // ---- pipelines/sidebyside
@@ -252,7 +285,10 @@ TEST(SideBySide, TestPatternBesideItsGray) {
   TempDir dir;
   const std::string out = dir.path + "/bars.png";
   std::string log;
-  ASSERT_EQ(shell(quote(source_dir() + "/pipelines/sidebyside") + " - " + quote(out) + " matrix=bt709", &log), 0)
+  ASSERT_EQ(
+      shell(quote(source_dir() + "/pipelines/sidebyside") + " - " + quote(out) + " matrix=bt709",
+            &log),
+      0)
       << log;
   EXPECT_TRUE(contains(log, "gst-launch-1.0 videotestsrc pattern=smpte num-buffers=1")) << log;
   EXPECT_TRUE(contains(log, "compositor name=comp")) << log;
@@ -266,14 +302,15 @@ TEST(SideBySide, FileInputAtAnotherSize) {
   TempDir dir;
   const std::string clip = dir.path + "/in.mp4", out = dir.path + "/clip.png";
   std::string log;
-  ASSERT_EQ(shell("gst-launch-1.0 -q videotestsrc pattern=colors num-buffers=5 ! video/x-raw,width=400,height=300 ! "
+  ASSERT_EQ(shell("gst-launch-1.0 -q videotestsrc pattern=colors num-buffers=5 ! "
+                  "video/x-raw,width=400,height=300 ! "
                   "videoconvert ! video/x-raw,format=I420 ! x264enc ! mp4mux ! filesink location=" +
                       quote(clip),
                   &log),
             0)
       << log;
-  ASSERT_EQ(shell("CUDAGRAY_SIZE=200x150 " + quote(source_dir() + "/pipelines/sidebyside") + " " + quote(clip) + " " +
-                      quote(out) + " backend=cpu",
+  ASSERT_EQ(shell("CUDAGRAY_SIZE=200x150 " + quote(source_dir() + "/pipelines/sidebyside") + " " +
+                      quote(clip) + " " + quote(out) + " backend=cpu",
                   &log),
             0)
       << log;
@@ -292,12 +329,15 @@ TEST(SideBySide, ReadmePictureIsTheScriptsOutput) {
   TempDir dir;
   const std::string out = dir.path + "/sidebyside.png";
   std::string log;
-  ASSERT_EQ(shell(quote(source_dir() + "/pipelines/sidebyside") + " - " + quote(out), &log), 0) << log;
-  const Picture made = first_frame(out), committed = first_frame(source_dir() + "/docs/sidebyside.png");
+  ASSERT_EQ(shell(quote(source_dir() + "/pipelines/sidebyside") + " - " + quote(out), &log), 0)
+      << log;
+  const Picture made = first_frame(out),
+                committed = first_frame(source_dir() + "/docs/sidebyside.png");
   EXPECT_EQ(made.width, committed.width);
   EXPECT_EQ(made.height, committed.height);
-  EXPECT_TRUE(made.bytes == committed.bytes) << "docs/sidebyside.png is out of date: make it again with "
-                                                "pipelines/sidebyside - docs/sidebyside.png";
+  EXPECT_TRUE(made.bytes == committed.bytes)
+      << "docs/sidebyside.png is out of date: make it again with "
+         "pipelines/sidebyside - docs/sidebyside.png";
   expect_gray_beside_input(committed, kBt601);
 }
 
@@ -320,7 +360,8 @@ TEST(Live, CpuKeepsUpAt1080p30AndAddsNoLatency) {
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   GstBus *bus = gst_element_get_bus(pipeline);
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
-  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS);
+  ASSERT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 10 * GST_SECOND),
+            GST_STATE_CHANGE_SUCCESS);
 
   // Latency: what the source reports, what cudagray's src pad reports, and
   // what the whole pipeline reports. The CPU backend holds no frame back.
@@ -333,11 +374,14 @@ TEST(Live, CpuKeepsUpAt1080p30AndAddsNoLatency) {
   };
   gboolean src_live = FALSE, gray_live = FALSE, live = FALSE;
   GstClockTime src_min = 0, src_max = 0, gray_min = 0, gray_max = 0, min = 0, max = 0;
-  ASSERT_TRUE(latency([&](GstQuery *q) { return gst_element_query(src, q); }, &src_live, &src_min, &src_max));
+  ASSERT_TRUE(latency([&](GstQuery *q) { return gst_element_query(src, q); }, &src_live, &src_min,
+                      &src_max));
   GstPad *gray_src = gst_element_get_static_pad(gray, "src");
-  ASSERT_TRUE(latency([&](GstQuery *q) { return gst_pad_query(gray_src, q); }, &gray_live, &gray_min, &gray_max));
+  ASSERT_TRUE(latency([&](GstQuery *q) { return gst_pad_query(gray_src, q); }, &gray_live,
+                      &gray_min, &gray_max));
   gst_object_unref(gray_src);
-  ASSERT_TRUE(latency([&](GstQuery *q) { return gst_element_query(pipeline, q); }, &live, &min, &max));
+  ASSERT_TRUE(
+      latency([&](GstQuery *q) { return gst_element_query(pipeline, q); }, &live, &min, &max));
   EXPECT_TRUE(src_live && gray_live && live);
   EXPECT_EQ(src_min, gst_util_uint64_scale(GST_SECOND, 1, 30)) << "videotestsrc: one frame";
   EXPECT_EQ(gray_min, src_min) << "cudagray adds no latency on the CPU";
@@ -350,7 +394,8 @@ TEST(Live, CpuKeepsUpAt1080p30AndAddsNoLatency) {
   int qos = 0;
   bool eos = false;
   while (GstMessage *msg = gst_bus_timed_pop_filtered(
-             bus, 20 * GST_SECOND, GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_QOS))) {
+             bus, 20 * GST_SECOND,
+             GstMessageType(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_QOS))) {
     const GstMessageType type = GST_MESSAGE_TYPE(msg);
     if (type == GST_MESSAGE_ERROR) {
       GError *err = nullptr;
@@ -375,7 +420,8 @@ TEST(Live, CpuKeepsUpAt1080p30AndAddsNoLatency) {
   gst_structure_get_uint64(gray_stats, "frames", &converted);
   gst_structure_get_double(gray_stats, "gpu-time-mean-us", &mean_us);
   gst_structure_get_double(gray_stats, "gpu-time-max-us", &max_us);
-  std::printf("1080p RGB on the CPU backend: %.0f us a frame on average, %.0f us at most\n", mean_us, max_us);
+  std::printf("1080p RGB on the CPU backend: %.0f us a frame on average, %.0f us at most\n",
+              mean_us, max_us);
   EXPECT_EQ(converted, guint64(frames));
   EXPECT_EQ(rendered, guint64(frames));
   EXPECT_EQ(dropped, 0u);
@@ -398,13 +444,18 @@ TEST(Live, CpuKeepsUpAt1080p30AndAddsNoLatency) {
 TEST(Live, WebcamScriptReportsLatencyAndDropsNothing) {
   TempDir dir;
   std::string log;
-  ASSERT_EQ(shell("ln -s " + quote(env("CUDAGRAY_LAUNCH_CHECK")) + " " + quote(dir.path + "/gst-launch-1.0"), &log), 0)
-      << log;
-  ASSERT_EQ(shell("PATH=" + quote(dir.path) + ":$PATH CUDAGRAY_CHECK_FRAMES=60 CUDAGRAY_SINK='fakesink sync=true "
-                  "qos=true max-lateness=20000000' " +
-                      quote(source_dir() + "/pipelines/webcam") + " /dev/no-such-camera backend=cpu",
+  ASSERT_EQ(shell("ln -s " + quote(env("CUDAGRAY_LAUNCH_CHECK")) + " " +
+                      quote(dir.path + "/gst-launch-1.0"),
                   &log),
             0)
+      << log;
+  ASSERT_EQ(
+      shell("PATH=" + quote(dir.path) +
+                ":$PATH CUDAGRAY_CHECK_FRAMES=60 CUDAGRAY_SINK='fakesink sync=true "
+                "qos=true max-lateness=20000000' " +
+                quote(source_dir() + "/pipelines/webcam") + " /dev/no-such-camera backend=cpu",
+            &log),
+      0)
       << log;
   EXPECT_TRUE(contains(log, "check: latency live=1 min=53333333 max=")) << log;
   EXPECT_TRUE(contains(log, "check: cudagray cudagray0 frames 6")) << log;  // 60 or a few more
@@ -428,9 +479,11 @@ std::vector<uint8_t> all_triples() {
 }
 
 // The frame through "appsrc ! CONVERTER ! appsink", GRAY8 out.
-Picture convert_all(const std::vector<uint8_t> &rgb, const std::string &converter,
-                    const std::string &caps = "video/x-raw,format=RGB,width=4096,height=4096,framerate=1/1") {
-  const Pipeline pipeline("appsrc name=in format=time caps=" + caps + " ! " + converter + " ! appsink name=out sync=false");
+Picture convert_all(
+    const std::vector<uint8_t> &rgb, const std::string &converter,
+    const std::string &caps = "video/x-raw,format=RGB,width=4096,height=4096,framerate=1/1") {
+  const Pipeline pipeline("appsrc name=in format=time caps=" + caps + " ! " + converter +
+                          " ! appsink name=out sync=false");
   pipeline.play();
   GstBuffer *buf = gst_buffer_new_memdup(rgb.data(), rgb.size());
   GST_BUFFER_PTS(buf) = 0;
@@ -470,7 +523,8 @@ TEST(Comparison, VideoconvertIsTheSameOrOneBelow) {
     std::printf("%s: videoconvert is 1 below cudagray on %ld triples\n", c.name, below);
     EXPECT_EQ(other, 0);
     EXPECT_GT(below, 0);
-    EXPECT_EQ(not_truncated, 0) << "videoconvert no longer computes (" << w8r << "R + " << w8g << "G + " << w8b
+    EXPECT_EQ(not_truncated, 0) << "videoconvert no longer computes (" << w8r << "R + " << w8g
+                                << "G + " << w8b
                                 << "B) >> 8: the README's comparison needs updating";
   }
 }
@@ -483,7 +537,8 @@ TEST(Comparison, LimitedRangeYuvVideoconvertCopiesCudagrayExpands) {
   std::vector<uint8_t> i420(kWidth * kHeight * 3 / 2);
   cudagray::test::fill_random(i420);  // chroma: random, and it must not matter
   for (int i = 0; i < kWidth * kHeight; ++i) i420[i] = static_cast<uint8_t>(i % kWidth);
-  const std::string caps = "video/x-raw,format=I420,width=256,height=2,framerate=1/1,colorimetry=bt601";
+  const std::string caps =
+      "video/x-raw,format=I420,width=256,height=2,framerate=1/1,colorimetry=bt601";
   const Picture copied = convert_all(i420, "videoconvert ! video/x-raw,format=GRAY8", caps);
   const Picture expanded = convert_all(i420, "cudagray backend=cpu", caps);
   ASSERT_EQ(copied.bytes.size(), i420.size() * 2 / 3);
@@ -491,9 +546,11 @@ TEST(Comparison, LimitedRangeYuvVideoconvertCopiesCudagrayExpands) {
   for (int i = 0; i < kWidth * kHeight; ++i) {
     const int y = i % kWidth;
     EXPECT_EQ(copied.bytes[i], y) << "videoconvert, Y' = " << y;
-    EXPECT_EQ(expanded.bytes[i], std::clamp(std::lround((y - 16) * 255.0 / 219.0), 0L, 255L)) << "cudagray, Y' = " << y;
+    EXPECT_EQ(expanded.bytes[i], std::clamp(std::lround((y - 16) * 255.0 / 219.0), 0L, 255L))
+        << "cudagray, Y' = " << y;
   }
-  EXPECT_EQ(std::vector<int>({copied.bytes[16], copied.bytes[128], copied.bytes[235]}), std::vector<int>({16, 128, 235}));
+  EXPECT_EQ(std::vector<int>({copied.bytes[16], copied.bytes[128], copied.bytes[235]}),
+            std::vector<int>({16, 128, 235}));
   EXPECT_EQ(std::vector<int>({expanded.bytes[16], expanded.bytes[128], expanded.bytes[235]}),
             std::vector<int>({0, 130, 255}));
 }
@@ -591,9 +648,11 @@ TEST(Readme, PropertiesTableMatchesTheElement) {
     listed.insert(name);
     SCOPED_TRACE(name);
     ASSERT_TRUE(rows.count(name)) << "the README's properties table has no row for " << name;
-    EXPECT_EQ(rows[name], default_text(G_OBJECT(gray), specs[i])) << "default in the README's table";
+    EXPECT_EQ(rows[name], default_text(G_OBJECT(gray), specs[i]))
+        << "default in the README's table";
   }
   g_free(specs);
-  for (const auto &[name, cell] : rows) EXPECT_TRUE(listed.count(name)) << "README lists " << name << ", which cudagray lacks";
+  for (const auto &[name, cell] : rows)
+    EXPECT_TRUE(listed.count(name)) << "README lists " << name << ", which cudagray lacks";
   gst_object_unref(gray);
 }

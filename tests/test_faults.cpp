@@ -30,8 +30,9 @@ std::string arm_plugin_fault(const std::string &spec) {
   if (!plugin) return "the cudagray plugin is not found: is GST_PLUGIN_PATH set?";
   void *module = dlopen(gst_plugin_get_filename(plugin), RTLD_NOW | RTLD_NOLOAD);
   gst_object_unref(plugin);
-  auto inject = module ? reinterpret_cast<void (*)(const char *)>(dlsym(module, "cudagray_inject_cuda_fault"))
-                       : nullptr;
+  auto inject =
+      module ? reinterpret_cast<void (*)(const char *)>(dlsym(module, "cudagray_inject_cuda_fault"))
+             : nullptr;
   if (module) dlclose(module);  // GStreamer keeps the plugin loaded
   if (!inject) return "the plugin was built without -Dfault-injection=enabled";
   inject(spec.c_str());
@@ -76,5 +77,6 @@ TEST_P(Fault, EndsInAnErrorAndTheNextRunIsClean) {
 
 INSTANTIATE_TEST_SUITE_P(CudaCalls, Fault,
                          ::testing::Values("cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",
-                                           "convert_cuda", "cudaEventRecord", "cudaEventSynchronize"),
+                                           "convert_cuda", "cudaEventRecord",
+                                           "cudaEventSynchronize"),
                          [](const auto &info) { return std::string(info.param); });

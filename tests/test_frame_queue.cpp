@@ -57,7 +57,8 @@ TEST(CudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
   convert_cpu(f.input(), f.output(), weights_of(kWeightChoices[0]));
   GstBuffer *out = f.release_output();
   EXPECT_EQ(out, b.out);
-  EXPECT_TRUE(same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(b.frame, kWeightChoices[0])));
+  EXPECT_TRUE(
+      same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(b.frame, kWeightChoices[0])));
   EXPECT_EQ(refcount(b.in), 2) << "the input stays mapped until the frame goes";
   f = CudaGrayFrame();
   EXPECT_EQ(refcount(b.in), 1);

@@ -77,8 +77,8 @@ void expect_formula(const TestFrame &f, const WeightChoice &c) {
       int rgb[3];
       pixel_rgb(f, x, y, rgb);
       if (out.at(x, y) != formula_y(c, rgb) && wrong++ < 3)
-        ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y))
-                      << " expected " << formula_y(c, rgb);
+        ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y)) << " expected "
+                      << formula_y(c, rgb);
     }
     for (size_t x = f.width; x < out.stride; ++x)
       ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
@@ -110,8 +110,8 @@ TEST_P(CpuReference, ExtremeWeightsAtEveryWidth) {
       // Multiples of 2^-16: each weight is exactly k * 65536.
       auto k = [max] { return random_int(0, static_cast<int>(max * 65536)) / 65536.0; };
       const Coefficients random{k(), k(), k()};
-      choices.push_back({"random " + std::to_string(random.r) + "," + std::to_string(random.g) + "," +
-                             std::to_string(random.b),
+      choices.push_back({"random " + std::to_string(random.r) + "," + std::to_string(random.g) +
+                             "," + std::to_string(random.b),
                          Matrix::Custom, random});
     }
   }
@@ -154,7 +154,9 @@ TEST(CpuThreads, ConcurrentCallersGetExactResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, CpuReference, ::testing::ValuesIn(kAllLayouts),
-                         [](const auto &info) { return std::string(layout_info(info.param).name); });
+                         [](const auto &info) {
+                           return std::string(layout_info(info.param).name);
+                         });
 
 // All 2^24 RGB triples in one 4096x4096 frame: the fixed-point result is
 // within 1 of the exact weighted sum rounded, and equals the formula.
@@ -174,13 +176,15 @@ TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {
     for (uint32_t i = 0; i < (1u << 24); ++i) {
       const int rgb[3] = {int(i >> 16), int((i >> 8) & 255), int(i & 255)};
       const int y = out.bytes[i];
-      const int exact = static_cast<int>(std::lround(c.k.r * rgb[0] + c.k.g * rgb[1] + c.k.b * rgb[2]));
+      const int exact =
+          static_cast<int>(std::lround(c.k.r * rgb[0] + c.k.g * rgb[1] + c.k.b * rgb[2]));
       worst = std::max(worst, std::abs(y - exact));
       off_by_one += y != exact;
       off_formula += y != formula_y(c, rgb);
     }
-    std::printf("%-8s: max |Y - round(kR*R + kG*G + kB*B)| = %d, %ld of 16777216 triples off by one\n",
-                c.name.c_str(), worst, off_by_one);
+    std::printf(
+        "%-8s: max |Y - round(kR*R + kG*G + kB*B)| = %d, %ld of 16777216 triples off by one\n",
+        c.name.c_str(), worst, off_by_one);
     EXPECT_LE(worst, 1);
     EXPECT_EQ(off_formula, 0);
   }

@@ -36,7 +36,8 @@ TEST(NoGpu, AutoFallsBackToTheCpuWithOneWarning) {
 }
 
 TEST(NoGpu, CpuBackendDoesNotWarn) {
-  const PipelineRun run = run_pipeline("videotestsrc num-buffers=3 ! cudagray backend=cpu ! fakesink");
+  const PipelineRun run =
+      run_pipeline("videotestsrc num-buffers=3 ! cudagray backend=cpu ! fakesink");
   EXPECT_TRUE(run.reached_eos);
   EXPECT_TRUE(run.warnings.empty());
   EXPECT_TRUE(run.errors.empty());
@@ -46,7 +47,8 @@ TEST(NoGpu, CudaBackendFailsToStart) {
   for (const char *device : {"-1", "0"}) {
     SCOPED_TRACE(device);
     const PipelineRun run = run_pipeline(
-        std::string("videotestsrc num-buffers=3 ! cudagray backend=cuda cuda-device-id=") + device + " ! fakesink");
+        std::string("videotestsrc num-buffers=3 ! cudagray backend=cuda cuda-device-id=") + device +
+        " ! fakesink");
     EXPECT_FALSE(run.reached_eos);
     ASSERT_EQ(run.errors.size(), 1u);
     EXPECT_EQ(run.errors[0], "No usable CUDA device: " + hidden_gpu_reason());

@@ -36,17 +36,20 @@ TEST(FilePipeline, DefaultInputGivesGrayVideoAndPng) {
   TempDir dir;
   const std::string out = dir.path + "/gray.mp4";
   std::string log;
-  ASSERT_EQ(shell("CUDAGRAY_FRAMES=90 '" + script("file") + "' - '" + out + "' matrix=bt709", &log), 0) << log;
+  ASSERT_EQ(shell("CUDAGRAY_FRAMES=90 '" + script("file") + "' - '" + out + "' matrix=bt709", &log),
+            0)
+      << log;
   EXPECT_NE(log.find("gst-launch-1.0 -e videotestsrc"), std::string::npos) << log;
 
   std::vector<GstSample *> frames = decode(out, "video/x-raw,format=I420");
   EXPECT_EQ(frames.size(), 90u);  // more than a default queue holds: a stalled tee would show
-  for (GstSample *s : frames) {  // the video is gray: chroma stays neutral
+  for (GstSample *s : frames) {   // the video is gray: chroma stays neutral
     GstMapInfo map;
     GstBuffer *buf = gst_sample_get_buffer(s);
     gst_buffer_map(buf, &map, GST_MAP_READ);
     const size_t luma = 640 * 480;
-    for (size_t i = luma; i < map.size; ++i) ASSERT_NEAR(map.data[i], 128, 3) << "chroma sample " << i - luma;
+    for (size_t i = luma; i < map.size; ++i)
+      ASSERT_NEAR(map.data[i], 128, 3) << "chroma sample " << i - luma;
     gst_buffer_unmap(buf, &map);
     gst_sample_unref(s);
   }
@@ -78,10 +81,16 @@ TEST(FilePipeline, DefaultInputGivesGrayVideoAndPng) {
 TEST(FilePipeline, BadArgumentsFail) {
   TempDir dir;
   std::string log;
-  EXPECT_NE(shell("'" + script("file") + "' '" + dir.path + "/missing.mp4' '" + dir.path + "/o.mp4'", &log), 0);
+  EXPECT_NE(
+      shell("'" + script("file") + "' '" + dir.path + "/missing.mp4' '" + dir.path + "/o.mp4'",
+            &log),
+      0);
   EXPECT_NE(log.find("cannot read"), std::string::npos) << log;
   log.clear();
-  EXPECT_NE(shell("CUDAGRAY_FRAMES=2 '" + script("file") + "' - '" + dir.path + "/o.mp4' colour=red", &log), 0);
+  EXPECT_NE(
+      shell("CUDAGRAY_FRAMES=2 '" + script("file") + "' - '" + dir.path + "/o.mp4' colour=red",
+            &log),
+      0);
 }
 
 // Without a camera the webcam script says so and shows a live test pattern.
@@ -95,7 +104,8 @@ TEST(WebcamPipeline, FallsBackToLiveTestPattern) {
   EXPECT_NE(log.find("no readable camera at /dev/no-such-camera"), std::string::npos) << log;
   EXPECT_NE(log.find("videotestsrc is-live=true"), std::string::npos) << log;
   // matrix weighs R, G and B: the video is made RGB for it
-  EXPECT_NE(log.find("videoconvert ! video/x-raw,format=RGBx ! cudagray backend=cpu matrix=bt2020"), std::string::npos)
+  EXPECT_NE(log.find("videoconvert ! video/x-raw,format=RGBx ! cudagray backend=cpu matrix=bt2020"),
+            std::string::npos)
       << log;
 }
 
@@ -105,20 +115,25 @@ TEST(GpuDecodePipeline, DecodesOnTheGpuOrSaysWhatIsMissing) {
   TempDir dir;
   const std::string clip = dir.path + "/in.mp4", out = dir.path + "/out.mp4";
   std::string log;
-  ASSERT_EQ(shell("CUDAGRAY_FRAMES=30 '" + script("file") + "' - '" + clip + "' backend=cpu", &log), 0) << log;
+  ASSERT_EQ(shell("CUDAGRAY_FRAMES=30 '" + script("file") + "' - '" + clip + "' backend=cpu", &log),
+            0)
+      << log;
   log.clear();
   GstElementFactory *nvdec = gst_element_factory_find("nvh264dec");
   const int status = shell("'" + script("gpu-decode") + "' '" + clip + "' '" + out + "'", &log);
   if (!nvdec) {
     EXPECT_EQ(status, 1);
-    EXPECT_NE(log.find("error: nvh264dec not found: GPU decoding needs gst-plugins-bad's nvcodec and an NVIDIA driver"),
+    EXPECT_NE(log.find("error: nvh264dec not found: GPU decoding needs gst-plugins-bad's nvcodec "
+                       "and an NVIDIA driver"),
               std::string::npos)
         << log;
     return;
   }
   gst_object_unref(nvdec);
   ASSERT_EQ(status, 0) << log;
-  EXPECT_NE(log.find("nvh264dec ! video/x-raw\\(memory:CUDAMemory\\) ! cudagray"), std::string::npos) << log;
+  EXPECT_NE(log.find("nvh264dec ! video/x-raw\\(memory:CUDAMemory\\) ! cudagray"),
+            std::string::npos)
+      << log;
   std::vector<GstSample *> frames = decode(out, "video/x-raw,format=I420");
   EXPECT_EQ(frames.size(), 30u);
   for (GstSample *f : frames) gst_sample_unref(f);
@@ -144,27 +159,32 @@ TEST(Scripts, RefuseToWriteOverTheirInput) {
   const std::string original(noise.begin(), noise.end());
   std::ofstream(input, std::ios::binary) << original;
   std::string log;
-  ASSERT_EQ(shell("cd '" + dir.path + "' && ln -s v.mp4 symlink.mp4 && ln v.mp4 hardlink.mp4 && mkdir sub", &log), 0)
+  ASSERT_EQ(shell("cd '" + dir.path +
+                      "' && ln -s v.mp4 symlink.mp4 && ln v.mp4 hardlink.mp4 && mkdir sub",
+                  &log),
+            0)
       << log;
   struct Case {
     const char *script, *in, *out;
   };
   const Case cases[] = {
-      {"file", "v.mp4", "v.mp4"},        {"file", "v.mp4", "sub/../v.mp4"},   {"file", "v.mp4", "symlink.mp4"},
-      {"file", "v.mp4", "hardlink.mp4"}, {"file", "v.png", "v"},  // its PNG would be the input
-      {"sidebyside", "v.mp4", "v.mp4"},  {"sidebyside", "v.mp4", "./symlink.mp4"},
-      {"gpu-decode", "v.mp4", "v.mp4"},  {"gpu-decode", "symlink.mp4", "hardlink.mp4"},
+      {"file", "v.mp4", "v.mp4"},       {"file", "v.mp4", "sub/../v.mp4"},
+      {"file", "v.mp4", "symlink.mp4"}, {"file", "v.mp4", "hardlink.mp4"},
+      {"file", "v.png", "v"},  // its PNG would be the input
+      {"sidebyside", "v.mp4", "v.mp4"}, {"sidebyside", "v.mp4", "./symlink.mp4"},
+      {"gpu-decode", "v.mp4", "v.mp4"}, {"gpu-decode", "symlink.mp4", "hardlink.mp4"},
   };
   ASSERT_EQ(shell("cp '" + input + "' '" + dir.path + "/v.png'", &log), 0) << log;
   for (const Case &c : cases) {
     SCOPED_TRACE(std::string(c.script) + " " + c.in + " " + c.out);
     log.clear();
-    EXPECT_EQ(shell("cd '" + dir.path + "' && timeout 60 '" + script(c.script) + "' " + c.in + " " + c.out +
-                        " backend=cpu",
+    EXPECT_EQ(shell("cd '" + dir.path + "' && timeout 60 '" + script(c.script) + "' " + c.in + " " +
+                        c.out + " backend=cpu",
                     &log),
               2);
     const std::string written = std::string(c.out) == "v" ? "v.png" : c.out;
-    EXPECT_EQ(log, "error: output " + written + " is the same file as input " + c.in + "; write to another file\n");
+    EXPECT_EQ(log, "error: output " + written + " is the same file as input " + c.in +
+                       "; write to another file\n");
     EXPECT_TRUE(file_bytes(input) == original) << "the input was changed";
   }
 }
@@ -177,14 +197,20 @@ TEST(FilePipeline, MatrixAppliesToDecodedVideo) {
   TempDir dir;
   const std::string clip = dir.path + "/in.mp4", out = dir.path + "/gray.mp4";
   std::string log;
-  ASSERT_EQ(shell("gst-launch-1.0 -q videotestsrc pattern=smpte num-buffers=3 ! "
-                  "video/x-raw,width=322,height=242,format=I420 ! x264enc ! mp4mux ! filesink location='" +
-                      clip + "'",
-                  &log),
-            0)
+  ASSERT_EQ(
+      shell(
+          "gst-launch-1.0 -q videotestsrc pattern=smpte num-buffers=3 ! "
+          "video/x-raw,width=322,height=242,format=I420 ! x264enc ! mp4mux ! filesink location='" +
+              clip + "'",
+          &log),
+      0)
       << log;
-  ASSERT_EQ(shell("'" + script("file") + "' '" + clip + "' '" + out + "' backend=cpu matrix=bt709", &log), 0) << log;
-  EXPECT_NE(log.find("videoconvert ! video/x-raw,format=RGBx ! cudagray backend=cpu matrix=bt709"), std::string::npos)
+  ASSERT_EQ(
+      shell("'" + script("file") + "' '" + clip + "' '" + out + "' backend=cpu matrix=bt709", &log),
+      0)
+      << log;
+  EXPECT_NE(log.find("videoconvert ! video/x-raw,format=RGBx ! cudagray backend=cpu matrix=bt709"),
+            std::string::npos)
       << log;
   std::vector<GstSample *> png = decode(dir.path + "/gray.png", "video/x-raw");
   ASSERT_EQ(png.size(), 1u);

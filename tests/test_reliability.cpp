@@ -56,7 +56,8 @@ GrayImage convert_drained(Harness &harness, const TestFrame &f) {
   drain(harness);
   GstBuffer *out = gst_harness_try_pull(harness.h);
   if (!out) {
-    ADD_FAILURE() << "no output buffer; errors:" << describe(pop_messages(harness.bus, GST_MESSAGE_ERROR));
+    ADD_FAILURE() << "no output buffer; errors:"
+                  << describe(pop_messages(harness.bus, GST_MESSAGE_ERROR));
     return GrayImage(f.width, f.height);
   }
   GrayImage img = gray_of(out, f.width, f.height);
@@ -77,7 +78,8 @@ void expect_frames(Harness &harness, const std::vector<TestFrame> &frames, size_
     if (f.layout == PixelLayout::RGB && f.planes == 0) {  // marker: a GRAY8 frame, passed through
       EXPECT_EQ(gst_buffer_memcmp(out, 0, f.bytes.data(), f.bytes.size()), 0) << "output " << *next;
     } else {
-      EXPECT_TRUE(same_pixels(gray_of(out, f.width, f.height), cpu_reference(f, weights))) << "output " << *next;
+      EXPECT_TRUE(same_pixels(gray_of(out, f.width, f.height), cpu_reference(f, weights)))
+          << "output " << *next;
     }
     gst_buffer_unref(out);
     ++*next;
@@ -90,7 +92,9 @@ void end_cleanly(Harness &harness, const std::vector<TestFrame> &frames, size_t 
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   expect_frames(harness, frames, next);
   EXPECT_EQ(*next, frames.size());
-  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+  EXPECT_EQ(
+      describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))),
+      "");
 }
 
 std::string weights_of(GstElement *e) {
@@ -106,7 +110,7 @@ int int_property(GstElement *e, const char *name) {
   GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(e), name);
   g_value_init(&v, spec->value_type);
   g_object_get_property(G_OBJECT(e), name, &v);
-  int result = G_VALUE_HOLDS_ENUM(&v) ? g_value_get_enum(&v)
+  int result = G_VALUE_HOLDS_ENUM(&v)   ? g_value_get_enum(&v)
                : G_VALUE_HOLDS_UINT(&v) ? static_cast<int>(g_value_get_uint(&v))
                                         : g_value_get_int(&v);
   g_value_unset(&v);
@@ -134,11 +138,17 @@ std::string backend_in_use(GstElement *e) {
 TEST_P(ByBackend, CapsWithZeroOrOversizedDimensionsAreNotNegotiated) {
   Harness harness(settings());
   GstPad *sink = gst_element_get_static_pad(harness.element(), "sink");
-  for (const auto &[w, h] : std::vector<std::pair<long, long>>{
-           {0, 48}, {64, 0}, {0, 0}, {16385, 48}, {64, 16385}, {16385, 16385}, {INT_MAX, 1}, {-1, 48}}) {
+  for (const auto &[w, h] : std::vector<std::pair<long, long>>{{0, 48},
+                                                               {64, 0},
+                                                               {0, 0},
+                                                               {16385, 48},
+                                                               {64, 16385},
+                                                               {16385, 16385},
+                                                               {INT_MAX, 1},
+                                                               {-1, 48}}) {
     SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
-    const std::string text = "video/x-raw,format=RGB,width=" + std::to_string(w) + ",height=" +
-                             std::to_string(h) + ",framerate=30/1";
+    const std::string text = "video/x-raw,format=RGB,width=" + std::to_string(w) +
+                             ",height=" + std::to_string(h) + ",framerate=30/1";
     GstCaps *caps = gst_caps_from_string(text.c_str());
     ASSERT_NE(caps, nullptr);
     EXPECT_FALSE(gst_pad_query_accept_caps(sink, caps));
@@ -151,7 +161,9 @@ TEST_P(ByBackend, CapsWithZeroOrOversizedDimensionsAreNotNegotiated) {
   gst_object_unref(sink);
   // The element itself posts nothing: in a pipeline, upstream reports
   // not-negotiated (see NotNegotiatedInAPipelineIsReportedByTheSource).
-  EXPECT_EQ(describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+  EXPECT_EQ(
+      describe(pop_messages(harness.bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))),
+      "");
   harness.set_caps(caps_string("RGB", 64, 48));
   const TestFrame f = random_frame(PixelLayout::RGB, 64, 48);
   EXPECT_TRUE(same_pixels(convert_drained(harness, f), cpu_reference(f, kWeightChoices[0])));
@@ -162,7 +174,8 @@ TEST_P(ByBackend, CapsWithZeroOrOversizedDimensionsAreNotNegotiated) {
 TEST_P(ByBackend, NotNegotiatedInAPipelineIsReportedByTheSource) {
   const PipelineRun run = run_pipeline(
       "videotestsrc num-buffers=3 ! video/x-raw,format=RGB16,width=64,height=48 ! "
-      "identity ! cudagray backend=" + backend() + " ! fakesink");
+      "identity ! cudagray backend=" +
+      backend() + " ! fakesink");
   EXPECT_FALSE(run.reached_eos);
   ASSERT_EQ(run.errors.size(), 1u);
   EXPECT_NE(run.errors[0].find("Internal data stream error"), std::string::npos) << run.errors[0];
@@ -209,8 +222,8 @@ TEST_P(ByBackend, CapsChangeOnEveryFrameLosesNothing) {
     const char *format;
     int width, height;
   };
-  const Geometry cycle[] = {{"RGB", 64, 48}, {"RGBA", 64, 48}, {"GRAY8", 64, 48},
-                            {"GBR", 31, 7},  {"xBGR", 641, 3}, {"GRAY8", 5, 5},
+  const Geometry cycle[] = {{"RGB", 64, 48}, {"RGBA", 64, 48},  {"GRAY8", 64, 48},
+                            {"GBR", 31, 7},  {"xBGR", 641, 3},  {"GRAY8", 5, 5},
                             {"BGR", 1, 1},   {"RGBP", 320, 240}};
   std::vector<TestFrame> frames;
   size_t next = 0;
@@ -254,7 +267,8 @@ GstBuffer *with_meta(const TestFrame &f, std::vector<gsize> offsets, std::vector
   gsize o[GST_VIDEO_MAX_PLANES] = {};
   gint s[GST_VIDEO_MAX_PLANES] = {};
   for (size_t i = 0; i < offsets.size(); ++i) o[i] = offsets[i], s[i] = strides[i];
-  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, width, height, planes, o, s);
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, width, height, planes, o,
+                                 s);
   return buf;
 }
 
@@ -272,41 +286,60 @@ TEST_P(ByBackend, BuffersThatDoNotHoldTheFrameAreErrors) {
        "plane 0 (offset 0, stride 64) needs 3072 bytes, the buffer has 0"},
       {"zero_bytes", [] { return gst_buffer_new_allocate(nullptr, 0, nullptr); },
        "plane 0 (offset 0, stride 64) needs 3072 bytes, the buffer has 0"},
-      {"one_byte_short", [&] { return gst_buffer_new_memdup(tight.bytes.data(), tight.bytes.size() - 1); },
+      {"one_byte_short",
+       [&] { return gst_buffer_new_memdup(tight.bytes.data(), tight.bytes.size() - 1); },
        "plane 2 (offset 6144, stride 64) needs 9216 bytes, the buffer has 9215"},
-      {"negative_stride", [&] { return with_meta(tight, {0, 3072, 6144}, {64, -64, 64}); },
+      {"negative_stride",
+       [&] {
+         return with_meta(tight, {0, 3072, 6144}, {64, -64, 64});
+       },
        "plane 1 has a negative stride (-64): cudagray takes rows top to bottom only"},
-      {"stride_below_the_row", [&] { return with_meta(tight, {0, 3072, 6144}, {63, 64, 64}); },
+      {"stride_below_the_row",
+       [&] {
+         return with_meta(tight, {0, 3072, 6144}, {63, 64, 64});
+       },
        "plane 0 has a stride of 63 bytes, shorter than its 64-byte rows"},
-      {"huge_stride", [&] { return with_meta(tight, {0, 3072, 6144}, {64, 64, INT_MAX}); },
+      {"huge_stride",
+       [&] {
+         return with_meta(tight, {0, 3072, 6144}, {64, 64, INT_MAX});
+       },
        "plane 2 (offset 6144, stride 2147483647) needs 100931737617 bytes, the buffer has 9216"},
-      {"offset_past_the_end", [&] { return with_meta(tight, {0, 3072, 9217}, {64, 64, 64}); },
+      {"offset_past_the_end",
+       [&] {
+         return with_meta(tight, {0, 3072, 9217}, {64, 64, 64});
+       },
        "plane 2 starts at byte 9217, past the end of the 9216-byte buffer"},
-      {"offset_near_the_top_of_memory", [&] { return with_meta(tight, {0, G_MAXSIZE - 100, 6144}, {64, 64, 64}); },
+      {"offset_near_the_top_of_memory",
+       [&] {
+         return with_meta(tight, {0, G_MAXSIZE - 100, 6144}, {64, 64, 64});
+       },
        "plane 1 starts at byte 18446744073709551515, past the end of the 9216-byte buffer"},
-      {"meta_of_another_size", [&] {
+      {"meta_of_another_size",
+       [&] {
          return with_meta(tight, {0, 3072, 6144}, {64, 64, 64}, GST_VIDEO_FORMAT_RGBP, 32, 48);
        },
        "its video meta describes a 32x48 RGBP frame"},
-      {"meta_with_one_plane", [&] {
-         return with_meta(tight, {0}, {64}, GST_VIDEO_FORMAT_RGBP, 64, 48, 1);
-       },
+      {"meta_with_one_plane",
+       [&] { return with_meta(tight, {0}, {64}, GST_VIDEO_FORMAT_RGBP, 64, 48, 1); },
        "its video meta describes a 64x48 RGBP frame with 1 plane(s), the caps 3"},
   };
   for (const BadBuffer &bad : cases) {
     SCOPED_TRACE(bad.name);
     Harness harness(settings(4));
     harness.set_caps(caps_string("RGBP", 64, 48));
-    std::vector<TestFrame> good = {random_frame(PixelLayout::RGBP, 64, 48), random_frame(PixelLayout::RGBP, 64, 48)};
+    std::vector<TestFrame> good = {random_frame(PixelLayout::RGBP, 64, 48),
+                                   random_frame(PixelLayout::RGBP, 64, 48)};
     size_t next = 0;
-    for (int i = 0; i < 2; ++i) ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(good[i]), i)), GST_FLOW_OK);
+    for (int i = 0; i < 2; ++i)
+      ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(good[i]), i)), GST_FLOW_OK);
     EXPECT_EQ(gst_harness_push(harness.h, timed(bad.make(), 2)), GST_FLOW_ERROR);
     const BusLog log(harness.bus);
     const std::vector<BusMessage> &errors = log.errors;
     EXPECT_EQ(describe(log.warnings), "");
     ASSERT_EQ(errors.size(), 1u) << describe(errors);
     EXPECT_EQ(errors[0].text, "Input buffer does not hold a 64x48 RGBP frame: " + bad.says);
-    EXPECT_NE(errors[0].debug.find("upstream sent a buffer that does not match the caps"), std::string::npos)
+    EXPECT_NE(errors[0].debug.find("upstream sent a buffer that does not match the caps"),
+              std::string::npos)
         << errors[0].debug;
     drain(harness);
     expect_frames(harness, good, &next);
@@ -326,11 +359,13 @@ TEST_P(ByBackend, ShortGray8BufferInPassthroughIsAnError) {
   Harness harness(settings(4));
   harness.set_caps(caps_string("GRAY8", 33, 17));  // 36-byte rows: 612 bytes
   std::vector<uint8_t> bytes(100);
-  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())), GST_FLOW_ERROR);
+  EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
+            GST_FLOW_ERROR);
   const BusLog log(harness.bus);
   ASSERT_EQ(log.errors.size(), 1u) << "a 100-byte buffer passed through as a 33x17 GRAY8 frame";
-  EXPECT_EQ(log.errors[0].text, "Input buffer does not hold a 33x17 GRAY8 frame: plane 0 (offset 0, stride 36) "
-                                "needs 609 bytes, the buffer has 100");
+  EXPECT_EQ(log.errors[0].text,
+            "Input buffer does not hold a 33x17 GRAY8 frame: plane 0 (offset 0, stride 36) "
+            "needs 609 bytes, the buffer has 100");
   EXPECT_EQ(gst_harness_try_pull(harness.h), nullptr);
 }
 
@@ -352,14 +387,17 @@ TEST_P(ByBackend, BuffersAtTheEdgesConvert) {
   GstBuffer *buf = gst_buffer_new();
   for (int p = 0; p < 3; ++p) {
     gpointer copy = g_memdup2(split.bytes.data() + 3072 * p, 3072);
-    gst_buffer_append_memory(buf, gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, copy, 3072, 0, 3072, copy, g_free));
+    gst_buffer_append_memory(
+        buf, gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, copy, 3072, 0, 3072, copy, g_free));
   }
   ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK);
   // longer than the frame
   TestFrame longer = random_frame(PixelLayout::RGBP, 64, 48, Rows::Tight);
   longer.bytes.resize(longer.bytes.size() + 4096, 0x5A);
   frames.push_back(longer);
-  ASSERT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(longer.bytes.data(), longer.bytes.size())), GST_FLOW_OK);
+  ASSERT_EQ(
+      gst_harness_push(harness.h, gst_buffer_new_memdup(longer.bytes.data(), longer.bytes.size())),
+      GST_FLOW_OK);
   ASSERT_NO_FATAL_FAILURE(end_cleanly(harness, frames, &next));
 }
 
@@ -372,7 +410,8 @@ const std::vector<std::pair<const char *, const char *>> kBadWeights = {
     {"", "expected three comma-separated numbers \"R,G,B\", got \"\""},
     {"abc", "expected three comma-separated numbers \"R,G,B\", got \"abc\""},
     {"0.3,0.6", "expected three comma-separated numbers \"R,G,B\", got \"0.3,0.6\""},
-    {"0.3,0.6,0.1,0.2", "expected three comma-separated numbers \"R,G,B\", got \"0.3,0.6,0.1,0.2\""},
+    {"0.3,0.6,0.1,0.2",
+     "expected three comma-separated numbers \"R,G,B\", got \"0.3,0.6,0.1,0.2\""},
     {"0.3;0.6;0.1", "expected three comma-separated numbers \"R,G,B\", got \"0.3;0.6;0.1\""},
     {"0.3,,0.1", "\"\" is not a number in \"0.3,,0.1\""},
     {"0x10,0,0", "\"0x10\" is not a number in \"0x10,0,0\""},
@@ -409,8 +448,9 @@ void expect_bad_weights_refused(GstElement *e, GstBus *bus, bool started = true)
   const std::vector<BusMessage> warnings = pop_messages(bus, GST_MESSAGE_WARNING);
   ASSERT_EQ(warnings.size(), warnings_each) << describe(warnings);
   if (started) {
-    EXPECT_EQ(warnings[0].text, "Ignoring invalid weights \"(NULL)\": expected three comma-separated numbers "
-                                "\"R,G,B\", got \"\"");
+    EXPECT_EQ(warnings[0].text,
+              "Ignoring invalid weights \"(NULL)\": expected three comma-separated numbers "
+              "\"R,G,B\", got \"\"");
   }
   EXPECT_EQ(weights_of(e), before);
   std::string huge(100000, '7');
@@ -442,8 +482,9 @@ TEST_P(ByBackend, InvalidWeightsInEveryStateWarnAndChangeNothing) {
     EXPECT_EQ(gst_element_set_state(e, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
     const std::vector<BusMessage> errors = pop_messages(bus, GST_MESSAGE_ERROR);
     ASSERT_EQ(errors.size(), 1u) << describe(errors);
-    EXPECT_EQ(errors[0].text, "Invalid weights \"0,0,-inf\": weight \"-inf\" is outside 0..64; expected "
-                              "\"R,G,B\", each between 0 and 64");
+    EXPECT_EQ(errors[0].text,
+              "Invalid weights \"0,0,-inf\": weight \"-inf\" is outside 0..64; expected "
+              "\"R,G,B\", each between 0 and 64");
     g_object_set(e, "weights", "0.5,0.25,0.125", nullptr);  // valid again: starts
   }
   gst_element_set_state(e, GST_STATE_NULL);
@@ -486,16 +527,24 @@ TEST(PropertyValues, OutOfRangeValuesAreRefusedInEveryState) {
     g_object_set(e, "cuda-device-id", -2, nullptr);
     g_object_set(e, "matrix", 99, nullptr);
     g_object_set(e, "backend", 7, nullptr);
-    for (const auto &[name, text] : std::vector<std::pair<const char *, const char *>>{
-             {"backend", "gpu"}, {"backend", "3"}, {"matrix", "bt999"}, {"matrix", "9"},
-             {"max-inflight", "-1"}, {"max-inflight", "1e9"}, {"max-inflight", "four"},
-             {"cuda-device-id", "abc"}, {"cuda-device-id", "-7"}, {"cuda-device-id", "99999999999"}})
+    for (const auto &[name, text] :
+         std::vector<std::pair<const char *, const char *>>{{"backend", "gpu"},
+                                                            {"backend", "3"},
+                                                            {"matrix", "bt999"},
+                                                            {"matrix", "9"},
+                                                            {"max-inflight", "-1"},
+                                                            {"max-inflight", "1e9"},
+                                                            {"max-inflight", "four"},
+                                                            {"cuda-device-id", "abc"},
+                                                            {"cuda-device-id", "-7"},
+                                                            {"cuda-device-id", "99999999999"}})
       gst_util_set_object_arg(G_OBJECT(e), name, text);
     EXPECT_EQ(int_property(e, "backend"), 2);  // cpu
     EXPECT_EQ(int_property(e, "matrix"), 2);   // bt2020
     EXPECT_EQ(int_property(e, "max-inflight"), 5);
     EXPECT_EQ(int_property(e, "cuda-device-id"), 0);
-    EXPECT_EQ(describe(pop_messages(bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))), "");
+    EXPECT_EQ(describe(pop_messages(bus, GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))),
+              "");
   }
   // GStreamer's text parsing reads an empty enum value as 0: "matrix=" is
   // bt601 and "backend=" auto, silently (GStreamer core, not cudagray).
@@ -522,18 +571,22 @@ TEST(PropertyValues, DeviceBeyondTheCountFailsToStartWithAdvice) {
       gst_element_set_bus(e, bus);
       gst_util_set_object_arg(G_OBJECT(e), "backend", backend);
       g_object_set(e, "cuda-device-id", id, nullptr);
-      const bool should_fail = std::string(backend) == "cuda" || (std::string(backend) == "auto" && devices > 0);
-      EXPECT_EQ(gst_element_set_state(e, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE, should_fail);
+      const bool should_fail =
+          std::string(backend) == "cuda" || (std::string(backend) == "auto" && devices > 0);
+      EXPECT_EQ(gst_element_set_state(e, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE,
+                should_fail);
       const BusLog log(bus);
       const std::vector<BusMessage> &errors = log.errors, &warnings = log.warnings;
       if (should_fail) {
         ASSERT_EQ(errors.size(), 1u) << describe(errors);
         const std::string expected_reason =
-            devices > 0 ? "CUDA device " + std::to_string(id) + " does not exist: " + std::to_string(devices) +
+            devices > 0 ? "CUDA device " + std::to_string(id) +
+                              " does not exist: " + std::to_string(devices) +
                               " device(s) found, numbered from 0"
                         : reason;
         EXPECT_EQ(errors[0].text, "No usable CUDA device: " + expected_reason);
-        EXPECT_NE(errors[0].debug.find("pick an existing device, or set backend=cpu to run without a GPU"),
+        EXPECT_NE(errors[0].debug.find(
+                      "pick an existing device, or set backend=cpu to run without a GPU"),
                   std::string::npos)
             << errors[0].debug;
       } else {
@@ -580,14 +633,16 @@ TEST_P(ByBackend, ReadyOnlyPropertiesSetWhilePlayingApplyAtTheNextStart) {
   int i = 0;
   for (const char *name : {"backend", "cuda-device-id", "max-inflight"}) {
     EXPECT_EQ(log.warnings[i].text, std::string(name) + " takes effect at the next start");
-    EXPECT_EQ(log.warnings[i].debug.substr(log.warnings[i].debug.find('\n') + 1), "set it in the NULL or READY state");
+    EXPECT_EQ(log.warnings[i].debug.substr(log.warnings[i].debug.find('\n') + 1),
+              "set it in the NULL or READY state");
     ++i;
   }
 
   // The next start uses them: CUDA device 1000 exists nowhere, so a switch to
   // cuda fails to start; a switch to cpu starts and converts there.
   ASSERT_EQ(gst_element_set_state(harness.element(), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-  const GstStateChangeReturn restarted = gst_element_set_state(harness.element(), GST_STATE_PLAYING);
+  const GstStateChangeReturn restarted =
+      gst_element_set_state(harness.element(), GST_STATE_PLAYING);
   if (other == "cuda") {
     EXPECT_EQ(restarted, GST_STATE_CHANGE_FAILURE);
     const std::vector<BusMessage> errors = pop_messages(harness.bus, GST_MESSAGE_ERROR);
@@ -610,8 +665,10 @@ TEST_P(ByBackend, ReadyOnlyPropertiesSetWhilePlayingApplyAtTheNextStart) {
 // is answered, frames flow again after it, EOS still ends the stream, and
 // nothing posts an error. A hang fails the wait instead of the whole run.
 TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
-  Pipeline p("videotestsrc pattern=ball ! video/x-raw,format=RGBx,width=320,height=240,framerate=30/1 ! "
-             "cudagray name=gray backend=" + backend() + " max-inflight=4 ! fakesink name=sink sync=false");
+  Pipeline p(
+      "videotestsrc pattern=ball ! video/x-raw,format=RGBx,width=320,height=240,framerate=30/1 ! "
+      "cudagray name=gray backend=" +
+      backend() + " max-inflight=4 ! fakesink name=sink sync=false");
   PadCounter counter;
   counter.attach(p.by_name("sink"), "sink");
   ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
@@ -626,7 +683,8 @@ TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
     // again. Sending the next event before that ends can deadlock in
     // GStreamer itself (the pipeline's state lock against the preroll), so
     // wait for it, as an application must.
-    ASSERT_EQ(gst_element_get_state(p.get(), nullptr, nullptr, 10 * GST_SECOND), GST_STATE_CHANGE_SUCCESS)
+    ASSERT_EQ(gst_element_get_state(p.get(), nullptr, nullptr, 10 * GST_SECOND),
+              GST_STATE_CHANGE_SUCCESS)
         << "the pipeline did not return to PLAYING after seek " << i;
     ASSERT_TRUE(wait_for(counter.buffers, before + 1, 10000)) << "no frame after seek " << i;
   }
@@ -696,9 +754,11 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
 TEST_P(ByBackend, EosWithFramesInFlightDeliversEveryFrame) {
   for (int inflight : {1, 2, 16}) {
     SCOPED_TRACE(inflight);
-    Pipeline p("videotestsrc name=src num-buffers=97 ! video/x-raw,format=BGR,width=641,height=481 ! "
-               "cudagray backend=" + backend() + " max-inflight=" + std::to_string(inflight) +
-               " ! fakesink name=sink sync=false");
+    Pipeline p(
+        "videotestsrc name=src num-buffers=97 ! video/x-raw,format=BGR,width=641,height=481 ! "
+        "cudagray backend=" +
+        backend() + " max-inflight=" + std::to_string(inflight) +
+        " ! fakesink name=sink sync=false");
     PadCounter made, delivered;
     made.attach(p.by_name("src"), "src");
     delivered.attach(p.by_name("sink"), "sink");
@@ -752,13 +812,17 @@ TEST(GpuMemory, FrameLargerThanFreeMemoryIsAnErrorAndNothingLeaks) {
             GST_FLOW_NOT_NEGOTIATED);
   const std::vector<BusMessage> errors = pop_messages(harness.bus, GST_MESSAGE_ERROR);
   ASSERT_EQ(errors.size(), 1u) << describe(errors);
-  EXPECT_EQ(errors[0].text.rfind("Could not prepare the cuda backend for 16384x16384 RGBx frames: ", 0), 0u)
+  EXPECT_EQ(
+      errors[0].text.rfind("Could not prepare the cuda backend for 16384x16384 RGBx frames: ", 0),
+      0u)
       << errors[0].text;
   EXPECT_NE(errors[0].text.find("out of memory"), std::string::npos) << errors[0].text;
-  EXPECT_NE(errors[0].debug.find("free GPU memory, use smaller frames, or set backend=cpu"), std::string::npos)
+  EXPECT_NE(errors[0].debug.find("free GPU memory, use smaller frames, or set backend=cpu"),
+            std::string::npos)
       << errors[0].debug;
   ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
-  EXPECT_GE(free_bytes + (size_t(8) << 20), free_before) << "the failed configuration kept device memory";
+  EXPECT_GE(free_bytes + (size_t(8) << 20), free_before)
+      << "the failed configuration kept device memory";
 
   for (void *p : hog) cudaFree(p);
   harness.set_caps(caps_string("RGBx", 4096, 2160));

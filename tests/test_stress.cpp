@@ -33,8 +33,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // thread or memory left behind: compared after the first 10 cycles, when the
 // thread pools and caches exist.
 TEST_P(Stress, StateCyclesMidStream) {
-  Pipeline p("videotestsrc name=src pattern=ball ! video/x-raw,format=RGBx,width=320,height=240,framerate=30/1 ! "
-             "cudagray name=gray backend=" + backend() + " ! fakesink name=sink sync=false");
+  Pipeline p(
+      "videotestsrc name=src pattern=ball ! "
+      "video/x-raw,format=RGBx,width=320,height=240,framerate=30/1 ! "
+      "cudagray name=gray backend=" +
+      backend() + " ! fakesink name=sink sync=false");
   PadCounter counter;
   counter.attach(p.by_name("sink"), "sink");
   GstElement *src = p.by_name("src");
@@ -47,17 +50,20 @@ TEST_P(Stress, StateCyclesMidStream) {
     const bool eos_cycle = i % 10 == 9;
     g_object_set(src, "num-buffers", eos_cycle ? 20 : -1, nullptr);
     counter.buffers = 0;
-    ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE) << "cycle " << i;
+    ASSERT_NE(gst_element_set_state(p.get(), GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE)
+        << "cycle " << i;
     if (eos_cycle) {
       BusLog log;
-      ASSERT_EQ(p.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << "cycle " << i << describe(log.errors);
+      ASSERT_EQ(p.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS)
+          << "cycle " << i << describe(log.errors);
       ASSERT_EQ(counter.buffers.load(), 20) << "cycle " << i;
       ++to_eos;
     } else {
       ASSERT_TRUE(wait_for(counter.buffers, 3, 20000)) << "cycle " << i << ": no frames";
     }
     frames += counter.buffers.load();
-    ASSERT_EQ(gst_element_set_state(p.get(), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS) << "cycle " << i;
+    ASSERT_EQ(gst_element_set_state(p.get(), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS)
+        << "cycle " << i;
     const std::vector<BusMessage> errs = pop_messages(p.bus(), GST_MESSAGE_ERROR);
     errors += static_cast<long>(errs.size());
     EXPECT_EQ(describe(errs), "") << "cycle " << i;
@@ -82,19 +88,22 @@ TEST_P(Stress, StateCyclesMidStream) {
   if (!preload || !std::strstr(preload, "vgpreload")) {
     EXPECT_LT(rss - rss_warm, 16 * 1024) << "resident memory grew by more than 16 MiB";
   }
-  std::printf("figure: state cycles backend=%s: %ld cycles (%ld to EOS, 20 frames each, all arrived), %ld frames, "
-              "%ld errors, fds %d -> %d, threads %d -> %d, RSS %ld -> %ld KiB, %.1f s\n",
-              backend().c_str(), cycles, to_eos, frames, errors, fds_warm, fds, threads_warm, threads, rss_warm,
-              rss, seconds_since(start));
+  std::printf(
+      "figure: state cycles backend=%s: %ld cycles (%ld to EOS, 20 frames each, all arrived), %ld "
+      "frames, "
+      "%ld errors, fds %d -> %d, threads %d -> %d, RSS %ld -> %ld KiB, %.1f s\n",
+      backend().c_str(), cycles, to_eos, frames, errors, fds_warm, fds, threads_warm, threads,
+      rss_warm, rss, seconds_since(start));
 }
 
 // 10^5 frames through one element: every one arrives, in order, equal to
 // the CPU reference; the element's stats count them all.
 TEST_P(Stress, HundredThousandFrames) {
   const long n = scaled(100000);
-  Pipeline p("videotestsrc name=src pattern=ball num-buffers=" + std::to_string(n) +
-             " ! video/x-raw,format=BGR,width=64,height=48,framerate=30/1 ! cudagray name=gray backend=" + backend() +
-             " ! fakesink name=sink sync=false");
+  Pipeline p(
+      "videotestsrc name=src pattern=ball num-buffers=" + std::to_string(n) +
+      " ! video/x-raw,format=BGR,width=64,height=48,framerate=30/1 ! cudagray name=gray backend=" +
+      backend() + " ! fakesink name=sink sync=false");
   PadCounter made, delivered;
   FrameChecker checker;
   made.attach(p.by_name("src"), "src");
@@ -117,10 +126,12 @@ TEST_P(Stress, HundredThousandFrames) {
   EXPECT_EQ(checker.mismatched, 0);
   EXPECT_EQ(checker.unexpected, 0);
   EXPECT_FALSE(delivered.pts_decreased);
-  std::printf("figure: frames backend=%s: %ld made, %ld delivered, %ld checked, %ld differ, stats frames %llu, "
-              "%.1f s (%.0f frames/s with the checks)\n",
-              backend().c_str(), n, delivered.buffers.load(), checker.checked, checker.mismatched,
-              static_cast<unsigned long long>(counted), took, n / took);
+  std::printf(
+      "figure: frames backend=%s: %ld made, %ld delivered, %ld checked, %ld differ, stats frames "
+      "%llu, "
+      "%.1f s (%.0f frames/s with the checks)\n",
+      backend().c_str(), n, delivered.buffers.load(), checker.checked, checker.mismatched,
+      static_cast<unsigned long long>(counted), took, n / took);
 }
 
 // 8 pipelines in 8 threads at once, each with its own cudagray, format and
@@ -128,8 +139,9 @@ TEST_P(Stress, HundredThousandFrames) {
 TEST_P(Stress, EightElementsInEightThreads) {
   const long n = scaled(2000);
   const char *formats[8] = {"RGB", "BGRx", "RGBA", "xBGR", "RGBP", "GBR", "BGR", "ARGB"};
-  const char *patterns[8] = {"ball", "smpte horizontal-speed=3", "snow", "zone-plate kt=3",
-                             "ball", "circular", "pinwheel", "gamut"};
+  const char *patterns[8] = {
+      "ball", "smpte horizontal-speed=3", "snow", "zone-plate kt=3", "ball", "circular", "pinwheel",
+      "gamut"};
   struct Result {
     long made = 0, delivered = 0, checked = 0, mismatched = 0, unexpected = 0;
     BusLog log;
@@ -140,10 +152,11 @@ TEST_P(Stress, EightElementsInEightThreads) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      Pipeline p("videotestsrc name=src num-buffers=" + std::to_string(n) + " pattern=" + patterns[t] +
-                 " ! video/x-raw,format=" + formats[t] + ",width=" + std::to_string(160 + 16 * t) +
-                 ",height=" + std::to_string(120 + 2 * t) + ",framerate=30/1 ! cudagray name=gray backend=" +
-                 backend() + " max-inflight=" + std::to_string(1 + t % 4) + " ! fakesink name=sink sync=false");
+      Pipeline p("videotestsrc name=src num-buffers=" + std::to_string(n) +
+                 " pattern=" + patterns[t] + " ! video/x-raw,format=" + formats[t] + ",width=" +
+                 std::to_string(160 + 16 * t) + ",height=" + std::to_string(120 + 2 * t) +
+                 ",framerate=30/1 ! cudagray name=gray backend=" + backend() +
+                 " max-inflight=" + std::to_string(1 + t % 4) + " ! fakesink name=sink sync=false");
       PadCounter made, delivered;
       FrameChecker checker;
       made.attach(p.by_name("src"), "src");
@@ -154,7 +167,8 @@ TEST_P(Stress, EightElementsInEightThreads) {
       r.eos = p.wait_end(600 * GST_SECOND, &r.log) == GST_MESSAGE_EOS;
       gst_element_set_state(p.get(), GST_STATE_NULL);
       r.made = made.buffers, r.delivered = delivered.buffers;
-      r.checked = checker.checked, r.mismatched = checker.mismatched, r.unexpected = checker.unexpected;
+      r.checked = checker.checked, r.mismatched = checker.mismatched,
+      r.unexpected = checker.unexpected;
     });
   }
   for (std::thread &t : threads) t.join();
@@ -179,11 +193,14 @@ TEST_P(Stress, EightElementsInEightThreads) {
 // frame, equal to the reference.
 TEST_P(Stress, TeeWithTwoBranches) {
   const long n = scaled(2000);
-  Pipeline p("videotestsrc name=src num-buffers=" + std::to_string(n) +
-             " pattern=ball ! video/x-raw,format=RGBx,width=320,height=240,framerate=30/1 ! tee name=t "
-             "t. ! queue ! cudagray name=a backend=" + backend() + " max-inflight=4 ! fakesink name=sa sync=false "
-             "t. ! queue ! videoconvert ! video/x-raw,format=BGR ! cudagray name=b backend=" + backend() +
-             " max-inflight=1 ! fakesink name=sb sync=false");
+  Pipeline p(
+      "videotestsrc name=src num-buffers=" + std::to_string(n) +
+      " pattern=ball ! video/x-raw,format=RGBx,width=320,height=240,framerate=30/1 ! tee name=t "
+      "t. ! queue ! cudagray name=a backend=" +
+      backend() +
+      " max-inflight=4 ! fakesink name=sa sync=false "
+      "t. ! queue ! videoconvert ! video/x-raw,format=BGR ! cudagray name=b backend=" +
+      backend() + " max-inflight=1 ! fakesink name=sb sync=false");
   PadCounter made, got_a, got_b;
   FrameChecker check_a, check_b;
   made.attach(p.by_name("src"), "src");
@@ -196,7 +213,8 @@ TEST_P(Stress, TeeWithTwoBranches) {
   BusLog log;
   ASSERT_EQ(p.wait_end(600 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
   EXPECT_EQ(made.buffers.load(), n);
-  for (auto [name, got, check] : {std::tuple{"a", &got_a, &check_a}, std::tuple{"b", &got_b, &check_b}}) {
+  for (auto [name, got, check] :
+       {std::tuple{"a", &got_a, &check_a}, std::tuple{"b", &got_b, &check_b}}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(got->buffers.load(), n);
     EXPECT_EQ(check->checked, n);
@@ -204,9 +222,11 @@ TEST_P(Stress, TeeWithTwoBranches) {
     EXPECT_EQ(check->unexpected, 0);
     EXPECT_FALSE(got->pts_decreased);
   }
-  std::printf("figure: tee backend=%s: %ld frames, branch a %ld delivered / %ld differ, branch b %ld / %ld, %.1f s\n",
-              backend().c_str(), n, got_a.buffers.load(), check_a.mismatched, got_b.buffers.load(),
-              check_b.mismatched, seconds_since(start));
+  std::printf(
+      "figure: tee backend=%s: %ld frames, branch a %ld delivered / %ld differ, branch b %ld / "
+      "%ld, %.1f s\n",
+      backend().c_str(), n, got_a.buffers.load(), check_a.mismatched, got_b.buffers.load(),
+      check_b.mismatched, seconds_since(start));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Stress, ::testing::Values("cpu", "cuda"),

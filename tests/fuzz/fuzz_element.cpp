@@ -50,11 +50,11 @@ struct Reader {
   }
 };
 
-const char *const kFormats[] = {
-    "RGB",  "BGR",  "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB", "ABGR", "RGBP", "BGRP",
-    "GBR",  "I420", "YV12", "NV12", "NV21", "Y444", "Y42B", "GRAY8",
-    // refused: cudagray must not negotiate these
-    "GRAY16_LE", "RGB16", "v210", "AYUV64"};
+const char *const kFormats[] = {"RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA",
+                                "ARGB", "ABGR", "RGBP", "BGRP", "GBR", "I420", "YV12", "NV12",
+                                "NV21", "Y444", "Y42B", "GRAY8",
+                                // refused: cudagray must not negotiate these
+                                "GRAY16_LE", "RGB16", "v210", "AYUV64"};
 constexpr int kFormatCount = sizeof(kFormats) / sizeof(kFormats[0]);
 
 // Mostly small sizes, sometimes the edges: 0, 1, 16384 (with the other side
@@ -103,8 +103,8 @@ struct Session {
   GstHarness *h;
   GstElement *element;
   GstBus *bus;
-  std::string caps;        // the last caps sent
-  GstVideoInfo info;       // and what they describe, when valid
+  std::string caps;   // the last caps sent
+  GstVideoInfo info;  // and what they describe, when valid
   bool info_valid = false;
   long pushed = 0, pulled = 0;
 
@@ -156,21 +156,26 @@ struct Session {
     const GstFlowReturn ret = gst_harness_push(h, buf);
     ++pushed;
     switch (ret) {
-      case GST_FLOW_OK: case GST_FLOW_ERROR: case GST_FLOW_NOT_NEGOTIATED: case GST_FLOW_FLUSHING:
+      case GST_FLOW_OK:
+      case GST_FLOW_ERROR:
+      case GST_FLOW_NOT_NEGOTIATED:
+      case GST_FLOW_FLUSHING:
       case GST_FLOW_EOS: break;
       default: finding(std::string("push returned ") + gst_flow_get_name(ret));
     }
     if (verbose()) std::fprintf(stderr, "push %s -> %s\n", caps.c_str(), gst_flow_get_name(ret));
     // A frame taken leaves from the element's output task, maybe after the
     // push returned: wait for it (the CPU converts each frame in the push).
-    const bool converted = ret == GST_FLOW_OK && !gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(element));
+    const bool converted =
+        ret == GST_FLOW_OK && !gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(element));
     drain_outputs(ret == GST_FLOW_OK && check ? plain_frame : nullptr, w, converted);
   }
 
   // Pulls every output (waiting for the first when one is due); each must
   // map as the negotiated GRAY8 frame, and the first, when asked, equal the
   // reference for the frame just pushed.
-  void drain_outputs(const std::vector<uint8_t> *expect_from, cudagray::Weights w = {}, bool one_due = false) {
+  void drain_outputs(const std::vector<uint8_t> *expect_from, cudagray::Weights w = {},
+                     bool one_due = false) {
     for (GstBuffer *out = one_due ? gst_harness_pull(h) : gst_harness_try_pull(h); out;
          out = gst_harness_try_pull(h)) {
       if (++pulled > pushed) finding("more outputs than inputs");
@@ -197,7 +202,8 @@ struct Session {
   }
 
   // The reference for an RGB-family frame laid out as GstVideoInfo says.
-  void compare(const std::vector<uint8_t> &in_bytes, GstVideoFrame &out, const cudagray::Weights &w) {
+  void compare(const std::vector<uint8_t> &in_bytes, GstVideoFrame &out,
+               const cudagray::Weights &w) {
     const std::string name = GST_VIDEO_INFO_NAME(&info);
     const cudagray::PixelLayout *layout = nullptr;
     for (const cudagray::PixelLayout &l : cudagray::kAllLayouts)
@@ -254,8 +260,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *format = kFormats[r.byte() % kFormatCount];
         int w = dimension(r, &big), hgt = dimension(r, &big);
         if (big && w > 64 && hgt > 64) hgt = 1 + hgt % 8;  // one long side at a time
-        std::string caps = std::string("video/x-raw,format=") + format + ",width=" + std::to_string(w) +
-                           ",height=" + std::to_string(hgt) + ",framerate=30/1";
+        std::string caps = std::string("video/x-raw,format=") + format +
+                           ",width=" + std::to_string(w) + ",height=" + std::to_string(hgt) +
+                           ",framerate=30/1";
         switch (r.byte() % 6) {
           case 0: caps += ",colorimetry=bt709"; break;
           case 1: caps += ",colorimetry=1:4:0:0"; break;
@@ -288,9 +295,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const size_t n = r.byte() % 2 ? want : r.u32() % (want + 4096);
         GstBuffer *buf = buffer_of(r, n, nullptr);
         const bool same_format = r.byte() % 4 != 0;
-        GstVideoFormat format = s.info_valid && same_format
-                                    ? GST_VIDEO_INFO_FORMAT(&s.info)
-                                    : gst_video_format_from_string(kFormats[r.byte() % kFormatCount]);
+        GstVideoFormat format =
+            s.info_valid && same_format
+                ? GST_VIDEO_INFO_FORMAT(&s.info)
+                : gst_video_format_from_string(kFormats[r.byte() % kFormatCount]);
         const bool same_size = r.byte() % 4 != 0;
         const guint w = s.info_valid && same_size ? s.info.width : 1 + r.byte() % 64;
         const guint hgt = s.info_valid && same_size ? s.info.height : 1 + r.byte() % 64;
@@ -298,14 +306,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gsize offsets[GST_VIDEO_MAX_PLANES] = {};
         gint strides[GST_VIDEO_MAX_PLANES] = {};
         for (guint p = 0; p < GST_VIDEO_MAX_PLANES; ++p) {
-          const bool plain = s.info_valid && p < GST_VIDEO_INFO_N_PLANES(&s.info) && r.byte() % 3 == 0;
+          const bool plain =
+              s.info_valid && p < GST_VIDEO_INFO_N_PLANES(&s.info) && r.byte() % 3 == 0;
           offsets[p] = plain ? GST_VIDEO_INFO_PLANE_OFFSET(&s.info, p)
                              : (r.byte() % 8 == 0 ? G_MAXSIZE - r.byte() : r.u32() % (n + 256));
-          strides[p] = plain ? GST_VIDEO_INFO_PLANE_STRIDE(&s.info, p)
-                             : (r.byte() % 8 == 0 ? G_MININT + r.byte() : static_cast<int16_t>(r.u16()));
+          strides[p] =
+              plain ? GST_VIDEO_INFO_PLANE_STRIDE(&s.info, p)
+                    : (r.byte() % 8 == 0 ? G_MININT + r.byte() : static_cast<int16_t>(r.u16()));
         }
         if (format != GST_VIDEO_FORMAT_UNKNOWN && format != GST_VIDEO_FORMAT_ENCODED)
-          gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, w, hgt, planes, offsets, strides);
+          gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, w, hgt, planes,
+                                         offsets, strides);
         s.push(buf, nullptr);
         break;
       }
@@ -331,7 +342,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             break;
           }
           case 1: g_object_set(s.element, "matrix", r.byte() % 4, nullptr); break;
-          case 2: g_object_set(s.element, "max-inflight", static_cast<guint>(r.byte() % 17), nullptr); break;
+          case 2:
+            g_object_set(s.element, "max-inflight", static_cast<guint>(r.byte() % 17), nullptr);
+            break;
           default: {
             GstStructure *stats = nullptr;
             g_object_get(s.element, "stats", &stats, nullptr);
@@ -350,9 +363,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!s.caps.empty()) s.send_caps(s.caps);
         break;
       }
-      default:
-        s.drain_outputs(nullptr);
-        break;
+      default: s.drain_outputs(nullptr); break;
     }
   }
   return 0;

@@ -10,7 +10,6 @@ namespace cudagray {
 
 // Converts one frame on the calling thread plus up to threads-1 helpers
 // (threads <= 0: one per hardware thread).
-void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w,
-                 int threads = 0);
+void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w, int threads = 0);
 
 }  // namespace cudagray

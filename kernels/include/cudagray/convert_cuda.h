@@ -12,7 +12,7 @@ namespace cudagray {
 
 // Enqueues the conversion of a device-resident frame on stream. Returns the
 // launch's error; the kernel's own completion is the stream's business.
-cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out,
-                         const Weights &w, cudaStream_t stream);
+cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out, const Weights &w,
+                         cudaStream_t stream);
 
 }  // namespace cudagray

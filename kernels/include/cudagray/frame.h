@@ -12,26 +12,35 @@ namespace cudagray {
 // bytes and name each channel's byte offset; planar layouts store one channel
 // per plane and name each channel's plane index.
 enum class PixelLayout {
-  RGB, BGR,                                     // 3 bytes per pixel
-  RGBA, BGRA, RGBx, BGRx, xRGB, xBGR, ARGB, ABGR,  // 4 bytes, 4th ignored
-  RGBP, BGRP, GBR,                              // 3 planes
+  RGB,
+  BGR,  // 3 bytes per pixel
+  RGBA,
+  BGRA,
+  RGBx,
+  BGRx,
+  xRGB,
+  xBGR,
+  ARGB,
+  ABGR,  // 4 bytes, 4th ignored
+  RGBP,
+  BGRP,
+  GBR,   // 3 planes
   Luma,  // YUV: gray is the luma plane (plane 0, 1 byte per pixel)
 };
 
 struct LayoutInfo {
   const char *name;
-  int planes;            // 1 for packed, 3 for planar
-  int bytes_per_pixel;   // within one plane
-  int r, g, b;           // byte offset (packed) or plane index (planar)
+  int planes;           // 1 for packed, 3 for planar
+  int bytes_per_pixel;  // within one plane
+  int r, g, b;          // byte offset (packed) or plane index (planar)
 };
 
 const LayoutInfo &layout_info(PixelLayout layout);
 // Every RGB-family layout (Luma aside).
 constexpr PixelLayout kAllLayouts[] = {
-    PixelLayout::RGB,  PixelLayout::BGR,  PixelLayout::RGBA, PixelLayout::BGRA,
-    PixelLayout::RGBx, PixelLayout::BGRx, PixelLayout::xRGB, PixelLayout::xBGR,
-    PixelLayout::ARGB, PixelLayout::ABGR, PixelLayout::RGBP, PixelLayout::BGRP,
-    PixelLayout::GBR};
+    PixelLayout::RGB,  PixelLayout::BGR,  PixelLayout::RGBA, PixelLayout::BGRA, PixelLayout::RGBx,
+    PixelLayout::BGRx, PixelLayout::xRGB, PixelLayout::xBGR, PixelLayout::ARGB, PixelLayout::ABGR,
+    PixelLayout::RGBP, PixelLayout::BGRP, PixelLayout::GBR};
 
 // One input frame: plane pointers and row strides in bytes. Packed layouts use
 // plane[0] only. Pointers are host or device pointers, as the call requires.
