@@ -176,6 +176,27 @@ TEST(CudaOutput, EveryFormatAndSizeFromSystemMemoryIsExact) {
   }
 }
 
+namespace {
+
+// Whether cudaupload's sink template takes caps (1.22's lacks xRGB and xBGR,
+// which then fail at the first buffer, not at the state change).
+bool cudaupload_takes(const std::string &caps) {
+  GstElementFactory *factory = gst_element_factory_find("cudaupload");
+  bool takes = false;
+  for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
+    auto *templ = static_cast<GstStaticPadTemplate *>(t->data);
+    if (templ->direction != GST_PAD_SINK) continue;
+    GstCaps *taken = gst_static_pad_template_get_caps(templ), *wanted = gst_caps_from_string(caps.c_str());
+    takes = gst_caps_can_intersect(wanted, taken);
+    gst_caps_unref(taken);
+    gst_caps_unref(wanted);
+  }
+  gst_object_unref(factory);
+  return takes;
+}
+
+}  // namespace
+
 // An 8K frame, and frames already in CUDA memory (cudaupload, each format it
 // takes): no transfer at all, each frame equal to the CPU.
 TEST(CudaOutput, CudaMemoryInAndEightKAreExact) {
@@ -194,6 +215,10 @@ TEST(CudaOutput, CudaMemoryInAndEightKAreExact) {
     const char *format = layout_info(layout).name;
     for (const Size size : {Size{641, 481}, Size{4097, 3}}) {
       const std::string caps = caps_string(format, size.width, size.height);
+      if (!cudaupload_takes(caps)) {
+        std::printf("cudaupload does not take %s: not tested from CUDA memory\n", format);
+        break;
+      }
       CudaOutputPipeline p(caps, "cudaupload ! video/x-raw(memory:CUDAMemory) ! ", "");
       if (!p.play()) {
         std::printf("cudaupload does not take %s %dx%d: not tested from CUDA memory\n", format,
