@@ -186,7 +186,8 @@ bool cudaupload_takes(const std::string &caps) {
   for (const GList *t = gst_element_factory_get_static_pad_templates(factory); t; t = t->next) {
     auto *templ = static_cast<GstStaticPadTemplate *>(t->data);
     if (templ->direction != GST_PAD_SINK) continue;
-    GstCaps *taken = gst_static_pad_template_get_caps(templ), *wanted = gst_caps_from_string(caps.c_str());
+    GstCaps *taken = gst_static_pad_template_get_caps(templ),
+            *wanted = gst_caps_from_string(caps.c_str());
     takes = gst_caps_can_intersect(wanted, taken);
     gst_caps_unref(taken);
     gst_caps_unref(wanted);
