@@ -459,6 +459,9 @@ struct DeviceGray {
   DeviceGray(int w, int h, size_t row_pitch) : width(w), height(h), pitch(row_pitch) {
     EXPECT_EQ(cudaMalloc(&data, pitch * h), cudaSuccess);
     EXPECT_EQ(cudaMemset(data, GrayImage::kSentinel, pitch * h), cudaSuccess);
+    // cudaMemset may return before it is done, and the backend's streams do
+    // not wait for the legacy stream: finish it, or it can land on the result
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   ~DeviceGray() { cudaFree(data); }
   DeviceGray(const DeviceGray &) = delete;
