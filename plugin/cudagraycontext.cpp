@@ -205,6 +205,19 @@ gboolean cudagray_context_reads_on_device(CudaGrayContext *context, GstBuffer *b
   return TRUE;
 }
 
+/* Sets config on pool and adds the pool to query, with the buffer size the
+ * pool settled on: a CUDA pool rounds the caps' size up to its pitch. */
+static gboolean add_configured_pool(GstQuery *query, GstBufferPool *pool, GstStructure *config,
+                                    guint min_buffers) {
+  if (!gst_buffer_pool_set_config(pool, config)) return FALSE;
+  config = gst_buffer_pool_get_config(pool);
+  guint size = 0;
+  gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
+  gst_structure_free(config);
+  gst_query_add_allocation_pool(query, pool, size, min_buffers, 0);
+  return TRUE;
+}
+
 gpointer cudagray_pending_writer_stream(GstBuffer *buffer) {
 #if GST_CHECK_VERSION(1, 24, 0)
   GstCudaStream *first = NULL;
@@ -243,18 +256,9 @@ void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, G
   gst_buffer_pool_config_set_params(config, caps, info.size, min_buffers, 0);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   gst_buffer_pool_config_set_cuda_stream(config, context->stream);
-  if (gst_buffer_pool_set_config(pool, config)) {
-    /* a CUDA pool may round the size up to its pitch */
-    config = gst_buffer_pool_get_config(pool);
-    guint size = info.size;
-    gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
-    gst_structure_free(config);
-    gst_query_add_allocation_pool(query, pool, size, min_buffers, 0);
-    GST_DEBUG_OBJECT(context->element,
-                     "offering a CUDA pool on our stream "
-                     "for %" GST_PTR_FORMAT,
+  if (add_configured_pool(query, pool, config, min_buffers))
+    GST_DEBUG_OBJECT(context->element, "offering a CUDA pool on our stream for %" GST_PTR_FORMAT,
                      caps);
-  }
   gst_object_unref(pool);
 #endif
 }
@@ -433,13 +437,8 @@ gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery 
 #if GST_CHECK_VERSION(1, 24, 0)
   if (context->stream) gst_buffer_pool_config_set_cuda_stream(config, context->stream);
 #endif
-  const gboolean configured = gst_buffer_pool_set_config(pool, config);
+  const gboolean configured = add_configured_pool(query, pool, config, min_buffers);
   if (configured) {
-    config = gst_buffer_pool_get_config(pool);
-    guint size = info.size;
-    gst_buffer_pool_config_get_params(config, NULL, &size, NULL, NULL);
-    gst_structure_free(config);
-    gst_query_add_allocation_pool(query, pool, size, min_buffers, 0);
     GST_DEBUG_OBJECT(context->element, "writing into our CUDA pool");
   } else {
     *why = "no " + std::to_string(info.width) + "x" + std::to_string(info.height) +
