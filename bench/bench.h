@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +42,9 @@ struct Options {
   std::string csv = "bench-results.csv";
   std::string npp_lib;        // explicit libnppicc path, if any
   std::vector<int> inflight;  // extra max-inflight values for the element rows
+  std::vector<int> streams;   // pipelines at once for the streams rows (none: no such rows)
+  std::vector<int> devices;   // the streams rows' GPUs (default: device); several: also 1 GPU
+  double paced_fps = 0;       // streams rows: each pushes at this rate (0: as fast as it can)
   bool wants(const std::string &group) const;
 };
 
@@ -82,6 +86,17 @@ struct Row {
   bool versus_videoconvert = true;  // print the ratio to videoconvert all cores
   std::string skipped;              // non-empty: not measured, and why
   std::string note;
+
+  // Streams rows only: N pipelines at once (us is then per frame of all
+  // streams together). Per-stream figures are the process's growth over N.
+  struct Load {
+    int streams = 0, gpus = 0;
+    double stream_fps_min = NAN, stream_fps_max = NAN;  // per-stream spread
+    double latency_p50_us = NAN, latency_p99_us = NAN;  // push to sink, every frame
+    double gpu_mib = NAN, pinned_mib = NAN, threads = NAN, start_ms = NAN;  // per stream
+    int process_threads = 0;
+    long dropped = 0, late = 0;  // paced: frames lost, pushes behind their time
+  } load;
 };
 
 // Thrown by a measurement that cannot apply here (the row reads "n/a: ...");

@@ -61,9 +61,21 @@ std::string memory_kind(GstBuffer *buffer) {
 
 }  // namespace
 
+void ArrivalLog::pushed() {
+  const Clock::time_point now = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  pushes_.push_back(now);
+}
+
 void ArrivalLog::add() {
   const Clock::time_point now = Clock::now();
   update([&](Counts &c) {
+    timeline_.arrivals.push_back(now);
+    if (!pushes_.empty()) {
+      timeline_.latency_us.push_back(
+          std::chrono::duration<double, std::micro>(now - pushes_.front()).count());
+      pushes_.pop_front();
+    }
     if (c.frames == 0) c.first = now;
     if (c.window_start < 0 && c.frames >= kMinWarmup &&
         (c.frames >= kWarmupFrames || now - c.first >= kWarmupTime))
@@ -78,12 +90,18 @@ ArrivalLog::Counts ArrivalLog::counts() const {
   return counts_;
 }
 
+ArrivalLog::Timeline ArrivalLog::timeline() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return timeline_;
+}
+
 bool ArrivalLog::wait_for(long n, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   return changed_.wait_for(lock, timeout, [&] { return counts_.frames >= n; });
 }
 
-BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory)
+BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory,
+                             bool live)
     : pipeline_("appsrc name=src ! " + middle +
                 " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
   GstVideoInfo info = rgb_info(size);
@@ -91,7 +109,7 @@ BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, b
   if (cuda_memory)
     gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
   // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
-  g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", FALSE,
+  g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", live,
                "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE,
                nullptr);
   gst_caps_unref(caps);
@@ -120,6 +138,7 @@ void BenchPipeline::play() {
 }
 
 void BenchPipeline::push(GstBuffer *buffer) {
+  arrivals_.pushed();
   const GstFlowReturn flow = pipeline_.push("src", buffer);
   if (flow == GST_FLOW_OK) return;
   throw_if_bus_error();
@@ -308,17 +327,31 @@ void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row
 }
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-CudaMemoryFrames::CudaMemoryFrames(const FrameSize &size, const Options &options) {
+SharedCudaContext::SharedCudaContext(int device) {
   if (!gst_cuda_load_library())
     throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
   gst_cuda_memory_init_once();
-  context_ = gst_cuda_context_new(options.device);
+  context_ = gst_cuda_context_new(device);
   if (!context_)
     throw Unavailable("GStreamer could not make a CUDA context on device " +
-                      std::to_string(options.device));
-  pool_ = gst_cuda_buffer_pool_new(context_);
+                      std::to_string(device));
+}
+
+SharedCudaContext::~SharedCudaContext() {
+  if (context_) gst_object_unref(context_);
+}
+
+void SharedCudaContext::share_with(GstElement *element) const {
+  GstContext *shared = gst_context_new_cuda_context(context_);
+  gst_element_set_context(element, shared);
+  gst_context_unref(shared);
+}
+
+CudaMemoryFrames::CudaMemoryFrames(const FrameSize &size, size_t rotate_bytes,
+                                   const SharedCudaContext &context)
+    : pool_(gst_cuda_buffer_pool_new(context.get())) {
   GstVideoInfo info = rgb_info(size);
-  const size_t count = rotation_count(GST_VIDEO_INFO_SIZE(&info), options.rotate_bytes);
+  const size_t count = rotation_count(GST_VIDEO_INFO_SIZE(&info), rotate_bytes);
   GstCaps *caps = gst_video_info_to_caps(&info);
   gst_caps_set_features_simple(caps,
                                gst_caps_features_new_single(GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY));
@@ -342,17 +375,8 @@ CudaMemoryFrames::CudaMemoryFrames(const FrameSize &size, const Options &options
 
 CudaMemoryFrames::~CudaMemoryFrames() {
   ring_.clear();  // back to the pool before it goes
-  if (pool_) {
-    gst_buffer_pool_set_active(pool_, FALSE);
-    gst_object_unref(pool_);
-  }
-  if (context_) gst_object_unref(context_);
-}
-
-void CudaMemoryFrames::share_with(GstElement *element) {
-  GstContext *shared = gst_context_new_cuda_context(context_);
-  gst_element_set_context(element, shared);
-  gst_context_unref(shared);
+  gst_buffer_pool_set_active(pool_, FALSE);
+  gst_object_unref(pool_);
 }
 #endif
 

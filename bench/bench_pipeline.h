@@ -8,6 +8,7 @@
 #include <gst/gst.h>
 
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,11 +29,24 @@ class ArrivalLog {
     long frames = 0, window_start = -1;  // the window starts at this arrival
     Clock::time_point first, last, window_start_time;
   };
+  // Pushes and arrivals pair up in order (the pipeline keeps frames in
+  // order), so each arrival's latency is from the oldest push not yet out.
+  void pushed();
   void add();
   void clear() {
-    update([](Counts &c) { c = Counts(); });
+    update([this](Counts &c) {
+      c = Counts();
+      pushes_.clear();
+      timeline_ = Timeline();
+    });
   }
   Counts counts() const;
+  // Every arrival since the log was cleared, with its latency from its push.
+  struct Timeline {
+    std::vector<Clock::time_point> arrivals;
+    std::vector<double> latency_us;
+  };
+  Timeline timeline() const;
   // Waits until at least n frames have arrived; false on timeout.
   bool wait_for(long n, std::chrono::milliseconds timeout);
 
@@ -46,15 +60,19 @@ class ArrivalLog {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   Counts counts_;
+  std::deque<Clock::time_point> pushes_;
+  Timeline timeline_;
 };
 
 // "appsrc name=src ! <middle> ! fakesink name=sink"; the element under test
 // is the one named "dut" in middle. Frames are RGB, in system memory or
-// (cuda_memory) in memory:CUDAMemory. Every failure throws
-// std::runtime_error with GStreamer's message; warnings are kept.
+// (cuda_memory) in memory:CUDAMemory; a live appsrc stands for a camera.
+// Every failure throws std::runtime_error with GStreamer's message; warnings
+// are kept.
 class BenchPipeline {
  public:
-  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory = false);
+  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory = false,
+                bool live = false);
 
   GstElement *dut() const { return pipeline_.by_name("dut"); }
   ArrivalLog &arrivals() { return arrivals_; }
@@ -116,19 +134,32 @@ void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row
 #include <gst/cuda/gstcudacontext.h>
 namespace bench {
 
-// RGB frames in CUDA memory from GStreamer's CUDA buffer pool, in a context
-// the bench shares with the element, as a decoder or cudaupload upstream
-// would. Each frame is filled on the host once and uploaded before the row.
-class CudaMemoryFrames {
+// One GstCudaContext per device, made by the bench and handed to elements
+// before they start, as an application shares its context.
+class SharedCudaContext {
  public:
-  CudaMemoryFrames(const FrameSize &size, const Options &options);
-  ~CudaMemoryFrames();
-  FrameRing &ring() { return ring_; }
-  // Hands the element the bench's context before it starts.
-  void share_with(GstElement *element);
+  explicit SharedCudaContext(int device);
+  ~SharedCudaContext();
+  SharedCudaContext(const SharedCudaContext &) = delete;
+  SharedCudaContext &operator=(const SharedCudaContext &) = delete;
+  GstCudaContext *get() const { return context_; }
+  void share_with(GstElement *element) const;
 
  private:
   GstCudaContext *context_ = nullptr;
+};
+
+// RGB frames in CUDA memory from GStreamer's CUDA buffer pool in a shared
+// context, as a decoder or cudaupload upstream would; together at least
+// rotate_bytes. Each frame is filled on the host once and uploaded before
+// the row.
+class CudaMemoryFrames {
+ public:
+  CudaMemoryFrames(const FrameSize &size, size_t rotate_bytes, const SharedCudaContext &context);
+  ~CudaMemoryFrames();
+  FrameRing &ring() { return ring_; }
+
+ private:
   GstBufferPool *pool_ = nullptr;
   FrameRing ring_;
 };

@@ -16,34 +16,14 @@ constexpr long kElementAhead = 24;  // frames pushed ahead of the sink (max-infl
 constexpr long kCpuAhead = 2;       // enough for a synchronous element never to wait
 const char kNoPlugin[] = "cudagray plugin not found (set GST_PLUGIN_PATH to build/plugin)";
 
-std::string cudagray_cuda(const Options &options) {
-  return "cudagray name=dut backend=cuda cuda-device-id=" + std::to_string(options.device);
-}
+}  // namespace
 
-// Whether the element rows on CUDA can run; if not, records all as one
-// row saying why.
-bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all,
-                    std::vector<Row> *rows) {
-  if (elements.cudagray && cuda.usable) return true;
-  record(rows, all.skip(elements.cudagray ? "skipped: " + cuda.reason
-                                          : std::string("n/a: ") + kNoPlugin));
-  return false;
-}
-
-// Where the element rows' frames come from and go to, and what each is
-// compared with (a peer ending in ':' is of the same max-inflight).
-struct Upstream {
-  const char *key, *what, *ceiling, *peer;
-  bool pinned_pool, cuda_memory, gray_on_device;
-};
-// GRAY8 in system memory from every upstream...
 const Upstream kToHost[] = {
     {"pinned", "upstream in its pinned pool", "raw:pinned", "", true, false, false},
     {"pageable", "pageable upstream", "raw:pinned", "raw:staging", false, false, false},
     {"device", "upstream in CUDA memory (zero-copy)", "raw:device", "element:pinned:", false, true,
      false},
 };
-// ...then left in CUDA memory (no download), from CUDA memory and from the pinned pool
 const Upstream kToDevice[] = {
     {"device-to-device", "CUDA memory in, GRAY8 CUDA memory out", "kernel:RGB",
      "element:device:", false, true, true},
@@ -51,7 +31,18 @@ const Upstream kToDevice[] = {
      "element:pinned:", true, false, true},
 };
 
-}  // namespace
+std::string cudagray_cuda(int device, bool gray_on_device) {
+  return "cudagray name=dut backend=cuda cuda-device-id=" + std::to_string(device) +
+         (gray_on_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : "");
+}
+
+bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all,
+                    std::vector<Row> *rows) {
+  if (elements.cudagray && cuda.usable) return true;
+  record(rows, all.skip(elements.cudagray ? "skipped: " + cuda.reason
+                                          : std::string("n/a: ") + kNoPlugin));
+  return false;
+}
 
 Elements inspect_elements() {
   Elements e;
@@ -91,10 +82,12 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
   add_pageable_frames(&pageable, size, options, 7000);
   // Frames already on the GPU, when GStreamer's CUDA library can make them.
 #ifdef CUDAGRAY_HAVE_GST_CUDA
+  std::unique_ptr<SharedCudaContext> context;
   std::unique_ptr<CudaMemoryFrames> on_device;
   std::string why_no_device;
   try {
-    on_device = std::make_unique<CudaMemoryFrames>(size, options);
+    context = std::make_unique<SharedCudaContext>(options.device);
+    on_device = std::make_unique<CudaMemoryFrames>(size, options.rotate_bytes, *context);
   } catch (const Unavailable &e) {
     why_no_device = std::string("n/a: ") + e.what();
   } catch (const std::exception &e) {
@@ -126,14 +119,11 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
       continue;
     }
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(
-          cudagray_cuda(options) +
-              (u.gray_on_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : ""),
-          size, u.cuda_memory);
+      BenchPipeline p(cudagray_cuda(options.device, u.gray_on_device), size, u.cuda_memory);
       if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
       FrameRing *ring = &pageable;
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-      if (u.cuda_memory) on_device->share_with(p.dut()), ring = &on_device->ring();
+      if (u.cuda_memory) context->share_with(p.dut()), ring = &on_device->ring();
 #endif
       p.play();
       std::unique_ptr<Feed> feed =
@@ -160,7 +150,7 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
     row.ceiling = "raw:latency";
     row.versus_videoconvert = false;
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(cudagray_cuda(options), size);
+      BenchPipeline p(cudagray_cuda(options.device, false), size);
       if (elements.max_inflight) p.set_dut_property("max-inflight", "1");
       p.play();
       std::unique_ptr<Feed> feed = pinned ? std::make_unique<Feed>(p, pageable, size, options)

@@ -27,6 +27,25 @@ struct CudaState {
   std::string reason;
 };
 
+// Whether the element rows on CUDA can run; if not, records all as one
+// row saying why.
+bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all,
+                    std::vector<Row> *rows);
+
+// Where the element rows' frames come from and go to, and what each is
+// compared with (a peer ending in ':' is of the same max-inflight).
+struct Upstream {
+  const char *key, *what, *ceiling, *peer;
+  bool pinned_pool, cuda_memory, gray_on_device;
+};
+// GRAY8 in system memory from every upstream, then left in CUDA memory (no
+// download), from CUDA memory and from the pinned pool.
+extern const Upstream kToHost[3], kToDevice[2];
+
+// "cudagray name=dut backend=cuda ..." on device, GRAY8 left in CUDA memory
+// when asked.
+std::string cudagray_cuda(int device, bool gray_on_device);
+
 // Per size: cudagray backend=cuda, {pinned pool, pageable, CUDA memory} ×
 // {max-inflight 1, default} (group "element"). The CUDA memory rows (zero-copy:
 // frames already on the GPU, the context shared) need gstreamer-cuda-1.0.
@@ -36,6 +55,11 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
 // Single-frame latency, max-inflight 1, {pinned pool, pageable} (group "latency").
 void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const CudaState &cuda, std::vector<Row> *rows);
+
+// --streams: N pipelines at once in this process, each a camera-like
+// stream of its own, spread over options.devices (group "streams").
+void stream_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                 const CudaState &cuda, std::vector<Row> *rows);
 
 // videoconvert 1 thread and all cores, cudagray backend=cpu (group "cpu").
 void cpu_rows(const FrameSize &size, const Options &options, const Elements &elements,

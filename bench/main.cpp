@@ -115,6 +115,7 @@ int run(int argc, char **argv) {
   for (const FrameSize &size : options.sizes) {
     direct_cuda_rows(size, options, cuda, &rows);
     if (options.wants("element")) element_rows(size, options, elements, cuda, &rows);
+    stream_rows(size, options, elements, cuda, &rows);
     if (options.wants("cpu")) {
       cpu_rows(size, options, elements, &rows);
       cpu_kernel_rows(size, options, &rows);

@@ -22,6 +22,10 @@ const char kUsage[] =
     "  --rotate-mb M    frames rotated per row add up to at least M MiB (default 256)\n"
     "  --inflight LIST  also time the element rows at these max-inflight values\n"
     "  --device N       CUDA device (default 0)\n"
+    "  --streams LIST   also run N pipelines at once for each N (1080p: 1,2,4,8,16,32,64)\n"
+    "  --devices LIST   GPUs the streams are spread over (default: --device); with several,\n"
+    "                   each N also runs N streams per GPU on all of them\n"
+    "  --paced FPS      streams push FPS frames a second each, as cameras do (default: flat out)\n"
     "  --csv PATH       CSV output (default bench-results.csv)\n"
     "  --npp-lib PATH   libnppicc to load instead of searching for it\n"
     "Without a usable GPU only the CPU rows run; the others say why they were skipped.\n";
@@ -148,6 +152,14 @@ Options parse_options(int argc, char **argv) {
       o.rotate_bytes = static_cast<size_t>(number(arg, next(), 1, 1 << 20) * (1 << 20));
     } else if (arg == "--device") {
       o.device = static_cast<int>(number(arg, next(), 0, 1023));
+    } else if (arg == "--streams") {
+      for (const std::string &n : split(next()))
+        o.streams.push_back(static_cast<int>(number(arg, n, 1, 512)));
+    } else if (arg == "--devices") {
+      for (const std::string &n : split(next()))
+        o.devices.push_back(static_cast<int>(number(arg, n, 0, 1023)));
+    } else if (arg == "--paced") {
+      o.paced_fps = number(arg, next(), 0.1, 1000);
     } else if (arg == "--csv") {
       o.csv = next();
     } else if (arg == "--npp-lib") {
@@ -158,6 +170,7 @@ Options parse_options(int argc, char **argv) {
   }
   if (!formats_given) o.formats = parse_formats(quick ? "RGB,RGBx,RGBP" : "all");
   if (quick && !seconds_given) o.seconds = 0.2;
+  if (o.devices.empty()) o.devices = {o.device};
   if (o.sizes.empty() || o.groups.empty() || o.formats.empty())
     throw std::invalid_argument("nothing to measure");
   return o;

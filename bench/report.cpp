@@ -72,6 +72,40 @@ std::string csv_number(double value, int decimals) {
   return std::isnan(value) ? "" : format_double(value, decimals);
 }
 
+// The streams rows again, with what N streams at once cost and how late
+// their frames are.
+void print_streams_table(std::FILE *out, const std::vector<Row> &rows) {
+  bool heading = false;
+  for (const Row &r : rows) {
+    if (r.group != "streams" || !r.skipped.empty()) continue;
+    if (!heading)
+      std::fprintf(out,
+                   "\n== streams: N pipelines at once ==\n%-6s %-5s %-3s %-17s %9s %-13s %15s "
+                   "%9s %9s %8s %8s %7s %8s %8s\n",
+                   "size", "N", "GPU", "upstream", "fps", "x ceiling", "per stream fps", "p50 ms",
+                   "p99 ms", "GPU MiB", "pin MiB", "threads", "start ms", "dropped");
+    heading = true;
+    const Ratios ratios = ratios_of(r, rows);
+    const Row::Load &l = r.load;
+    const std::string upstream = r.key.substr(8, r.key.find(':', 8) - 8);
+    std::fprintf(
+        out, "%-6s %-5d %-3d %-17s %9s %-13s %15s %9s %9s %8s %8s %7s %8s %8s\n",
+        r.size.name.c_str(), l.streams, l.gpus, upstream.c_str(), number(fps_of(r)).c_str(),
+        ratio_text(std::isnan(ratios.ceiling) ? ratios.peer : ratios.ceiling, "").c_str(),
+        (number(l.stream_fps_min) + "-" + number(l.stream_fps_max)).c_str(),
+        number(l.latency_p50_us / 1e3).c_str(), number(l.latency_p99_us / 1e3).c_str(),
+        number(l.gpu_mib).c_str(), number(l.pinned_mib).c_str(), number(l.threads).c_str(),
+        number(l.start_ms).c_str(),
+        (std::to_string(l.dropped) + (l.late ? " (" + std::to_string(l.late) + " late)" : ""))
+            .c_str());
+  }
+  if (heading)
+    std::fprintf(out,
+                 "fps: all streams together; x ceiling: against the row's ceiling (1 GPU) or the "
+                 "same streams per GPU on one GPU;\nGPU MiB, pin MiB (pinned host), threads, start "
+                 "ms: what the process grew by, per stream; dropped: pushed, never arrived.\n");
+}
+
 }  // namespace
 
 void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure) {
@@ -150,6 +184,8 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
                "  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the "
                "cpu-kernel:luma rows)\n");
 
+  print_streams_table(out, rows);
+
   bool heading = false;
   for (const Row &r : rows) {
     // Routine notes (how kernels were timed, how many frames rotated) stay in
@@ -170,7 +206,9 @@ void write_csv(const std::string &path, const std::vector<Row> &rows) {
   std::ofstream csv(path);
   if (!csv) throw std::runtime_error("cannot write " + path);
   csv << "size,width,height,group,key,what,format,frames,us_per_frame,fps,gb_per_s,"
-         "ceiling,x_ceiling,x_videoconvert_all,peer,x_peer,status,note\n";
+         "ceiling,x_ceiling,x_videoconvert_all,peer,x_peer,status,streams,gpus,stream_fps_min,"
+         "stream_fps_max,latency_p50_us,latency_p99_us,gpu_mib_per_stream,pinned_mib_per_stream,"
+         "threads_per_stream,process_threads,start_ms_per_stream,dropped,late,note\n";
   for (const Row &r : rows) {
     const bool ok = r.skipped.empty();
     const Ratios ratios = ratios_of(r, rows);
@@ -180,7 +218,18 @@ void write_csv(const std::string &path, const std::vector<Row> &rows) {
         << (ok ? csv_number(fps_of(r), 2) : "") << ',' << (ok ? csv_number(gbps_of(r), 3) : "")
         << ',' << r.ceiling << ',' << csv_number(ratios.ceiling, 4) << ','
         << csv_number(ratios.videoconvert, 4) << ',' << r.peer << ',' << csv_number(ratios.peer, 4)
-        << ',' << csv_field(ok ? "ok" : r.skipped) << ',' << csv_field(r.note) << '\n';
+        << ',' << csv_field(ok ? "ok" : r.skipped) << ',';
+    const Row::Load &l = r.load;
+    if (l.streams > 0 && ok)
+      csv << l.streams << ',' << l.gpus << ',' << csv_number(l.stream_fps_min, 2) << ','
+          << csv_number(l.stream_fps_max, 2) << ',' << csv_number(l.latency_p50_us, 1) << ','
+          << csv_number(l.latency_p99_us, 1) << ',' << csv_number(l.gpu_mib, 2) << ','
+          << csv_number(l.pinned_mib, 2) << ',' << csv_number(l.threads, 2) << ','
+          << l.process_threads << ',' << csv_number(l.start_ms, 2) << ',' << l.dropped << ','
+          << l.late << ',';
+    else
+      csv << std::string(13, ',');
+    csv << csv_field(r.note) << '\n';
   }
   if (!csv.flush()) throw std::runtime_error("cannot write " + path);
 }
