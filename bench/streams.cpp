@@ -106,7 +106,8 @@ void push_frames(Stream &s, const std::atomic<bool> &stop, Clock::duration inter
         const long frames = arrivals.counts().frames;
         if (frames != seen) seen = frames, changed = Clock::now();
         if (Clock::now() - changed > kStallTime)
-          throw std::runtime_error("no frame reached a sink for 30 s");
+          throw std::runtime_error("no frame reached a sink for 30 s, " + std::to_string(s.pushed) +
+                                   " pushed (" + stats_note(s.pipeline->dut()) + ")");
         continue;
       }
       s.pipeline->push(s.feed->next());
