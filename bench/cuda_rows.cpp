@@ -18,7 +18,7 @@ namespace {
 
 // Seconds between two events around what enqueue puts on the stream.
 double event_seconds(cudaStream_t stream, const std::function<void()> &enqueue) {
-  const Event start = make_event(), stop = make_event();
+  const cudagray::EventOwner start = cudagray::make_event(), stop = cudagray::make_event();
   CHECK_CUDA(cudaEventRecord(start.get(), stream));
   enqueue();
   CHECK_CUDA(cudaEventRecord(stop.get(), stream));
@@ -27,6 +27,8 @@ double event_seconds(cudaStream_t stream, const std::function<void()> &enqueue) 
   CHECK_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
   return ms / 1e3;
 }
+
+using GraphExec = cudagray::CudaOwner<cudaGraphExec_t, cudaGraphExecDestroy>;
 
 // Records `count` operations into a CUDA graph; an empty owner, and *why,
 // when the stream cannot be captured (the stream is usable again either way).
@@ -41,7 +43,7 @@ GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::str
     }
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // even after a failure
-    const Graph owner(graph);
+    const cudagray::CudaOwner<cudaGraph_t, cudaGraphDestroy> owner(graph);
     if (!failure.empty()) throw std::runtime_error(failure);
     CHECK_CUDA(ended);
     cudaGraphExec_t exec = nullptr;
@@ -78,11 +80,11 @@ class RawLoop {
       : size_(size), in_bytes_(3 * size.pixels()), out_bytes_(size.pixels()), source_(source) {
     for (int l = 0; l < lanes; ++l) {
       Lane lane;
-      lane.stream = make_stream();
-      if (source_ != RawSource::Device) lane.in = make_device_memory(in_bytes_);
-      lane.out = make_device_memory(out_bytes_);
-      if (source_ == RawSource::Staging) lane.staging = make_pinned_memory(in_bytes_);
-      lane.uploaded = make_event();
+      lane.stream = cudagray::make_stream();
+      if (source_ != RawSource::Device) lane.in = cudagray::make_device_memory(in_bytes_);
+      lane.out = cudagray::make_device_memory(out_bytes_);
+      if (source_ == RawSource::Staging) lane.staging = cudagray::make_pinned_memory(in_bytes_);
+      lane.uploaded = cudagray::make_event();
       lanes_.push_back(std::move(lane));
     }
   }
@@ -120,10 +122,10 @@ class RawLoop {
 
  private:
   struct Lane {
-    Stream stream;
-    DeviceMemory in, out;
-    PinnedMemory staging;
-    Event uploaded;  // the lane's last upload (from staging) is done
+    cudagray::StreamOwner stream;
+    cudagray::DeviceMemory in, out;
+    cudagray::PinnedMemory staging;
+    cudagray::EventOwner uploaded;  // the lane's last upload (from staging) is done
     bool staging_used = false;
   };
   FrameSize size_;
@@ -211,7 +213,7 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
                            16L, 1024L));
   std::string why;
   const GraphExec graph = capture(stream, batch, op, &why);
-  if (!graph) {
+  if (!graph.get()) {
     row.us = time_plain();
     row.frames = plain_count;
     row.note = "plain launches (no CUDA graph: " + why + ")";
@@ -241,10 +243,8 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
   const size_t copy_bytes_max = n * 5 / 2;
   try {
     const size_t count = rotation_count(5 * n, device_rotation_bytes(options));
-    const DeviceRing in = random_device_ring(count, 4 * n, 1000);
-    const DeviceRing gray(count, n, make_device_memory);
-    const DeviceRing copies_to(count, copy_bytes_max, make_device_memory);
-    const Stream stream = make_stream();
+    const DeviceRing in(count, 4 * n, 1000), gray(count, n), copies_to(count, copy_bytes_max);
+    const cudagray::StreamOwner stream = cudagray::make_stream();
     const long rotation = static_cast<long>(count);
 
     // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
@@ -268,8 +268,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
 
     if (options.wants("copy")) {
       const size_t host_count = rotation_count(3 * n, options.rotate_bytes);
-      const PinnedRing host_in = random_pinned_ring(host_count, 3 * n, 2000);
-      const PinnedRing host_out(host_count, n, make_pinned_memory);
+      const PinnedRing host_in(host_count, 3 * n, 2000), host_out(host_count, n);
       struct Transfer {
         const char *key, *what;
         size_t bytes;
@@ -348,9 +347,9 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
 
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
-    const PinnedRing host_out(count, n, make_pinned_memory);
+    const PinnedRing host_out(count, n);
     {
-      const PinnedRing host_in = random_pinned_ring(count, 3 * n, 3000);
+      const PinnedRing host_in(count, 3 * n, 3000);
       RawLoop loop(size, kRawStreams, RawSource::Pinned);
       record(rows, pinned, [&](Row &r) {
         time_loop(
@@ -360,7 +359,7 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
     }
     {
       const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
-      const DeviceRing device_in = random_device_ring(on_device, 3 * n, 3500);
+      const DeviceRing device_in(on_device, 3 * n, 3500);
       RawLoop loop(size, kRawStreams, RawSource::Device);
       record(rows, device, [&](Row &r) {
         time_loop(
@@ -396,8 +395,7 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
   row.versus_videoconvert = false;
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
-    const PinnedRing host_in = random_pinned_ring(count, 3 * n, 5000);
-    const PinnedRing host_out(count, n, make_pinned_memory);
+    const PinnedRing host_in(count, 3 * n, 5000), host_out(count, n);
     RawLoop loop(size, 1, RawSource::Pinned);
     long i = 0;
     time_lone_frames(r, options, [&] {
