@@ -158,7 +158,7 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   for (const Conversion &c : npp.conversions) {
     Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout),
             double(c.channels + 1) * n);
-    row.ceiling = "copy:" + std::to_string(c.channels) + "B";
+    row.ceiling = copy_key(c.channels);
     if (!npp.error.empty() || !c.call) {
       record(rows, row.skip(npp.error.empty() ? "NPP: " + npp.library + " has no " + c.name + "_Ctx"
                                               : "NPP: not available (" + npp.error + ")"));
