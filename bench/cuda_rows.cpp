@@ -16,17 +16,19 @@ namespace bench {
 
 namespace {
 
-// Seconds between two events around what enqueue puts on the stream.
-double event_seconds(cudaStream_t stream, const std::function<void()> &enqueue) {
-  const Event start = make_event(), stop = make_event();
+// Seconds, between two events on the stream, of n back-to-back enqueue()s.
+double event_seconds(cudaStream_t stream, long n, const std::function<void()> &enqueue) {
+  const cudagray::EventOwner start = cudagray::make_event(), stop = cudagray::make_event();
   CHECK_CUDA(cudaEventRecord(start.get(), stream));
-  enqueue();
+  for (long k = 0; k < n; ++k) enqueue();
   CHECK_CUDA(cudaEventRecord(stop.get(), stream));
   CHECK_CUDA(cudaEventSynchronize(stop.get()));
   float ms = 0;
   CHECK_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
   return ms / 1e3;
 }
+
+using GraphExec = cudagray::CudaOwner<cudaGraphExec_t, cudaGraphExecDestroy>;
 
 // Records `count` operations into a CUDA graph; an empty owner, and *why,
 // when the stream cannot be captured (the stream is usable again either way).
@@ -41,7 +43,7 @@ GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::str
     }
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // even after a failure
-    const Graph owner(graph);
+    const cudagray::CudaOwner<cudaGraph_t, cudaGraphDestroy> owner(graph);
     if (!failure.empty()) throw std::runtime_error(failure);
     CHECK_CUDA(ended);
     cudaGraphExec_t exec = nullptr;
@@ -51,16 +53,6 @@ GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::str
     *why = e.what();
     return {};
   }
-}
-
-// Input bytes per pixel of a layout, all planes: 3 or 4.
-int input_bytes_per_pixel(PixelLayout layout) {
-  const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
-  return info.bytes_per_pixel * info.planes;
-}
-
-std::string copy_key(int bytes_per_pixel) {
-  return "copy:" + std::to_string(bytes_per_pixel) + "B";
 }
 
 // Where a raw loop's RGB frames are: pinned host memory, pageable host
@@ -78,11 +70,11 @@ class RawLoop {
       : size_(size), in_bytes_(3 * size.pixels()), out_bytes_(size.pixels()), source_(source) {
     for (int l = 0; l < lanes; ++l) {
       Lane lane;
-      lane.stream = make_stream();
-      if (source_ != RawSource::Device) lane.in = make_device_memory(in_bytes_);
-      lane.out = make_device_memory(out_bytes_);
-      if (source_ == RawSource::Staging) lane.staging = make_pinned_memory(in_bytes_);
-      lane.uploaded = make_event();
+      lane.stream = cudagray::make_stream();
+      if (source_ != RawSource::Device) lane.in = cudagray::make_device_memory(in_bytes_);
+      lane.out = cudagray::make_device_memory(out_bytes_);
+      if (source_ == RawSource::Staging) lane.staging = cudagray::make_pinned_memory(in_bytes_);
+      lane.uploaded = cudagray::make_event();
       lanes_.push_back(std::move(lane));
     }
   }
@@ -90,23 +82,19 @@ class RawLoop {
   // in: a host frame, or a device frame for RawSource::Device.
   void enqueue(long i, const uint8_t *in, uint8_t *host_out) {
     Lane &lane = lanes_[static_cast<size_t>(i) % lanes_.size()];
-    const uint8_t *on_device = in;
-    if (source_ != RawSource::Device) {
-      const uint8_t *host = in;
-      if (source_ == RawSource::Staging) {
-        if (lane.staging_used) CHECK_CUDA(cudaEventSynchronize(lane.uploaded.get()));
-        std::memcpy(lane.staging.get(), in, in_bytes_);
-        host = static_cast<const uint8_t *>(lane.staging.get());
-      }
-      CHECK_CUDA(cudaMemcpyAsync(lane.in.get(), host, in_bytes_, cudaMemcpyHostToDevice,
-                                 lane.stream.get()));
-      if (source_ == RawSource::Staging) {
-        CHECK_CUDA(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
-        lane.staging_used = true;
-      }
-      on_device = static_cast<const uint8_t *>(lane.in.get());
+    if (source_ == RawSource::Staging) {
+      CHECK_CUDA(cudaEventSynchronize(lane.uploaded.get()));  // at once before its first record
+      std::memcpy(lane.staging.get(), in, in_bytes_);
+      in = static_cast<const uint8_t *>(lane.staging.get());
     }
-    const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, on_device);
+    if (source_ != RawSource::Device) {
+      CHECK_CUDA(
+          cudaMemcpyAsync(lane.in.get(), in, in_bytes_, cudaMemcpyHostToDevice, lane.stream.get()));
+      if (source_ == RawSource::Staging)
+        CHECK_CUDA(cudaEventRecord(lane.uploaded.get(), lane.stream.get()));
+      in = static_cast<const uint8_t *>(lane.in.get());
+    }
+    const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, in);
     const cudagray::GrayFrame gray{static_cast<uint8_t *>(lane.out.get()),
                                    static_cast<size_t>(size_.width)};
     CHECK_CUDA(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
@@ -120,11 +108,10 @@ class RawLoop {
 
  private:
   struct Lane {
-    Stream stream;
-    DeviceMemory in, out;
-    PinnedMemory staging;
-    Event uploaded;  // the lane's last upload (from staging) is done
-    bool staging_used = false;
+    cudagray::StreamOwner stream;
+    cudagray::DeviceMemory in, out;
+    cudagray::PinnedMemory staging;
+    cudagray::EventOwner uploaded;  // the lane's last upload (from staging) is done
   };
   FrameSize size_;
   size_t in_bytes_, out_bytes_;
@@ -182,6 +169,10 @@ std::string host_memory_kind(const void *pointer) {
   return "unknown";
 }
 
+std::string copy_key(int bytes_per_pixel) {
+  return "copy:" + std::to_string(bytes_per_pixel) + "B";
+}
+
 size_t device_rotation_bytes(const Options &options) {
   int device = 0, l2 = 0;
   CHECK_CUDA(cudaGetDevice(&device));
@@ -193,11 +184,7 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
                      const Options &options, Row &row, bool best_of_both) {
   const double seconds = options.seconds / 2;  // device operations are stable: half is plenty
   long next = 0;
-  const auto plain = [&](long n) {
-    return event_seconds(stream, [&] {
-      for (long k = 0; k < n; ++k) op(next++, stream);
-    });
-  };
+  const auto plain = [&](long n) { return event_seconds(stream, n, [&] { op(next++, stream); }); };
   long plain_count = 0;
   const auto time_plain = [&] {
     return seconds_per_iteration(plain, Budget{seconds, 20, 10000000, 5}, &plain_count) * 1e6;
@@ -211,16 +198,14 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
                            16L, 1024L));
   std::string why;
   const GraphExec graph = capture(stream, batch, op, &why);
-  if (!graph) {
+  if (!graph.get()) {
     row.us = time_plain();
     row.frames = plain_count;
     row.note = "plain launches (no CUDA graph: " + why + ")";
     return;
   }
-  const auto launches = [&](long count) {
-    return event_seconds(stream, [&] {
-      for (long k = 0; k < count; ++k) CHECK_CUDA(cudaGraphLaunch(graph.get(), stream));
-    });
+  const auto launches = [&](long n) {
+    return event_seconds(stream, n, [&] { CHECK_CUDA(cudaGraphLaunch(graph.get(), stream)); });
   };
   row.us =
       seconds_per_iteration(launches, Budget{seconds, 2, 100000, 5}, &row.frames) / batch * 1e6;
@@ -235,83 +220,62 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
 
 void device_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const bool kernels = options.wants("kernel");
-  const bool copies = options.wants("copy") || kernels || options.wants("npp");
-  if (!copies) return;
+  if (!options.wants("copy") && !kernels && !options.wants("npp")) return;
   const size_t n = size.pixels();
-  const size_t copy_bytes_max = n * 5 / 2;
   try {
     const size_t count = rotation_count(5 * n, device_rotation_bytes(options));
-    const DeviceRing in = random_device_ring(count, 4 * n, 1000);
-    const DeviceRing gray(count, n, make_device_memory);
-    const DeviceRing copies_to(count, copy_bytes_max, make_device_memory);
-    const Stream stream = make_stream();
-    const long rotation = static_cast<long>(count);
+    const DeviceRing in(count, 4 * n, 1000), gray(count, n), copies_to(count, n * 5 / 2);
+    const cudagray::StreamOwner stream = cudagray::make_stream();
+    // Times op on the stream into row, over every frame of the rings.
+    const auto time_row = [&](const Row &row, const Operation &op, bool best_of_both = false) {
+      record(rows, row, [&](Row &r) {
+        time_operations(stream.get(), static_cast<long>(count), op, options, r, best_of_both);
+      });
+    };
+    // A copy row (a ceiling, not compared with videoconvert): bytes from
+    // frame i of `from` to frame i of `to`. A device copy counts them read
+    // and written, and keeps the faster of a graph and plain launches.
+    const auto time_copy = [&](const std::string &key, const std::string &what,
+                               const std::string &format, const auto &to, const auto &from,
+                               size_t bytes, cudaMemcpyKind kind) {
+      const bool device_copy = kind == cudaMemcpyDeviceToDevice;
+      Row row(size, "copy", key, what, format, (device_copy ? 2.0 : 1.0) * bytes);
+      row.versus_videoconvert = false;
+      time_row(
+          row,
+          [&](long i, cudaStream_t s) {
+            CHECK_CUDA(cudaMemcpyAsync(to.at(i), from.at(i), bytes, kind, s));
+          },
+          device_copy);
+    };
 
     // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
     // reads and writes as much.
-    for (int bpp : {3, 4}) {
-      const size_t bytes = n * (bpp + 1) / 2;
-      Row row(size, "copy", copy_key(bpp),
-              "device copy, same traffic as a " + std::to_string(bpp) + "-byte-per-pixel frame",
-              bpp == 3 ? "RGB" : "RGBx", 2.0 * bytes);
-      row.versus_videoconvert = false;
-      record(rows, row, [&](Row &r) {
-        time_operations(
-            stream.get(), rotation,
-            [&](long i, cudaStream_t s) {
-              CHECK_CUDA(
-                  cudaMemcpyAsync(copies_to.at(i), in.at(i), bytes, cudaMemcpyDeviceToDevice, s));
-            },
-            options, r, true);
-      });
-    }
-
+    for (int bpp : {3, 4})
+      time_copy(copy_key(bpp),
+                "device copy, same traffic as a " + std::to_string(bpp) + "-byte-per-pixel frame",
+                bpp == 3 ? "RGB" : "RGBx", copies_to, in, n * (bpp + 1) / 2,
+                cudaMemcpyDeviceToDevice);
     if (options.wants("copy")) {
       const size_t host_count = rotation_count(3 * n, options.rotate_bytes);
-      const PinnedRing host_in = random_pinned_ring(host_count, 3 * n, 2000);
-      const PinnedRing host_out(host_count, n, make_pinned_memory);
-      struct Transfer {
-        const char *key, *what;
-        size_t bytes;
-        bool up;
-      };
-      for (const Transfer &t : {Transfer{"copy:h2d", "pinned H2D of an RGB frame", 3 * n, true},
-                                Transfer{"copy:d2h", "pinned D2H of a GRAY8 frame", n, false}}) {
-        Row row(size, "copy", t.key, t.what, t.up ? "RGB" : "GRAY8", t.bytes);
-        row.versus_videoconvert = false;
-        record(rows, row, [&](Row &r) {
-          time_operations(
-              stream.get(), rotation,
-              [&](long i, cudaStream_t s) {
-                if (t.up)
-                  CHECK_CUDA(
-                      cudaMemcpyAsync(in.at(i), host_in.at(i), t.bytes, cudaMemcpyHostToDevice, s));
-                else
-                  CHECK_CUDA(cudaMemcpyAsync(host_out.at(i), gray.at(i), t.bytes,
-                                             cudaMemcpyDeviceToHost, s));
-              },
-              options, r);
-        });
-      }
+      const PinnedRing host_in(host_count, 3 * n, 2000), host_out(host_count, n);
+      time_copy("copy:h2d", "pinned H2D of an RGB frame", "RGB", in, host_in, 3 * n,
+                cudaMemcpyHostToDevice);
+      time_copy("copy:d2h", "pinned D2H of a GRAY8 frame", "GRAY8", host_out, gray, n,
+                cudaMemcpyDeviceToHost);
     }
 
     if (kernels) {
       const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
       for (PixelLayout layout : options.formats) {
-        const int bpp = input_bytes_per_pixel(layout);
+        const int bpp = static_cast<int>(frame_bytes(layout, size) / n);
         Row row(size, "kernel", std::string("kernel:") + layout_name(layout),
                 "cudagray kernel alone", layout_name(layout), double(bpp + 1) * n);
         row.ceiling = copy_key(bpp);
         if (cudagray::layout_info(layout).planes == 1) row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
-        record(rows, row, [&](Row &r) {
-          time_operations(
-              stream.get(), rotation,
-              [&](long i, cudaStream_t s) {
-                const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
-                CHECK_CUDA(
-                    cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
-              },
-              options, r);
+        time_row(row, [&](long i, cudaStream_t s) {
+          const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
+          CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
         });
       }
     }
@@ -323,50 +287,44 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
 
 void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const size_t n = size.pixels();
-  const Row pinned(size, "raw", "raw:pinned", "raw CUDA, pinned in/out, 3 streams", "RGB", 4.0 * n);
-  Row staged(size, "raw", "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", "RGB",
-             4.0 * n);
-  Row device(size, "raw", "raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
-             "RGB", 4.0 * n);
-  staged.ceiling = device.ceiling = "raw:pinned";
-  const Budget budget{options.seconds, 20, 10000000, 3};
-  // Frames through a loop, rotated over inputs: µs per frame.
-  auto time_loop = [&](RawLoop &loop, const std::function<const uint8_t *(long)> &input,
-                       const PinnedRing &host_out, Row &r) {
-    long next = 0;
-    r.us = seconds_per_iteration(
-               [&](long frames) {
-                 const Clock::time_point start = Clock::now();
-                 for (long k = 0; k < frames; ++k, ++next)
-                   loop.enqueue(next, input(next), host_out.at(next));
-                 loop.synchronize();
-                 return seconds_since(start);
-               },
-               budget, &r.frames) *
-           1e6;
-  };
-
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
-    const PinnedRing host_out(count, n, make_pinned_memory);
-    {
-      const PinnedRing host_in = random_pinned_ring(count, 3 * n, 3000);
-      RawLoop loop(size, kRawStreams, RawSource::Pinned);
-      record(rows, pinned, [&](Row &r) {
-        time_loop(
-            loop, [&](long i) { return host_in.at(i); }, host_out, r);
-        r.note = std::to_string(count) + " pinned frames rotated";
+    const PinnedRing host_out(count, n);
+    // Frames from input(i) through a loop from source, 3 streams: µs per
+    // frame. raw:pinned is the others' ceiling.
+    const auto time_loop = [&](const std::string &key, const std::string &what, RawSource source,
+                               const std::function<const uint8_t *(long)> &input,
+                               const std::string &note) {
+      Row row(size, "raw", key, what, "RGB", 4.0 * n);
+      if (source != RawSource::Pinned) row.ceiling = "raw:pinned";
+      RawLoop loop(size, kRawStreams, source);
+      record(rows, row, [&](Row &r) {
+        long next = 0;
+        const auto run = [&](long frames) {
+          const Clock::time_point start = Clock::now();
+          for (long k = 0; k < frames; ++k, ++next)
+            loop.enqueue(next, input(next), host_out.at(next));
+          loop.synchronize();
+          return seconds_since(start);
+        };
+        r.us =
+            seconds_per_iteration(run, Budget{options.seconds, 20, 10000000, 3}, &r.frames) * 1e6;
+        r.note = note;
       });
+    };
+    {
+      const PinnedRing host_in(count, 3 * n, 3000);
+      time_loop(
+          "raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned,
+          [&](long i) { return host_in.at(i); }, std::to_string(count) + " pinned frames rotated");
     }
     {
       const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
-      const DeviceRing device_in = random_device_ring(on_device, 3 * n, 3500);
-      RawLoop loop(size, kRawStreams, RawSource::Device);
-      record(rows, device, [&](Row &r) {
-        time_loop(
-            loop, [&](long i) { return device_in.at(i); }, host_out, r);
-        r.note = std::to_string(on_device) + " device frames rotated";
-      });
+      const DeviceRing device_in(on_device, 3 * n, 3500);
+      time_loop(
+          "raw:device", "raw CUDA, input on the device, pinned out, 3 streams", RawSource::Device,
+          [&](long i) { return device_in.at(i); },
+          std::to_string(on_device) + " device frames rotated");
     }
     {
       std::vector<std::unique_ptr<PageableBlock>> pageable;
@@ -374,13 +332,10 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
         pageable.push_back(std::make_unique<PageableBlock>(3 * n));
         fill_random(pageable.back()->data, 3 * n, 4000 + i);
       }
-      RawLoop loop(size, kRawStreams, RawSource::Staging);
-      record(rows, staged, [&](Row &r) {
-        time_loop(
-            loop, [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; }, host_out,
-            r);
-        r.note = std::to_string(count) + " pageable frames rotated; one memcpy thread";
-      });
+      time_loop(
+          "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", RawSource::Staging,
+          [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; },
+          std::to_string(count) + " pageable frames rotated; one memcpy thread");
     }
   } catch (const std::exception &e) {  // allocation or setup
     record(
@@ -396,8 +351,7 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
   row.versus_videoconvert = false;
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
-    const PinnedRing host_in = random_pinned_ring(count, 3 * n, 5000);
-    const PinnedRing host_out(count, n, make_pinned_memory);
+    const PinnedRing host_in(count, 3 * n, 5000), host_out(count, n);
     RawLoop loop(size, 1, RawSource::Pinned);
     long i = 0;
     time_lone_frames(r, options, [&] {

@@ -129,7 +129,7 @@ void convert_npp(const Conversion &c, const NppStreamContext &context, const uin
 std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &context,
                                   const uint8_t *in, const FrameSize &size) {
   const size_t n = size.pixels();
-  const DeviceRing out(2, n, make_device_memory);  // NPP's, ours
+  const DeviceRing out(2, n);  // NPP's, ours
   convert_npp(c, context, in, out.at(0), size);
   const cudagray::GrayFrame gray{out.at(1), static_cast<size_t>(size.width)};
   CHECK_CUDA(cudagray::convert_cuda(frame_at(c.layout, size, in), gray,
@@ -158,7 +158,7 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   for (const Conversion &c : npp.conversions) {
     Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout),
             double(c.channels + 1) * n);
-    row.ceiling = "copy:" + std::to_string(c.channels) + "B";
+    row.ceiling = copy_key(c.channels);
     if (!npp.error.empty() || !c.call) {
       record(rows, row.skip(npp.error.empty() ? "NPP: " + npp.library + " has no " + c.name + "_Ctx"
                                               : "NPP: not available (" + npp.error + ")"));
@@ -167,9 +167,8 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
     record(rows, row, [&](Row &r) {
       const size_t count =
           rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));
-      const DeviceRing in = random_device_ring(count, c.channels * n, 6000);
-      const DeviceRing out(count, n, make_device_memory);
-      const Stream stream = make_stream();
+      const DeviceRing in(count, c.channels * n, 6000), out(count, n);
+      const cudagray::StreamOwner stream = cudagray::make_stream();
       const NppStreamContext context = stream_context(stream.get());
       const std::string check = compare_with_cudagray(c, context, in.at(0), size);
       time_operations(

@@ -36,12 +36,6 @@ constexpr int kMaxInFlight = 16;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-EventOwner make_event(unsigned flags) {
-  cudaEvent_t e;
-  CUDAGRAY_CHECK(cudaEventCreateWithFlags(&e, flags));
-  return EventOwner(e);
-}
-
 float elapsed_us(const EventOwner &from, const EventOwner &to) {
   float ms = 0;
   CUDAGRAY_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));

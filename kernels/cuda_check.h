@@ -1,31 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The one CUDA error check, and RAII owners for CUDA resources.
+// The kernels' CUDA error check: cudagray::check (cudagray/cuda_owners.h) on
+// every call, which fault-injection builds can make fail on purpose.
 #pragma once
 
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <stdexcept>
-#include <string>
-#include <utility>
+#include "cudagray/cuda_owners.h"
 
 namespace cudagray {
-
-struct CudaError : std::runtime_error {
-  CudaError(cudaError_t code, const std::string &what) : std::runtime_error(what), code(code) {}
-  cudaError_t code;
-};
-
-// Throws CudaError "<function> failed: <description> (<name>)" unless err is
-// cudaSuccess. call is the call's source text; its arguments are dropped.
-inline void check(cudaError_t err, const char *call) {
-  if (err != cudaSuccess) {
-    cudaGetLastError();  // reset a non-sticky error so the next call does not report it again
-    const std::string text(call);
-    throw CudaError(err, text.substr(0, text.find('(')) + " failed: " + cudaGetErrorString(err) +
-                             " (" + cudaGetErrorName(err) + ")");
-  }
-}
 
 #ifdef CUDAGRAY_FAULT_INJECTION
 // Test builds (cudagray/fault_injection.h): when a fault is armed for this
@@ -39,54 +19,5 @@ cudaError_t injected_cuda_error(const char *call);
 #else
 #define CUDAGRAY_CHECK(call) ::cudagray::check((call), #call)
 #endif
-
-// Owns one handle; Release is the CUDA call that frees it.
-template <class Handle, cudaError_t (*Release)(Handle)>
-class CudaOwner {
- public:
-  CudaOwner() = default;
-  explicit CudaOwner(Handle h) : handle_(h) {}
-  CudaOwner(CudaOwner &&o) noexcept : handle_(std::exchange(o.handle_, Handle{})) {}
-  CudaOwner &operator=(CudaOwner &&o) noexcept {
-    if (this != &o) {
-      reset();
-      handle_ = std::exchange(o.handle_, Handle{});
-    }
-    return *this;
-  }
-  CudaOwner(const CudaOwner &) = delete;
-  CudaOwner &operator=(const CudaOwner &) = delete;
-  ~CudaOwner() { reset(); }
-  Handle get() const { return handle_; }
-  void reset() {
-    if (handle_) Release(std::exchange(handle_, Handle{}));
-  }
-
- private:
-  Handle handle_{};
-};
-
-using StreamOwner = CudaOwner<cudaStream_t, cudaStreamDestroy>;
-using EventOwner = CudaOwner<cudaEvent_t, cudaEventDestroy>;
-using DeviceMemory = CudaOwner<void *, cudaFree>;
-using PinnedMemory = CudaOwner<void *, cudaFreeHost>;
-
-inline StreamOwner make_stream() {
-  cudaStream_t s;
-  CUDAGRAY_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return StreamOwner(s);
-}
-
-inline DeviceMemory make_device_memory(size_t bytes) {
-  void *p;
-  CUDAGRAY_CHECK(cudaMalloc(&p, bytes));
-  return DeviceMemory(p);
-}
-
-inline PinnedMemory make_pinned_memory(size_t bytes) {
-  void *p;
-  CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
-  return PinnedMemory(p);
-}
 
 }  // namespace cudagray
