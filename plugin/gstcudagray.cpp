@@ -4,8 +4,8 @@
  * The element: start/stop, set_caps, and a frame's way through.
  * The streaming thread maps each input and output buffer (cudagrayframe.cpp)
  * and starts its conversion (Backend::submit); an output task on the source
- * pad waits for the oldest frame's conversion (Backend::finish_oldest) and
- * pushes it at once, in order. The frames in flight have one owner
+ * pad (cudagrayoutput.cpp) waits for the oldest frame's conversion
+ * (Backend::finish_oldest) and pushes it at once, in order. The frames in flight have one owner
  * (cudagrayframequeue.cpp), which also makes upstream wait while
  * max-inflight are out. Serialized events (EOS, caps, segment, gap) wait
  * until the frames before them have left; flushes and stop drop them. GRAY8
@@ -18,59 +18,17 @@
  */
 #include "gstcudagray.h"
 
-#include <gst/video/video.h>
-
 #include <memory>
 #include <string>
 
-#include "cudagray/backend.h"
 #include "cudagray/device.h"
 #include "cudagrayallocation.h"
 #include "cudagraycaps.h"
-#include "cudagraycontext.h"
 #include "cudagrayframe.h"
-#include "cudagrayframequeue.h"
-#include "cudagrayproperties.h"
+#include "cudagrayoutput.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_debug);
+GST_DEBUG_CATEGORY(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
-
-/* A GST_DEBUG line with the running stats every this many frames. */
-#define STATS_LOG_INTERVAL 300
-
-/* Everything the streaming thread and the output task share; set up at
- * start and in set_caps, while the output task is idle. */
-struct Streaming {
-  std::unique_ptr<cudagray::Backend> backend;
-  cudagray::BackendNeeds needs;
-  CudaGrayFrameQueue frames;
-  GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
-  GstVideoInfo in_info;
-  cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
-  int max_in_flight = 1;    /* max-inflight with auto resolved */
-  bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
-  bool cuda_output = false; /* src caps say memory:CUDAMemory */
-  /* the last configuration failure posted, so that upstream's retries
-   * (one per buffer) do not repeat it */
-  std::string configure_error;
-  /* the warning that matrix and weights do not apply to YUV was posted */
-  bool warned_weights_unused = false;
-};
-
-struct _GstCudaGray {
-  GstBaseTransform parent;
-
-  /* Properties and what other threads read, guarded by the object lock. */
-  CudaGrayProperties props;
-  GstClockTime added_latency;
-  /* whether the backend in use reads / writes CUDA memory; -1 when none is */
-  gint reads_device_memory;
-  gint writes_device_memory;
-
-  Streaming *streaming;
-  /* the CUDA context every backend call is made in */
-  CudaGrayContext *context;
-};
 
 #define gst_cuda_gray_parent_class parent_class
 G_DEFINE_TYPE(GstCudaGray, gst_cuda_gray, GST_TYPE_BASE_TRANSFORM);
@@ -93,7 +51,7 @@ static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *v
  * an error. A CUDA backend is made inside the element's CUDA context. */
 static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
 
   GST_OBJECT_LOCK(self);
   const GstCudaGrayBackend choice = self->props.backend;
@@ -143,23 +101,10 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   return TRUE;
 }
 
-/* Lets go of every frame in flight without pushing it; the output task is
- * paused. */
-static void discard_in_flight(GstCudaGray *self) {
-  Streaming &s = *self->streaming;
-  if (s.backend) {
-    CudaGrayScope scope(self->context);
-    s.backend->discard_all(); /* the GPU lets go of the buffers first */
-  }
-  const gsize dropped = s.frames.discard_all();
-  if (dropped > 0)
-    GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
-}
-
 static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
-  discard_in_flight(self);
+  CudaGrayStreaming &s = *self->streaming;
+  gst_cuda_gray_discard_in_flight(self);
   {
     CudaGrayScope scope(self->context); /* its memory lives there */
     s.backend.reset();
@@ -230,7 +175,7 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
  * event waited for the frames before it). */
 static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   GstVideoInfo in_info;
 
   if (!gst_video_info_from_caps(&in_info, incaps)) {
@@ -319,7 +264,7 @@ static gboolean gst_cuda_gray_transform_size(GstBaseTransform *trans, GstPadDire
 static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
                                                  GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   if (gst_base_transform_is_passthrough(trans)) /* downstream answers */
     return GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
@@ -339,7 +284,7 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
  * from ours: the kernel writes into them. */
 static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   std::string why;
   if (s.cuda_output &&
       !cudagray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
@@ -354,14 +299,6 @@ static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuer
   return GST_BASE_TRANSFORM_CLASS(parent_class)->decide_allocation(trans, query);
 }
 
-/* Posts the error of a failed backend call. */
-static void post_backend_error(GstCudaGray *self, const char *doing, const std::string &why) {
-  GST_ELEMENT_ERROR(
-      self, RESOURCE, FAILED,
-      ("The %s backend failed to %s: %s", self->streaming->backend->name(), doing, why.c_str()),
-      ("check the GPU with nvidia-smi, or set backend=cpu"));
-}
-
 /* The error for an input buffer that does not hold its frame. */
 static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
   const GstVideoInfo *info = &self->streaming->in_info;
@@ -372,22 +309,10 @@ static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
   return GST_FLOW_ERROR;
 }
 
-/* Stops the output task (its waits fail with ret) and drops every frame in
- * flight. */
-static void stop_output(GstCudaGray *self, GstFlowReturn ret) {
-  Streaming &s = *self->streaming;
-  if (ret == GST_FLOW_FLUSHING)
-    s.frames.set_flushing(TRUE);
-  else
-    s.frames.pushed(ret);
-  gst_pad_pause_task(GST_BASE_TRANSFORM_SRC_PAD(self));
-  discard_in_flight(self);
-}
-
 /* YUV's gray is its luma plane: weights chosen away from the default would
  * silently change nothing, so say so, once per run. */
 static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &weights) {
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   const cudagray::Weights standard = cudagray::standard_weights(cudagray::Matrix::BT601);
   if (s.layout != cudagray::PixelLayout::Luma || s.warned_weights_unused ||
       (weights.r == standard.r && weights.g == standard.g && weights.b == standard.b))
@@ -411,7 +336,7 @@ static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &w
 static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer *inbuf,
                                              GstBuffer *outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   CudaGrayScope scope(self->context);
   std::string mismatch, error;
   GstMapFlags flags;
@@ -450,8 +375,8 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   GST_OBJECT_UNLOCK(self);
   warn_if_weights_unused(self, weights);
   if (!s.backend->submit(in, frame.output(), weights, &error)) {
-    post_backend_error(self, "start converting a frame", error);
-    stop_output(self, GST_FLOW_ERROR);
+    gst_cuda_gray_post_backend_error(self, "start converting a frame", error);
+    gst_cuda_gray_stop_output(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }
   s.frames.push(std::move(frame));
@@ -463,7 +388,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
  * the output task pushes the result (GRAY8 passes through as it is). */
 static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   std::string error;
 
   if (gst_base_transform_is_passthrough(trans)) {
@@ -498,93 +423,22 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   return ret;
 }
 
-static void update_stats(GstCudaGray *self) {
-  const cudagray::Backend &backend = *self->streaming->backend;
-  const cudagray::TimingStats stats = backend.stats();
-  GST_OBJECT_LOCK(self);
-  self->props.stats = stats;
-  self->props.stats_in_flight = backend.in_flight();
-  GST_OBJECT_UNLOCK(self);
-  if (stats.frames % STATS_LOG_INTERVAL == 0)
-    GST_DEBUG_OBJECT(self,
-                     "%" G_GUINT64_FORMAT
-                     " frames: device %.1f us "
-                     "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
-                     (guint64)stats.frames, stats.device_us_mean, stats.device_us_min,
-                     stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
-                     backend.in_flight());
-}
-
-/* Waits for the oldest frame's conversion; FALSE after posting the error. */
-static gboolean finish_oldest(GstCudaGray *self) {
-  Streaming &s = *self->streaming;
-  std::string error;
-  gboolean converted;
-  {
-    CudaGrayScope scope(self->context);
-    converted = s.backend->finish_oldest(&error);
-  }
-  if (converted)
-    update_stats(self);
-  else
-    post_backend_error(self, "convert a frame", error);
-  return converted;
-}
-
-/* The output task: pushes the oldest frame as soon as its conversion is
- * done, or, when its CUDA memory carries a stream that waits for the
- * conversion (1.24+), as soon as it is queued, flagged so that downstream
- * waits; its input is let go when the conversion is done. Pauses when
- * flushing or when a push fails. */
-static void gst_cuda_gray_output_loop(GstCudaGray *self) {
-  Streaming &s = *self->streaming;
-  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
-  if (!s.frames.wait_for_frame()) {
-    gst_pad_pause_task(srcpad);
-    return;
-  }
-  CudaGrayFrame frame = s.frames.take_oldest();
-  GstFlowReturn ret;
-  if (frame.output().consumer_stream) {
-    GstBuffer *outbuf = frame.release_output();
-    cudagray_mark_output_pending(outbuf);
-    ret = gst_pad_push(srcpad, outbuf);
-    if (!finish_oldest(self)) ret = GST_FLOW_ERROR;
-  } else if (finish_oldest(self)) {
-    ret = gst_pad_push(srcpad, frame.release_output());
-  } else {
-    gst_buffer_unref(frame.release_output());
-    ret = GST_FLOW_ERROR;
-  }
-  frame = CudaGrayFrame(); /* the input goes back upstream */
-  s.frames.pushed(ret);
-  if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT(self, "output stopped: %s", gst_flow_get_name(ret));
-    gst_pad_pause_task(srcpad);
-  }
-}
-
-static gboolean start_output(GstCudaGray *self) {
-  return gst_pad_start_task(GST_BASE_TRANSFORM_SRC_PAD(self),
-                            (GstTaskFunction)gst_cuda_gray_output_loop, self, NULL);
-}
-
 /* Serialized events leave after the frames before them. When that fails
  * (flushing, or downstream refused a frame) the frames left are dropped; an
  * EOS then posts the flow error no later buffer will report. */
 static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
 
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START:
       s.frames.set_flushing(TRUE); /* wakes both threads */
       break;
     case GST_EVENT_FLUSH_STOP: {
-      stop_output(self, GST_FLOW_FLUSHING);
+      gst_cuda_gray_stop_output(self, GST_FLOW_FLUSHING);
       s.frames.reset();
       const gboolean ret = GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
-      start_output(self);
+      gst_cuda_gray_start_output(self);
       return ret;
     }
     default:
@@ -593,7 +447,7 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       if (drained == GST_FLOW_OK) break;
       GST_DEBUG_OBJECT(self, "%s: the frames before it could not leave (%s)",
                        GST_EVENT_TYPE_NAME(event), gst_flow_get_name(drained));
-      stop_output(self, drained);
+      gst_cuda_gray_stop_output(self, drained);
       if (drained == GST_FLOW_FLUSHING) {
         gst_event_unref(event);
         return FALSE;
@@ -617,7 +471,7 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret != GST_STATE_CHANGE_FAILURE &&
-      !start_output(self))
+      !gst_cuda_gray_start_output(self))
     return GST_STATE_CHANGE_FAILURE;
   return ret;
 }
@@ -705,7 +559,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
 static void gst_cuda_gray_init(GstCudaGray *self) {
   cudagray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
-  self->streaming = new Streaming();
+  self->streaming = new CudaGrayStreaming();
   self->context = cudagray_context_new(GST_ELEMENT(self));
   gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */
