@@ -1,243 +1,49 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudagray: RGB-family and YUV video to GRAY8 on an NVIDIA GPU (or the CPU).
  *
- * The element: properties, start/stop, set_caps, and a frame's way through.
+ * The element: start/stop, set_caps, and a frame's way through.
  * The streaming thread maps each input and output buffer (cudagrayframe.cpp)
  * and starts its conversion (Backend::submit); an output task on the source
- * pad waits for the oldest frame's conversion (Backend::finish_oldest) and
- * pushes it at once, in order. The frames in flight have one owner
+ * pad (cudagrayoutput.cpp) waits for the oldest frame's conversion
+ * (Backend::finish_oldest) and pushes it at once, in order. The frames in flight have one owner
  * (cudagrayframequeue.cpp), which also makes upstream wait while
  * max-inflight are out. Serialized events (EOS, caps, segment, gap) wait
  * until the frames before them have left; flushes and stop drop them. GRAY8
- * input passes through untouched. Caps: cudagraycaps.cpp; the CUDA context:
- * cudagraycontext.cpp; pinned pools: cudagrayallocation.cpp.
+ * input passes through untouched. Properties: cudagrayproperties.cpp; caps:
+ * cudagraycaps.cpp; the CUDA context: cudagraycontext.cpp; pinned pools:
+ * cudagrayallocation.cpp.
  *
  * Example:
  *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
  */
 #include "gstcudagray.h"
 
-#include <gst/video/video.h>
-
 #include <memory>
 #include <string>
 
-#include "cudagray/backend.h"
 #include "cudagray/device.h"
 #include "cudagrayallocation.h"
 #include "cudagraycaps.h"
-#include "cudagraycontext.h"
 #include "cudagrayframe.h"
-#include "cudagrayframequeue.h"
-#include "cudagrayweights.h"
+#include "cudagrayoutput.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_debug);
+GST_DEBUG_CATEGORY(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
-
-#define DEFAULT_BACKEND GST_CUDA_GRAY_BACKEND_AUTO
-#define DEFAULT_CUDA_DEVICE_ID -1
-#define DEFAULT_MATRIX GST_CUDA_GRAY_MATRIX_BT601
-#define DEFAULT_WEIGHTS "0.299,0.587,0.114"
-#define DEFAULT_MAX_INFLIGHT 0
-#define MAX_INFLIGHT_LIMIT 16
-/* A GST_DEBUG line with the running stats every this many frames. */
-#define STATS_LOG_INTERVAL 300
-
-enum {
-  PROP_0,
-  PROP_BACKEND,
-  PROP_CUDA_DEVICE_ID,
-  PROP_MATRIX,
-  PROP_WEIGHTS,
-  PROP_MAX_INFLIGHT,
-  PROP_STATS,
-};
-
-/* Everything the streaming thread and the output task share; set up at
- * start and in set_caps, while the output task is idle. */
-struct Streaming {
-  std::unique_ptr<cudagray::Backend> backend;
-  cudagray::BackendNeeds needs;
-  CudaGrayFrameQueue frames;
-  GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
-  GstVideoInfo in_info;
-  cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
-  int max_in_flight = 1;    /* max-inflight with auto resolved */
-  bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
-  bool cuda_output = false; /* src caps say memory:CUDAMemory */
-  /* the last configuration failure posted, so that upstream's retries
-   * (one per buffer) do not repeat it */
-  std::string configure_error;
-  /* the warning that matrix and weights do not apply to YUV was posted */
-  bool warned_weights_unused = false;
-};
-
-struct _GstCudaGray {
-  GstBaseTransform parent;
-
-  /* Properties and what other threads read, guarded by the object lock. */
-  GstCudaGrayBackend backend_choice;
-  gint cuda_device_id;
-  GstCudaGrayMatrix matrix;
-  cudagray::Coefficients custom;
-  /* weights text set before start that does not parse: start fails on it */
-  gchar *invalid_weights;
-  guint max_inflight;
-  cudagray::TimingStats stats;
-  gint stats_in_flight;
-  gint stats_device_id;
-  GstClockTime added_latency;
-  /* whether the backend in use reads / writes CUDA memory; -1 when none is */
-  gint reads_device_memory;
-  gint writes_device_memory;
-
-  Streaming *streaming;
-  /* the CUDA context every backend call is made in */
-  CudaGrayContext *context;
-};
 
 #define gst_cuda_gray_parent_class parent_class
 G_DEFINE_TYPE(GstCudaGray, gst_cuda_gray, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE(cudagray, "cudagray", GST_RANK_NONE, GST_TYPE_CUDA_GRAY);
 
-#define GST_TYPE_CUDA_GRAY_BACKEND (gst_cuda_gray_backend_get_type())
-static GType gst_cuda_gray_backend_get_type(void) {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_CUDA_GRAY_BACKEND_AUTO, "CUDA when a usable GPU exists, else the CPU (with a warning)",
-       "auto"},
-      {GST_CUDA_GRAY_BACKEND_CUDA, "CUDA only: fail to start without a GPU", "cuda"},
-      {GST_CUDA_GRAY_BACKEND_CPU, "CPU only", "cpu"},
-      {0, NULL, NULL},
-  };
-  if (g_once_init_enter(&type))
-    g_once_init_leave(&type, g_enum_register_static("GstCudaGrayBackend", values));
-  return type;
-}
-
-#define GST_TYPE_CUDA_GRAY_MATRIX (gst_cuda_gray_matrix_get_type())
-static GType gst_cuda_gray_matrix_get_type(void) {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_CUDA_GRAY_MATRIX_BT601, "BT.601: 0.299 R + 0.587 G + 0.114 B", "bt601"},
-      {GST_CUDA_GRAY_MATRIX_BT709, "BT.709: 0.2126 R + 0.7152 G + 0.0722 B", "bt709"},
-      {GST_CUDA_GRAY_MATRIX_BT2020, "BT.2020: 0.2627 R + 0.6780 G + 0.0593 B", "bt2020"},
-      {GST_CUDA_GRAY_MATRIX_CUSTOM, "The three values of the weights property", "custom"},
-      {0, NULL, NULL},
-  };
-  if (g_once_init_enter(&type))
-    g_once_init_leave(&type, g_enum_register_static("GstCudaGrayMatrix", values));
-  return type;
-}
-
-/* The Q16 weights for the current matrix; call with the object lock held. */
-static cudagray::Weights current_weights(GstCudaGray *self) {
-  if (self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM) return cudagray::custom_weights(self->custom);
-  return cudagray::standard_weights(static_cast<cudagray::Matrix>(self->matrix));
-}
-
 static void gst_cuda_gray_set_property(GObject *object, guint prop_id, const GValue *value,
                                        GParamSpec *pspec) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
-
-  /* GObject does not enforce GST_PARAM_MUTABLE_READY: say so instead of
-   * leaving the user to wonder why nothing changed */
-  if ((pspec->flags & GST_PARAM_MUTABLE_READY) && GST_STATE(self) > GST_STATE_READY)
-    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS, ("%s takes effect at the next start", pspec->name),
-                        ("set it in the NULL or READY state"));
-
-  switch (prop_id) {
-    case PROP_BACKEND:
-      GST_OBJECT_LOCK(self);
-      self->backend_choice = (GstCudaGrayBackend)g_value_get_enum(value);
-      GST_OBJECT_UNLOCK(self);
-      break;
-    case PROP_CUDA_DEVICE_ID:
-      GST_OBJECT_LOCK(self);
-      self->cuda_device_id = g_value_get_int(value);
-      GST_OBJECT_UNLOCK(self);
-      break;
-    case PROP_MATRIX:
-      GST_OBJECT_LOCK(self);
-      self->matrix = (GstCudaGrayMatrix)g_value_get_enum(value);
-      GST_OBJECT_UNLOCK(self);
-      break;
-    case PROP_WEIGHTS: {
-      const gchar *text = g_value_get_string(value);
-      cudagray::Coefficients k;
-      std::string error;
-      const bool valid = cudagray_parse_weights(text, &k, &error);
-      if (!valid && GST_STATE(self) <= GST_STATE_READY) {
-        /* from a pipeline description: an error at start, not a warning
-         * that scrolls past */
-        GST_OBJECT_LOCK(self);
-        g_free(self->invalid_weights);
-        self->invalid_weights = g_strdup(GST_STR_NULL(text));
-        GST_OBJECT_UNLOCK(self);
-        break;
-      }
-      if (!valid) {
-        GST_ELEMENT_WARNING(
-            self, LIBRARY, SETTINGS,
-            ("Ignoring invalid weights \"%s\": %s", GST_STR_NULL(text), error.c_str()),
-            ("weights takes three numbers \"R,G,B\" between 0 and %g, "
-             "e.g. \"0.21,0.72,0.07\"; the previous weights stay in use",
-             cudagray::kMaxCustomCoefficient));
-        break;
-      }
-      GST_OBJECT_LOCK(self);
-      self->custom = k;
-      self->matrix = GST_CUDA_GRAY_MATRIX_CUSTOM;
-      g_clear_pointer(&self->invalid_weights, g_free);
-      GST_OBJECT_UNLOCK(self);
-      break;
-    }
-    case PROP_MAX_INFLIGHT:
-      GST_OBJECT_LOCK(self);
-      self->max_inflight = g_value_get_uint(value);
-      GST_OBJECT_UNLOCK(self);
-      break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
-  }
+  cudagray_properties_set(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
 static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *value,
                                        GParamSpec *pspec) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
-
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-    case PROP_BACKEND: g_value_set_enum(value, self->backend_choice); break;
-    case PROP_CUDA_DEVICE_ID: g_value_set_int(value, self->cuda_device_id); break;
-    case PROP_MATRIX: g_value_set_enum(value, self->matrix); break;
-    case PROP_WEIGHTS:
-      g_value_set_string(
-          value, cudagray_format_weights(self->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM
-                                             ? self->custom
-                                             : cudagray::standard_coefficients(
-                                                   static_cast<cudagray::Matrix>(self->matrix)))
-                     .c_str());
-      break;
-    case PROP_MAX_INFLIGHT: g_value_set_uint(value, self->max_inflight); break;
-    case PROP_STATS: {
-      const cudagray::TimingStats &s = self->stats;
-      g_value_take_boxed(
-          value,
-          gst_structure_new(
-              "cudagray-stats", "frames", G_TYPE_UINT64, (guint64)s.frames, "gpu-time-mean-us",
-              G_TYPE_DOUBLE, s.device_us_mean, "gpu-time-min-us", G_TYPE_DOUBLE, s.device_us_min,
-              "gpu-time-max-us", G_TYPE_DOUBLE, s.device_us_max, "upload-time-mean-us",
-              G_TYPE_DOUBLE, s.upload_us_mean, "download-time-mean-us", G_TYPE_DOUBLE,
-              s.download_us_mean, "in-flight", G_TYPE_UINT, (guint)self->stats_in_flight,
-              "cuda-device-id", G_TYPE_INT, self->stats_device_id, "staged-inputs", G_TYPE_UINT64,
-              (guint64)s.staged_inputs, "staged-outputs", G_TYPE_UINT64, (guint64)s.staged_outputs,
-              "device-inputs", G_TYPE_UINT64, (guint64)s.device_inputs, "device-outputs",
-              G_TYPE_UINT64, (guint64)s.device_outputs, NULL));
-      break;
-    }
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  cudagray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
 /* Makes the backend named by the properties. backend=auto falls back to the
@@ -245,29 +51,15 @@ static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *v
  * an error. A CUDA backend is made inside the element's CUDA context. */
 static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
 
   GST_OBJECT_LOCK(self);
-  const GstCudaGrayBackend choice = self->backend_choice;
-  const gint device_id = self->cuda_device_id;
-  gchar *invalid_weights = g_strdup(self->invalid_weights);
-  self->stats = cudagray::TimingStats();
-  self->stats_in_flight = 0;
+  const GstCudaGrayBackend choice = self->props.backend;
+  const gint device_id = self->props.cuda_device_id;
+  self->props.stats = cudagray::TimingStats();
+  self->props.stats_in_flight = 0;
   GST_OBJECT_UNLOCK(self);
-
-  if (invalid_weights) {
-    cudagray::Coefficients ignored;
-    std::string error;
-    cudagray_parse_weights(invalid_weights, &ignored, &error);
-    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
-                      ("Invalid weights \"%s\": %s; expected \"R,G,B\", each between 0 "
-                       "and %g",
-                       invalid_weights, error.c_str(), cudagray::kMaxCustomCoefficient),
-                      ("correct the weights property, e.g. weights=0.21,0.72,0.07, or "
-                       "leave it out for matrix=bt601"));
-    g_free(invalid_weights);
-    return FALSE;
-  }
+  if (!cudagray_properties_check_weights(GST_ELEMENT(self), &self->props)) return FALSE;
 
   std::unique_ptr<cudagray::Backend> backend;
   if (choice != GST_CUDA_GRAY_BACKEND_CPU) {
@@ -302,30 +94,17 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
                   s.backend->device_id());
   GST_OBJECT_LOCK(self);
-  self->stats_device_id = s.backend->device_id();
+  self->props.stats_device_id = s.backend->device_id();
   self->reads_device_memory = s.needs.reads_device_memory;
   self->writes_device_memory = s.needs.writes_device_memory;
   GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
-/* Lets go of every frame in flight without pushing it; the output task is
- * paused. */
-static void discard_in_flight(GstCudaGray *self) {
-  Streaming &s = *self->streaming;
-  if (s.backend) {
-    CudaGrayScope scope(self->context);
-    s.backend->discard_all(); /* the GPU lets go of the buffers first */
-  }
-  const gsize dropped = s.frames.discard_all();
-  if (dropped > 0)
-    GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
-}
-
 static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
-  discard_in_flight(self);
+  CudaGrayStreaming &s = *self->streaming;
+  gst_cuda_gray_discard_in_flight(self);
   {
     CudaGrayScope scope(self->context); /* its memory lives there */
     s.backend.reset();
@@ -348,7 +127,7 @@ static GstCaps *gst_cuda_gray_transform_caps(GstBaseTransform *trans, GstPadDire
   GST_OBJECT_LOCK(self);
   /* before start, whether the backend chosen may be one that reads or
    * writes it */
-  const gboolean may_be_cuda = self->backend_choice != GST_CUDA_GRAY_BACKEND_CPU;
+  const gboolean may_be_cuda = self->props.backend != GST_CUDA_GRAY_BACKEND_CPU;
   const gboolean cuda_input =
       self->reads_device_memory >= 0 ? self->reads_device_memory : may_be_cuda;
   const gboolean cuda_output =
@@ -396,7 +175,7 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
  * event waited for the frames before it). */
 static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   GstVideoInfo in_info;
 
   if (!gst_video_info_from_caps(&in_info, incaps)) {
@@ -408,7 +187,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   const gboolean passthrough = GST_VIDEO_INFO_FORMAT(&in_info) == GST_VIDEO_FORMAT_GRAY8;
   gst_base_transform_set_passthrough(trans, passthrough);
   GST_OBJECT_LOCK(self);
-  const guint requested = self->max_inflight;
+  const guint requested = self->props.max_inflight;
   GST_OBJECT_UNLOCK(self);
   if (passthrough) {
     s.max_in_flight = 1;
@@ -485,7 +264,7 @@ static gboolean gst_cuda_gray_transform_size(GstBaseTransform *trans, GstPadDire
 static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
                                                  GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   if (gst_base_transform_is_passthrough(trans)) /* downstream answers */
     return GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
@@ -505,7 +284,7 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
  * from ours: the kernel writes into them. */
 static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   std::string why;
   if (s.cuda_output &&
       !cudagray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
@@ -520,14 +299,6 @@ static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuer
   return GST_BASE_TRANSFORM_CLASS(parent_class)->decide_allocation(trans, query);
 }
 
-/* Posts the error of a failed backend call. */
-static void post_backend_error(GstCudaGray *self, const char *doing, const std::string &why) {
-  GST_ELEMENT_ERROR(
-      self, RESOURCE, FAILED,
-      ("The %s backend failed to %s: %s", self->streaming->backend->name(), doing, why.c_str()),
-      ("check the GPU with nvidia-smi, or set backend=cpu"));
-}
-
 /* The error for an input buffer that does not hold its frame. */
 static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
   const GstVideoInfo *info = &self->streaming->in_info;
@@ -538,22 +309,10 @@ static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
   return GST_FLOW_ERROR;
 }
 
-/* Stops the output task (its waits fail with ret) and drops every frame in
- * flight. */
-static void stop_output(GstCudaGray *self, GstFlowReturn ret) {
-  Streaming &s = *self->streaming;
-  if (ret == GST_FLOW_FLUSHING)
-    s.frames.set_flushing(TRUE);
-  else
-    s.frames.pushed(ret);
-  gst_pad_pause_task(GST_BASE_TRANSFORM_SRC_PAD(self));
-  discard_in_flight(self);
-}
-
 /* YUV's gray is its luma plane: weights chosen away from the default would
  * silently change nothing, so say so, once per run. */
 static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &weights) {
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   const cudagray::Weights standard = cudagray::standard_weights(cudagray::Matrix::BT601);
   if (s.layout != cudagray::PixelLayout::Luma || s.warned_weights_unused ||
       (weights.r == standard.r && weights.g == standard.g && weights.b == standard.b))
@@ -577,7 +336,7 @@ static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &w
 static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer *inbuf,
                                              GstBuffer *outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   CudaGrayScope scope(self->context);
   std::string mismatch, error;
   GstMapFlags flags;
@@ -612,12 +371,12 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   if (out_on_device) frame.output().consumer_stream = cudagray_output_stream(outbuf);
 
   GST_OBJECT_LOCK(self);
-  const cudagray::Weights weights = current_weights(self);
+  const cudagray::Weights weights = cudagray_properties_weights(&self->props);
   GST_OBJECT_UNLOCK(self);
   warn_if_weights_unused(self, weights);
   if (!s.backend->submit(in, frame.output(), weights, &error)) {
-    post_backend_error(self, "start converting a frame", error);
-    stop_output(self, GST_FLOW_ERROR);
+    gst_cuda_gray_post_backend_error(self, "start converting a frame", error);
+    gst_cuda_gray_stop_output(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }
   s.frames.push(std::move(frame));
@@ -629,7 +388,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
  * the output task pushes the result (GRAY8 passes through as it is). */
 static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
   std::string error;
 
   if (gst_base_transform_is_passthrough(trans)) {
@@ -664,93 +423,22 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   return ret;
 }
 
-static void update_stats(GstCudaGray *self) {
-  const cudagray::Backend &backend = *self->streaming->backend;
-  const cudagray::TimingStats stats = backend.stats();
-  GST_OBJECT_LOCK(self);
-  self->stats = stats;
-  self->stats_in_flight = backend.in_flight();
-  GST_OBJECT_UNLOCK(self);
-  if (stats.frames % STATS_LOG_INTERVAL == 0)
-    GST_DEBUG_OBJECT(self,
-                     "%" G_GUINT64_FORMAT
-                     " frames: device %.1f us "
-                     "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
-                     (guint64)stats.frames, stats.device_us_mean, stats.device_us_min,
-                     stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
-                     backend.in_flight());
-}
-
-/* Waits for the oldest frame's conversion; FALSE after posting the error. */
-static gboolean finish_oldest(GstCudaGray *self) {
-  Streaming &s = *self->streaming;
-  std::string error;
-  gboolean converted;
-  {
-    CudaGrayScope scope(self->context);
-    converted = s.backend->finish_oldest(&error);
-  }
-  if (converted)
-    update_stats(self);
-  else
-    post_backend_error(self, "convert a frame", error);
-  return converted;
-}
-
-/* The output task: pushes the oldest frame as soon as its conversion is
- * done, or, when its CUDA memory carries a stream that waits for the
- * conversion (1.24+), as soon as it is queued, flagged so that downstream
- * waits; its input is let go when the conversion is done. Pauses when
- * flushing or when a push fails. */
-static void gst_cuda_gray_output_loop(GstCudaGray *self) {
-  Streaming &s = *self->streaming;
-  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
-  if (!s.frames.wait_for_frame()) {
-    gst_pad_pause_task(srcpad);
-    return;
-  }
-  CudaGrayFrame frame = s.frames.take_oldest();
-  GstFlowReturn ret;
-  if (frame.output().consumer_stream) {
-    GstBuffer *outbuf = frame.release_output();
-    cudagray_mark_output_pending(outbuf);
-    ret = gst_pad_push(srcpad, outbuf);
-    if (!finish_oldest(self)) ret = GST_FLOW_ERROR;
-  } else if (finish_oldest(self)) {
-    ret = gst_pad_push(srcpad, frame.release_output());
-  } else {
-    gst_buffer_unref(frame.release_output());
-    ret = GST_FLOW_ERROR;
-  }
-  frame = CudaGrayFrame(); /* the input goes back upstream */
-  s.frames.pushed(ret);
-  if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT(self, "output stopped: %s", gst_flow_get_name(ret));
-    gst_pad_pause_task(srcpad);
-  }
-}
-
-static gboolean start_output(GstCudaGray *self) {
-  return gst_pad_start_task(GST_BASE_TRANSFORM_SRC_PAD(self),
-                            (GstTaskFunction)gst_cuda_gray_output_loop, self, NULL);
-}
-
 /* Serialized events leave after the frames before them. When that fails
  * (flushing, or downstream refused a frame) the frames left are dropped; an
  * EOS then posts the flow error no later buffer will report. */
 static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  Streaming &s = *self->streaming;
+  CudaGrayStreaming &s = *self->streaming;
 
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START:
       s.frames.set_flushing(TRUE); /* wakes both threads */
       break;
     case GST_EVENT_FLUSH_STOP: {
-      stop_output(self, GST_FLOW_FLUSHING);
+      gst_cuda_gray_stop_output(self, GST_FLOW_FLUSHING);
       s.frames.reset();
       const gboolean ret = GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
-      start_output(self);
+      gst_cuda_gray_start_output(self);
       return ret;
     }
     default:
@@ -759,7 +447,7 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       if (drained == GST_FLOW_OK) break;
       GST_DEBUG_OBJECT(self, "%s: the frames before it could not leave (%s)",
                        GST_EVENT_TYPE_NAME(event), gst_flow_get_name(drained));
-      stop_output(self, drained);
+      gst_cuda_gray_stop_output(self, drained);
       if (drained == GST_FLOW_FLUSHING) {
         gst_event_unref(event);
         return FALSE;
@@ -783,7 +471,7 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret != GST_STATE_CHANGE_FAILURE &&
-      !start_output(self))
+      !gst_cuda_gray_start_output(self))
     return GST_STATE_CHANGE_FAILURE;
   return ret;
 }
@@ -807,7 +495,7 @@ static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer 
 static void gst_cuda_gray_set_context(GstElement *element, GstContext *context) {
   GstCudaGray *self = GST_CUDA_GRAY(element);
   GST_OBJECT_LOCK(self);
-  const gint device_id = self->cuda_device_id;
+  const gint device_id = self->props.cuda_device_id;
   GST_OBJECT_UNLOCK(self);
   cudagray_context_set(self->context, context, device_id);
   GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
@@ -816,7 +504,7 @@ static void gst_cuda_gray_set_context(GstElement *element, GstContext *context) 
 static void gst_cuda_gray_finalize(GObject *object) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
   delete self->streaming;
-  g_free(self->invalid_weights);
+  cudagray_properties_clear(&self->props);
   cudagray_context_free(self->context);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
@@ -830,64 +518,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   gobject_class->get_property = gst_cuda_gray_get_property;
   gobject_class->finalize = gst_cuda_gray_finalize;
 
-  g_object_class_install_property(
-      gobject_class, PROP_BACKEND,
-      g_param_spec_enum(
-          "backend", "Backend",
-          "Where frames are converted: auto uses CUDA when a usable GPU "
-          "exists and otherwise the CPU (posting a warning)",
-          GST_TYPE_CUDA_GRAY_BACKEND, DEFAULT_BACKEND,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      gobject_class, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int(
-          "cuda-device-id", "CUDA device ID",
-          "CUDA device to convert on (-1: the first usable device)", -1, G_MAXINT,
-          DEFAULT_CUDA_DEVICE_ID,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      gobject_class, PROP_MATRIX,
-      g_param_spec_enum(
-          "matrix", "Matrix",
-          "Luma coefficients: Y = min(255, (wR*R + wG*G + wB*B + 32768) >> 16) "
-          "with Q16 weights from this matrix. RGB input only: YUV input's gray "
-          "is its luma plane (a warning says so when this is not bt601)",
-          GST_TYPE_CUDA_GRAY_MATRIX, DEFAULT_MATRIX,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      gobject_class, PROP_WEIGHTS,
-      g_param_spec_string(
-          "weights", "Weights",
-          "Custom coefficients \"R,G,B\" (each 0..64, e.g. \"0.21,0.72,0.07\"); "
-          "setting them selects matrix=custom. Invalid text makes the element "
-          "fail to start; set while playing, it is ignored with a warning. "
-          "RGB input only, like matrix. Reads back the coefficients in use",
-          DEFAULT_WEIGHTS,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_INFLIGHT,
-      g_param_spec_uint(
-          "max-inflight", "Max frames in flight",
-          "Frames converting on the GPU at once (1: each frame finishes "
-          "before the next starts; 0: automatic, the backend's choice (4 on "
-          "CUDA) for a non-live upstream and 1 for a live one). Each frame "
-          "held adds one frame of latency",
-          0, MAX_INFLIGHT_LIMIT, DEFAULT_MAX_INFLIGHT,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      gobject_class, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics",
-                         "Running figures since start: frames, gpu-time-mean-us / -min-us / "
-                         "-max-us (kernel time measured with CUDA events; conversion time on "
-                         "the CPU backend), upload-time-mean-us (frames that were uploaded), "
-                         "download-time-mean-us, "
-                         "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
-                         "staged-inputs / staged-outputs (frames whose memory was not pinned "
-                         "and went through a staging copy), device-inputs (frames read from "
-                         "CUDA memory where they were, no upload), device-outputs (frames "
-                         "written into CUDA memory and left there, no download)",
-                         GST_TYPE_STRUCTURE,
-                         (GParamFlags)(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  cudagray_properties_install(gobject_class);
 
   std::string cuda_off;
   GstCaps *sink_caps = cudagray_sink_template_caps(&cuda_off);
@@ -922,20 +553,13 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_event);
   trans_class->transform_meta = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_meta);
 
-  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags)0);
-  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags)0);
   GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_debug, "cudagray", 0, "CUDA grayscale converter");
 }
 
 static void gst_cuda_gray_init(GstCudaGray *self) {
-  self->backend_choice = DEFAULT_BACKEND;
-  self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
-  self->matrix = DEFAULT_MATRIX;
-  self->custom = cudagray::standard_coefficients(cudagray::Matrix::BT601);
-  self->max_inflight = DEFAULT_MAX_INFLIGHT;
-  self->stats_device_id = -1;
+  cudagray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
-  self->streaming = new Streaming();
+  self->streaming = new CudaGrayStreaming();
   self->context = cudagray_context_new(GST_ELEMENT(self));
   gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */

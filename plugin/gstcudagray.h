@@ -1,28 +1,61 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* cudagray: RGB-family video to GRAY8 on an NVIDIA GPU (or the CPU). */
+/* The cudagray element's type and instance, shared by gstcudagray.cpp and
+ * its output task (cudagrayoutput.cpp). */
 #pragma once
 
 #include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <memory>
+#include <string>
+
+#include "cudagray/backend.h"
+#include "cudagraycontext.h"
+#include "cudagrayframequeue.h"
+#include "cudagrayproperties.h"
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_CUDA_GRAY (gst_cuda_gray_get_type())
 G_DECLARE_FINAL_TYPE(GstCudaGray, gst_cuda_gray, GST, CUDA_GRAY, GstBaseTransform)
 
-typedef enum {
-  GST_CUDA_GRAY_BACKEND_AUTO,
-  GST_CUDA_GRAY_BACKEND_CUDA,
-  GST_CUDA_GRAY_BACKEND_CPU,
-} GstCudaGrayBackend;
-
-typedef enum {
-  GST_CUDA_GRAY_MATRIX_BT601,
-  GST_CUDA_GRAY_MATRIX_BT709,
-  GST_CUDA_GRAY_MATRIX_BT2020,
-  GST_CUDA_GRAY_MATRIX_CUSTOM,
-} GstCudaGrayMatrix;
-
 GST_ELEMENT_REGISTER_DECLARE(cudagray);
 
+GST_DEBUG_CATEGORY_EXTERN(gst_cuda_gray_debug);
+
 G_END_DECLS
+
+/* Everything the streaming thread and the output task share; set up at
+ * start and in set_caps, while the output task is idle. */
+struct CudaGrayStreaming {
+  std::unique_ptr<cudagray::Backend> backend;
+  cudagray::BackendNeeds needs;
+  CudaGrayFrameQueue frames;
+  GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
+  GstVideoInfo in_info;
+  cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
+  int max_in_flight = 1;    /* max-inflight with auto resolved */
+  bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
+  bool cuda_output = false; /* src caps say memory:CUDAMemory */
+  /* the last configuration failure posted, so that upstream's retries
+   * (one per buffer) do not repeat it */
+  std::string configure_error;
+  /* the warning that matrix and weights do not apply to YUV was posted */
+  bool warned_weights_unused = false;
+};
+
+struct _GstCudaGray {
+  GstBaseTransform parent;
+
+  /* Properties and what other threads read, guarded by the object lock. */
+  CudaGrayProperties props;
+  GstClockTime added_latency;
+  /* whether the backend in use reads / writes CUDA memory; -1 when none is */
+  gint reads_device_memory;
+  gint writes_device_memory;
+
+  CudaGrayStreaming *streaming;
+  /* the CUDA context every backend call is made in */
+  CudaGrayContext *context;
+};

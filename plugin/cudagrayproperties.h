@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The element's properties: the backend and matrix enums, the property specs
+ * with their documentation, and the values they hold. */
+#pragma once
+
+#include <gst/gst.h>
+
+#include "cudagray/backend.h"
+#include "cudagray/weights.h"
+
+/* The backend property: where frames are converted. */
+typedef enum {
+  GST_CUDA_GRAY_BACKEND_AUTO,
+  GST_CUDA_GRAY_BACKEND_CUDA,
+  GST_CUDA_GRAY_BACKEND_CPU,
+} GstCudaGrayBackend;
+
+/* The matrix property: the luma coefficients of RGB input. */
+typedef enum {
+  GST_CUDA_GRAY_MATRIX_BT601,
+  GST_CUDA_GRAY_MATRIX_BT709,
+  GST_CUDA_GRAY_MATRIX_BT2020,
+  GST_CUDA_GRAY_MATRIX_CUSTOM,
+} GstCudaGrayMatrix;
+
+/* What the properties hold, and the figures the stats property reports;
+ * guarded by the element's object lock. */
+struct CudaGrayProperties {
+  GstCudaGrayBackend backend;
+  gint cuda_device_id;
+  GstCudaGrayMatrix matrix;
+  cudagray::Coefficients custom;
+  /* weights text set before start that does not parse: start fails on it */
+  gchar *invalid_weights;
+  guint max_inflight;
+  cudagray::TimingStats stats;
+  gint stats_in_flight;
+  gint stats_device_id;
+};
+
+/* Sets the defaults; cudagray_properties_clear frees what props holds. */
+void cudagray_properties_init(CudaGrayProperties *props);
+void cudagray_properties_clear(CudaGrayProperties *props);
+
+/* Installs the properties on the element's class and marks their enums as
+ * plugin API. */
+void cudagray_properties_install(GObjectClass *klass);
+
+/* The element's set_property and get_property, over props. */
+void cudagray_properties_set(GstElement *element, CudaGrayProperties *props, guint prop_id,
+                             const GValue *value, GParamSpec *pspec);
+void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, guint prop_id,
+                             GValue *value, GParamSpec *pspec);
+
+/* At start: posts the error for weights text that did not parse and returns
+ * FALSE; TRUE when there is none. */
+gboolean cudagray_properties_check_weights(GstElement *element, CudaGrayProperties *props);
+
+/* The Q16 weights for the current matrix; call with the object lock held. */
+cudagray::Weights cudagray_properties_weights(const CudaGrayProperties *props);
