@@ -3,6 +3,7 @@
 // streams, pinned or staged host memory, strips for a lone frame.
 #include <algorithm>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "cuda_check.h"
@@ -35,6 +36,18 @@ constexpr int kAutoInFlight = 4;
 constexpr int kMaxInFlight = 16;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Waits for event by polling, and returns how it ended. cudaEventSynchronize
+// spin-waits holding the CUDA context's lock for reading: with tens of
+// backends waiting at once in one context (many cameras), a backend that
+// starts then never gets the lock for writing to allocate (measured on an
+// H200: beside 32 threads in cudaEventSynchronize, cudaHostAlloc did not
+// return in 45 s; beside 32 polling threads it took 9 ms at worst).
+cudaError_t poll_event(cudaEvent_t event) {
+  cudaError_t state;
+  while ((state = cudaEventQuery(event)) == cudaErrorNotReady) std::this_thread::yield();
+  return state;
+}
 
 float elapsed_us(const EventOwner &from, const EventOwner &to) {
   float ms = 0;
@@ -256,7 +269,7 @@ class CudaBackend final : public Backend {
   // Waits for slot s's work, copies a staged result out, adds its times.
   bool wait_and_read(Slot &s, std::string *error) {
     try {
-      for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(cudaEventSynchronize(s.strip_done[i].get()));
+      for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(poll_event(s.strip_done[i].get()));
       if (s.out_staged) {
         const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
         copy_rows(result, out_pitch_, s.out.data, s.out.stride, width_, height_);

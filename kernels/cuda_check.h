@@ -7,6 +7,10 @@
 
 namespace cudagray {
 
+// Adds a block of pinned memory just allocated to pinned_bytes_held
+// (device_cuda.cpp); release_pinned takes it out.
+void count_pinned(void *memory, size_t bytes);
+
 #ifdef CUDAGRAY_FAULT_INJECTION
 // Test builds (cudagray/fault_injection.h): when a fault is armed for this
 // call's function, the call is skipped and fails instead.

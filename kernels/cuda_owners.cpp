@@ -25,6 +25,7 @@ DeviceMemory make_device_memory(size_t bytes) {
 PinnedMemory make_pinned_memory(size_t bytes) {
   void *p;
   CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  count_pinned(p, bytes);
   return PinnedMemory(p);
 }
 

@@ -33,6 +33,8 @@ void free_pinned(void *) {}
 
 bool is_pinned(const void *) { return false; }
 
+size_t pinned_bytes_held() { return 0; }
+
 int cuda_device_count(std::string *reason) {
   *reason = kNoCuda;
   return 0;

@@ -1,14 +1,60 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The process's CUDA devices and pinned host memory (device.h), with CUDA.
+#include <mutex>
+#include <unordered_map>
+
 #include "cuda_check.h"
 #include "cudagray/device.h"
 
 namespace cudagray {
 
+namespace {
+
+// Every pinned block cudagray allocated and has not freed, with its size.
+// Never destroyed: owners in other static objects may free blocks at exit.
+struct PinnedLedger {
+  std::mutex lock;
+  std::unordered_map<const void *, size_t> blocks;
+  size_t bytes = 0;
+};
+PinnedLedger &pinned_ledger() {
+  static PinnedLedger *ledger = new PinnedLedger;
+  return *ledger;
+}
+
+}  // namespace
+
+void count_pinned(void *memory, size_t bytes) {
+  PinnedLedger &ledger = pinned_ledger();
+  std::lock_guard<std::mutex> hold(ledger.lock);
+  ledger.blocks[memory] = bytes;
+  ledger.bytes += bytes;
+}
+
+cudaError_t release_pinned(void *memory) {
+  {
+    PinnedLedger &ledger = pinned_ledger();
+    std::lock_guard<std::mutex> hold(ledger.lock);
+    const auto block = ledger.blocks.find(memory);
+    if (block != ledger.blocks.end()) {
+      ledger.bytes -= block->second;
+      ledger.blocks.erase(block);
+    }
+  }
+  return cudaFreeHost(memory);
+}
+
+size_t pinned_bytes_held() {
+  PinnedLedger &ledger = pinned_ledger();
+  std::lock_guard<std::mutex> hold(ledger.lock);
+  return ledger.bytes;
+}
+
 void *alloc_pinned(size_t bytes, std::string *error) {
   void *p = nullptr;
   try {
     CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    count_pinned(p, bytes);
     return p;
   } catch (const CudaError &e) {
     *error = e.what();
@@ -16,7 +62,7 @@ void *alloc_pinned(size_t bytes, std::string *error) {
   }
 }
 
-void free_pinned(void *memory) { cudaFreeHost(memory); }
+void free_pinned(void *memory) { release_pinned(memory); }
 
 bool is_pinned(const void *memory) {
   cudaPointerAttributes attr;

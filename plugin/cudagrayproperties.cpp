@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "cudagray/device.h"
 #include "cudagrayweights.h"
 
 /* the element's category: GStreamer returns the existing one by name */
@@ -132,7 +133,9 @@ void cudagray_properties_install(GObjectClass *klass) {
                          "staged-inputs / staged-outputs (frames whose memory was not pinned "
                          "and went through a staging copy), device-inputs (frames read from "
                          "CUDA memory where they were, no upload), device-outputs (frames "
-                         "written into CUDA memory and left there, no download)",
+                         "written into CUDA memory and left there, no download), "
+                         "process-pinned-bytes (pinned host memory cudagray holds in this "
+                         "process, every element together)",
                          GST_TYPE_STRUCTURE,
                          (GParamFlags)(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags)0);
@@ -204,7 +207,8 @@ static GstStructure *stats_structure(const CudaGrayProperties *props) {
       G_TYPE_UINT, (guint)props->stats_in_flight, "cuda-device-id", G_TYPE_INT,
       props->stats_device_id, "staged-inputs", G_TYPE_UINT64, (guint64)s.staged_inputs,
       "staged-outputs", G_TYPE_UINT64, (guint64)s.staged_outputs, "device-inputs", G_TYPE_UINT64,
-      (guint64)s.device_inputs, "device-outputs", G_TYPE_UINT64, (guint64)s.device_outputs, NULL);
+      (guint64)s.device_inputs, "device-outputs", G_TYPE_UINT64, (guint64)s.device_outputs,
+      "process-pinned-bytes", G_TYPE_UINT64, (guint64)cudagray::pinned_bytes_held(), NULL);
 }
 
 void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, guint prop_id,

@@ -10,6 +10,8 @@
 
 #include "common.h"
 #include "cudagray/convert_cuda.h"
+#include "cudagray/cuda_owners.h"
+#include "cudagray/device.h"
 #ifdef CUDAGRAY_FAULT_INJECTION
 #include "cudagray/fault_injection.h"
 #endif
@@ -299,6 +301,88 @@ TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
   ASSERT_FALSE(failed);
   for (int i = 0; i < kFrames; ++i)
     EXPECT_TRUE(same_pixels(outs[i], cpu_reference(frames[i], kWeightChoices[0]))) << "frame " << i;
+}
+
+// Many cameras in one process: backends busy waiting for their frames must
+// leave room in the shared CUDA context for one that starts (cudaEventSynchronize
+// held the context's lock against every allocation for as long as they ran).
+TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kBusy = 32, kWidth = 3840, kHeight = 2160;
+  std::string error;
+  const int device = open_cuda_device(-1, &error);
+  ASSERT_GE(device, 0) << error;
+  const TestFrame frame = random_frame(PixelLayout::RGBx, kWidth, kHeight);
+  void *input = nullptr, *output = nullptr;
+  ASSERT_CUDA(cudaMalloc(&input, frame.bytes.size()));
+  ASSERT_CUDA(cudaMalloc(&output, size_t(kWidth) * kHeight));
+  ASSERT_CUDA(cudaMemcpy(input, frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice));
+  InputFrame on_device = frame.view(static_cast<const uint8_t *>(input));
+  on_device.on_device = true;
+  const GrayFrame result{static_cast<uint8_t *>(output), size_t(kWidth), true};
+  std::atomic<bool> stop{false};
+  std::atomic<int> running{0};
+  std::vector<std::thread> busy;
+  for (int t = 0; t < kBusy; ++t)
+    busy.emplace_back([&] {
+      std::string why;
+      auto backend = open_cuda_device(device, &why) == device ? make_cuda_backend(&why) : nullptr;
+      if (!backend ||
+          !backend->configure(PixelLayout::RGBx, kWidth, kHeight, 1, true, true, &why)) {
+        ADD_FAILURE() << why;
+        return;
+      }
+      ++running;
+      const Weights w = weights_of(kWeightChoices[0]);
+      while (!stop && backend->submit(on_device, result, w, &why) && backend->finish_oldest(&why)) {
+      }
+      if (!stop) ADD_FAILURE() << why;
+    });
+  while (running < kBusy && !testing::Test::HasFailure()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // a watchdog ends the busy backends after 20 s, so that a starved start
+  // fails the test rather than hanging it
+  std::thread watchdog([&] {
+    for (int i = 0; i < 200 && !stop; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop = true;
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto fresh = make_cuda_backend(&error);
+  ASSERT_NE(fresh, nullptr) << error;
+  EXPECT_TRUE(fresh->configure(PixelLayout::RGB, 1920, 1080, 4, false, false, &error)) << error;
+  void *pinned = alloc_pinned(6 << 20, &error);
+  EXPECT_NE(pinned, nullptr) << error;
+  free_pinned(pinned);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const bool busy_all_along = !stop;
+  stop = true;
+  watchdog.join();
+  for (std::thread &t : busy) t.join();
+  EXPECT_TRUE(busy_all_along) << "the new backend was starved until the busy ones stopped";
+  EXPECT_LT(seconds, 2.0) << "beside " << kBusy << " busy backends";
+  ASSERT_CUDA(cudaFree(input));
+  ASSERT_CUDA(cudaFree(output));
+}
+
+// What the element reports as process-pinned-bytes: every pinned block,
+// counted while it lives.
+TEST(CudaPinnedMemory, HeldBytesCountEveryBlockUntilFreed) {
+  SKIP_WITHOUT_GPU();
+  std::string error;
+  ASSERT_GE(open_cuda_device(-1, &error), 0) << error;
+  const size_t before = pinned_bytes_held();
+  void *block = alloc_pinned(1000, &error);
+  ASSERT_NE(block, nullptr) << error;
+  EXPECT_EQ(pinned_bytes_held(), before + 1000);
+  {
+    const PinnedMemory staging = make_pinned_memory(5000);
+    EXPECT_EQ(pinned_bytes_held(), before + 6000);
+  }
+  EXPECT_EQ(pinned_bytes_held(), before + 1000);
+  free_pinned(block);
+  EXPECT_EQ(pinned_bytes_held(), before);
 }
 
 TEST(CudaBackendErrors, MissingDeviceIsNamed) {

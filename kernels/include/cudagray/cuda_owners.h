@@ -58,7 +58,9 @@ class CudaOwner {
 using StreamOwner = CudaOwner<cudaStream_t, cudaStreamDestroy>;
 using EventOwner = CudaOwner<cudaEvent_t, cudaEventDestroy>;
 using DeviceMemory = CudaOwner<void *, cudaFree>;
-using PinnedMemory = CudaOwner<void *, cudaFreeHost>;
+// cudaFreeHost, and the block leaves the count of pinned_bytes_held (device.h).
+cudaError_t release_pinned(void *memory);
+using PinnedMemory = CudaOwner<void *, release_pinned>;
 
 // Each makes one or throws CudaError (cuda_owners.cpp; in fault-injection
 // builds through the fault switch, cudagray/fault_injection.h).

@@ -26,5 +26,8 @@ void free_pinned(void *memory);
 // Whether CUDA can DMA straight from or into this host memory (pinned by
 // cudaHostAlloc or cudaHostRegister, in this process).
 bool is_pinned(const void *memory);
+// Pinned host memory cudagray holds in this process, in bytes: alloc_pinned's
+// blocks and the CUDA backends' staging buffers, every element together.
+size_t pinned_bytes_held();
 
 }  // namespace cudagray
