@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Plots a cudagray-bench CSV: frames per second of every measured row, one
-panel per frame size, log scale, coloured by kind of row.
+panel per frame size, log scale, coloured by kind of row; with streams rows
+(--streams) also PNG-streams.png: aggregate fps and p99 latency against N.
 
     bench/plot.py bench-results.csv bench-results.png
 """
@@ -32,12 +33,39 @@ def label(row):
     return row["what"] + (f" {row['format']}" if row["format"] else "")
 
 
+def plot_streams(rows, png_path):
+    rows = [r for r in rows if r["group"] == "streams"]
+    if not rows:
+        return
+    fig, (fps_ax, p99_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
+    lines = {}
+    for r in rows:
+        name = f"{r['size']} {r['key'].split(':')[1]}, {r['gpus']} GPU"
+        lines.setdefault(name, []).append(r)
+    for name, line in lines.items():
+        n = [int(r["streams"]) for r in line]
+        fps_ax.plot(n, [float(r["fps"]) for r in line], marker="o", label=name)
+        p99_ax.plot(n, [float(r["latency_p99_us"]) / 1e3 for r in line], marker="o", label=name)
+    for ax, title in ((fps_ax, "aggregate frames per second"),
+                      (p99_ax, "p99 latency, push to sink (ms)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("streams at once (N)")
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.grid(which="both", alpha=0.3)
+    fps_ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+
+
 def main(argv):
     if len(argv) != 3:
         sys.exit(__doc__)
     csv_path, png_path = argv[1], argv[2]
     with open(csv_path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    plot_streams(rows, png_path.removesuffix(".png") + "-streams.png")
+    rows = [r for r in rows if r["group"] != "streams"]
 
     sizes = []
     for r in rows:
