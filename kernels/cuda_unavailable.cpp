@@ -35,11 +35,6 @@ bool is_pinned(const void *) { return false; }
 
 size_t pinned_bytes_held() { return 0; }
 
-std::mutex &cuda_creation_lock() {
-  static std::mutex lock;
-  return lock;
-}
-
 int cuda_device_count(std::string *reason) {
   *reason = kNoCuda;
   return 0;

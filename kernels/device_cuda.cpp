@@ -50,14 +50,8 @@ size_t pinned_bytes_held() {
   return ledger.bytes;
 }
 
-std::mutex &cuda_creation_lock() {
-  static std::mutex *lock = new std::mutex;  // never destroyed, as the ledger
-  return *lock;
-}
-
 void *alloc_pinned(size_t bytes, std::string *error) {
   void *p = nullptr;
-  const std::lock_guard<std::mutex> one_at_a_time(cuda_creation_lock());
   try {
     CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
     count_pinned(p, bytes);

@@ -339,11 +339,7 @@ static gboolean device_pool_start(GstBufferPool *pool) { return base_pool_class(
 static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                               GstBufferPoolAcquireParams *params) {
   auto *self = reinterpret_cast<CudaGrayDevicePool *>(pool);
-  GstMemory *mem;
-  {
-    const std::lock_guard<std::mutex> one_at_a_time(cudagray::cuda_creation_lock());
-    mem = device_pool_alloc_memory(self);
-  }
+  GstMemory *mem = device_pool_alloc_memory(self);
   if (!mem) {
     GST_WARNING_OBJECT(pool, "cannot allocate CUDA memory");
     return GST_FLOW_ERROR;

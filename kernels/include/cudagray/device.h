@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 
 namespace cudagray {
@@ -19,13 +18,6 @@ bool cuda_device_exists(int device_id, std::string *error);
 // context current on the calling thread; again on a thread where it is
 // already open, only makes it current. Returns the device, or -1 and why.
 int open_cuda_device(int device_id, std::string *error);
-
-// Held around every CUDA stream, event and memory that cudagray makes, so
-// that the process makes them one at a time. Streams starting together beside
-// busy ones, each making its resources in the one shared context, could
-// wait on the driver's context lock for tens of seconds (seen on an H200 with
-// 16 to 64 streams); one maker at a time gets through in milliseconds.
-std::mutex &cuda_creation_lock();
 
 // Host memory that CUDA can copy from or into by DMA (cudaHostAlloc). Without
 // CUDA, or without a driver, allocation returns nullptr and says why.
