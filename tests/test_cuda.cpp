@@ -304,8 +304,9 @@ TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
 }
 
 // Many cameras in one process: backends busy waiting for their frames must
-// leave room in the shared CUDA context for one that starts (cudaEventSynchronize
-// held the context's lock against every allocation for as long as they ran).
+// leave room in the CUDA context for one that starts (cudaEventSynchronize's
+// spin-wait held the context's lock against every allocation for as long as
+// they ran). The busy ones are made first, one after another.
 TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
   SKIP_WITHOUT_GPU();
   constexpr int kBusy = 32, kWidth = 3840, kHeight = 2160;
@@ -320,25 +321,25 @@ TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
   InputFrame on_device = frame.view(static_cast<const uint8_t *>(input));
   on_device.on_device = true;
   const GrayFrame result{static_cast<uint8_t *>(output), size_t(kWidth), true};
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (int t = 0; t < kBusy; ++t) {
+    backends.push_back(make_cuda_backend(&error));
+    ASSERT_NE(backends.back(), nullptr) << error;
+    ASSERT_TRUE(
+        backends.back()->configure(PixelLayout::RGBx, kWidth, kHeight, 4, true, true, &error))
+        << error;
+  }
   std::atomic<bool> stop{false};
-  std::atomic<int> running{0};
   std::vector<std::thread> busy;
-  for (int t = 0; t < kBusy; ++t)
-    busy.emplace_back([&] {
+  for (auto &backend : backends)
+    busy.emplace_back([&, b = backend.get()] {
       std::string why;
-      auto backend = open_cuda_device(device, &why) == device ? make_cuda_backend(&why) : nullptr;
-      if (!backend ||
-          !backend->configure(PixelLayout::RGBx, kWidth, kHeight, 1, true, true, &why)) {
-        ADD_FAILURE() << why;
-        return;
-      }
-      ++running;
       const Weights w = weights_of(kWeightChoices[0]);
-      while (!stop && backend->submit(on_device, result, w, &why) && backend->finish_oldest(&why)) {
+      if (open_cuda_device(device, &why) != device) ADD_FAILURE() << why;
+      while (!stop && b->submit(on_device, result, w, &why) && b->finish_oldest(&why)) {
       }
       if (!stop) ADD_FAILURE() << why;
     });
-  while (running < kBusy && !testing::Test::HasFailure()) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   // a watchdog ends the busy backends after 20 s, so that a starved start
   // fails the test rather than hanging it
@@ -349,8 +350,9 @@ TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
   });
   const auto started = std::chrono::steady_clock::now();
   auto fresh = make_cuda_backend(&error);
-  ASSERT_NE(fresh, nullptr) << error;
-  EXPECT_TRUE(fresh->configure(PixelLayout::RGB, 1920, 1080, 4, false, false, &error)) << error;
+  EXPECT_NE(fresh, nullptr) << error;
+  if (fresh)
+    EXPECT_TRUE(fresh->configure(PixelLayout::RGB, 1920, 1080, 4, false, false, &error)) << error;
   void *pinned = alloc_pinned(6 << 20, &error);
   EXPECT_NE(pinned, nullptr) << error;
   free_pinned(pinned);
