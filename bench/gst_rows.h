@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The rows measured through GStreamer pipelines: the cudagray element on
-// CUDA (upstream in its pinned pool or pageable), its latency, and the CPU
-// rows (videoconvert, cudagray backend=cpu).
+// CUDA (upstream in its pinned pool, pageable or in CUDA memory), its
+// latency, N streams at once, and the CPU rows (videoconvert, cudagray
+// backend=cpu).
 #pragma once
 
 #include <string>
@@ -26,25 +27,6 @@ struct CudaState {
   bool usable = false;
   std::string reason;
 };
-
-// Whether the element rows on CUDA can run; if not, records all as one
-// row saying why.
-bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all,
-                    std::vector<Row> *rows);
-
-// Where the element rows' frames come from and go to, and what each is
-// compared with (a peer ending in ':' is of the same max-inflight).
-struct Upstream {
-  const char *key, *what, *ceiling, *peer;
-  bool pinned_pool, cuda_memory, gray_on_device;
-};
-// GRAY8 in system memory from every upstream, then left in CUDA memory (no
-// download), from CUDA memory and from the pinned pool.
-extern const Upstream kToHost[3], kToDevice[2];
-
-// "cudagray name=dut backend=cuda ..." on device, GRAY8 left in CUDA memory
-// when asked.
-std::string cudagray_cuda(int device, bool gray_on_device);
 
 // Per size: cudagray backend=cuda, {pinned pool, pageable, CUDA memory} ×
 // {max-inflight 1, default} (group "element"). The CUDA memory rows (zero-copy:

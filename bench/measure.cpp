@@ -57,6 +57,10 @@ void time_lone_frames(Row &row, const Options &options, const std::function<doub
     if (i >= 10) samples.push_back(us);  // after a warm-up
     if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
   }
+  take_median(row, samples);
+}
+
+void take_median(Row &row, const std::vector<double> &samples) {
   row.us = median(samples);
   row.frames = static_cast<long>(samples.size());
   row.note = "median of " + std::to_string(samples.size()) + "; p10 " +
