@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -141,14 +142,17 @@ double seconds_since(Clock::time_point start);
 // budget_bytes (and so any cache); at least 4.
 size_t rotation_count(size_t frame_bytes, size_t budget_bytes);
 
-// Host memory that is plain pageable malloc memory, page-aligned and touched.
-struct PageableBlock {
-  explicit PageableBlock(size_t bytes);
-  ~PageableBlock();
-  PageableBlock(const PageableBlock &) = delete;
-  PageableBlock &operator=(const PageableBlock &) = delete;
-  uint8_t *data;
-  size_t size;
+// count frames of bytes each in plain pageable malloc memory, each
+// page-aligned, filled with random bytes from seed (touched now, so a timed
+// loop does not pay the page faults), picked by a rotating index.
+class PageableFrames {
+ public:
+  PageableFrames(size_t count, size_t bytes, uint64_t seed);
+  uint8_t *at(long i) const { return data_.get() + static_cast<size_t>(i) % count_ * stride_; }
+
+ private:
+  size_t count_, stride_;
+  std::unique_ptr<uint8_t, void (*)(void *)> data_;
 };
 
 // Input bytes of one frame of layout (tight rows, planes back to back), and

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <memory>
 
 #include "cuda_util.h"
 #include "cudagray/convert_cuda.h"
@@ -327,14 +326,10 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
           std::to_string(on_device) + " device frames rotated");
     }
     {
-      std::vector<std::unique_ptr<PageableBlock>> pageable;
-      for (size_t i = 0; i < count; ++i) {
-        pageable.push_back(std::make_unique<PageableBlock>(3 * n));
-        fill_random(pageable.back()->data, 3 * n, 4000 + i);
-      }
+      const PageableFrames pageable(count, 3 * n, 4000);
       time_loop(
           "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", RawSource::Staging,
-          [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; },
+          [&](long i) { return pageable.at(i); },
           std::to_string(count) + " pageable frames rotated; one memcpy thread");
     }
   } catch (const std::exception &e) {  // allocation or setup

@@ -7,9 +7,8 @@
 namespace bench {
 
 void fill_random_cuda(void *memory, size_t bytes, uint64_t seed) {
-  PageableBlock host(bytes);
-  fill_random(host.data, bytes, seed);
-  CHECK_CUDA(cudaMemcpy(memory, host.data, bytes, cudaMemcpyDefault));
+  const PageableFrames host(1, bytes, seed);
+  CHECK_CUDA(cudaMemcpy(memory, host.at(0), bytes, cudaMemcpyDefault));
 }
 
 }  // namespace bench

@@ -73,13 +73,15 @@ size_t rotation_count(size_t frame_bytes, size_t budget_bytes) {
   return std::max<size_t>(n, 4);
 }
 
-PageableBlock::PageableBlock(size_t bytes) : size(bytes) {
-  constexpr size_t kPage = 4096;
-  data = static_cast<uint8_t *>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage));
-  if (!data) throw std::bad_alloc();
-}
+constexpr size_t kPage = 4096;
 
-PageableBlock::~PageableBlock() { std::free(data); }
+PageableFrames::PageableFrames(size_t count, size_t bytes, uint64_t seed)
+    : count_(count),
+      stride_((bytes + kPage - 1) / kPage * kPage),
+      data_(static_cast<uint8_t *>(std::aligned_alloc(kPage, count * stride_)), std::free) {
+  if (!data_) throw std::bad_alloc();
+  fill_random(data_.get(), count * stride_, seed);
+}
 
 size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
