@@ -162,8 +162,8 @@ cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const u
 const char *layout_name(PixelLayout layout);
 
 std::string format_double(double value, int decimals);
-// The non-empty parts, joined by "; ".
-std::string join(const std::vector<std::string> &parts);
+// The non-empty parts, joined by separator.
+std::string join(const std::vector<std::string> &parts, const char *separator = "; ");
 
 // ---- rows without GStreamer or CUDA (cpu_rows.cpp) ------------------------------
 

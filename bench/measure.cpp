@@ -108,10 +108,10 @@ std::string format_double(double value, int decimals) {
   return text;
 }
 
-std::string join(const std::vector<std::string> &parts) {
+std::string join(const std::vector<std::string> &parts, const char *separator) {
   std::string text;
   for (const std::string &p : parts)
-    if (!p.empty()) text += (text.empty() ? "" : "; ") + p;
+    if (!p.empty()) text += (text.empty() ? "" : separator) + p;
   return text;
 }
 
