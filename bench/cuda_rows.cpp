@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "cuda_util.h"
 #include "cudagray/convert_cuda.h"
 
 namespace bench {
@@ -168,6 +167,11 @@ std::string host_memory_kind(const void *pointer) {
   return "unknown";
 }
 
+void fill_random_cuda(void *memory, size_t bytes, uint64_t seed) {
+  const PageableFrames host(1, bytes, seed);
+  CHECK_CUDA(cudaMemcpy(memory, host.at(0), bytes, cudaMemcpyDefault));
+}
+
 std::string copy_key(int bytes_per_pixel) {
   return "copy:" + std::to_string(bytes_per_pixel) + "B";
 }
@@ -289,11 +293,10 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_out(count, n);
-    // Frames from input(i) through a loop from source, 3 streams: µs per
-    // frame. raw:pinned is the others' ceiling.
+    // The frames of input, rotated, through a loop from source, 3 streams:
+    // µs per frame. raw:pinned is the others' ceiling.
     const auto time_loop = [&](const std::string &key, const std::string &what, RawSource source,
-                               const std::function<const uint8_t *(long)> &input,
-                               const std::string &note) {
+                               const auto &input, const std::string &note) {
       Row row(size, "raw", key, what, "RGB", 4.0 * n);
       if (source != RawSource::Pinned) row.ceiling = "raw:pinned";
       RawLoop loop(size, kRawStreams, source);
@@ -302,7 +305,7 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
         const auto run = [&](long frames) {
           const Clock::time_point start = Clock::now();
           for (long k = 0; k < frames; ++k, ++next)
-            loop.enqueue(next, input(next), host_out.at(next));
+            loop.enqueue(next, input.at(next), host_out.at(next));
           loop.synchronize();
           return seconds_since(start);
         };
@@ -313,24 +316,20 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
     };
     {
       const PinnedRing host_in(count, 3 * n, 3000);
-      time_loop(
-          "raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned,
-          [&](long i) { return host_in.at(i); }, std::to_string(count) + " pinned frames rotated");
+      time_loop("raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned, host_in,
+                std::to_string(count) + " pinned frames rotated");
     }
     {
       const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
       const DeviceRing device_in(on_device, 3 * n, 3500);
-      time_loop(
-          "raw:device", "raw CUDA, input on the device, pinned out, 3 streams", RawSource::Device,
-          [&](long i) { return device_in.at(i); },
-          std::to_string(on_device) + " device frames rotated");
+      time_loop("raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
+                RawSource::Device, device_in, std::to_string(on_device) + " device frames rotated");
     }
     {
       const PageableFrames pageable(count, 3 * n, 4000);
-      time_loop(
-          "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", RawSource::Staging,
-          [&](long i) { return pageable.at(i); },
-          std::to_string(count) + " pageable frames rotated; one memcpy thread");
+      time_loop("raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams",
+                RawSource::Staging, pageable,
+                std::to_string(count) + " pageable frames rotated; one memcpy thread");
     }
   } catch (const std::exception &e) {  // allocation or setup
     record(
