@@ -124,15 +124,10 @@ struct Budget {
 // returns the median seconds per iteration; *iterations gets the total.
 double seconds_per_iteration(const std::function<double(long n)> &run, const Budget &budget,
                              long *iterations = nullptr);
-// Single-frame latency: one() handles one lone frame and returns its µs.
-// After 10 warm-up frames, samples until there are 100 and options.seconds
-// have passed (2000 at most), then take_median.
-void time_lone_frames(Row &row, const Options &options, const std::function<double()> &one);
 // A latency row's figures from its samples (µs): the median, and a note with
 // the spread.
 void take_median(Row &row, const std::vector<double> &samples);
 
-double median(std::vector<double> values);
 double percentile(std::vector<double> values, double p);  // p in [0, 1]
 double seconds_since(Clock::time_point start);
 

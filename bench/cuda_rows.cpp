@@ -347,14 +347,18 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in(count, 3 * n, 5000), host_out(count, n);
     RawLoop loop(size, 1, RawSource::Pinned);
-    long i = 0;
-    time_lone_frames(r, options, [&] {
+    // Lone frames: 10 to warm up, then samples until there are 100 and
+    // options.seconds have passed (2000 at most).
+    std::vector<double> samples;
+    const Clock::time_point begin = Clock::now();
+    for (long i = 0; samples.size() < 2000; ++i) {
       const Clock::time_point start = Clock::now();
       loop.enqueue(i, host_in.at(i), host_out.at(i));
-      ++i;
       loop.synchronize();
-      return seconds_since(start) * 1e6;
-    });
+      if (i >= 10) samples.push_back(seconds_since(start) * 1e6);
+      if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
+    }
+    take_median(r, samples);
   });
 }
 

@@ -14,8 +14,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
-
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return NAN;
   std::sort(values.begin(), values.end());
@@ -46,22 +44,11 @@ double seconds_per_iteration(const std::function<double(long n)> &run, const Bud
     total += each;
   }
   if (iterations) *iterations = total;
-  return median(per_iteration);
-}
-
-void time_lone_frames(Row &row, const Options &options, const std::function<double()> &one) {
-  std::vector<double> samples;
-  const Clock::time_point begin = Clock::now();
-  for (long i = 0; samples.size() < 2000; ++i) {
-    const double us = one();
-    if (i >= 10) samples.push_back(us);  // after a warm-up
-    if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
-  }
-  take_median(row, samples);
+  return percentile(per_iteration, 0.5);
 }
 
 void take_median(Row &row, const std::vector<double> &samples) {
-  row.us = median(samples);
+  row.us = percentile(samples, 0.5);
   row.frames = static_cast<long>(samples.size());
   row.note = "median of " + std::to_string(samples.size()) + "; p10 " +
              format_double(percentile(samples, 0.1), 1) + " us, p90 " +
