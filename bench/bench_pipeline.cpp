@@ -34,6 +34,40 @@
 
 namespace bench {
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+class SharedCudaContext {
+ public:
+  explicit SharedCudaContext(int device) {
+    if (!gst_cuda_load_library())
+      throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
+    gst_cuda_memory_init_once();
+    context_ = gst_cuda_context_new(device);
+    if (!context_)
+      throw Unavailable("GStreamer could not make a CUDA context on device " +
+                        std::to_string(device));
+  }
+  ~SharedCudaContext() { gst_object_unref(context_); }
+  SharedCudaContext(const SharedCudaContext &) = delete;
+  SharedCudaContext &operator=(const SharedCudaContext &) = delete;
+  GstCudaContext *get() const { return context_; }
+  void share_with(GstElement *element) const {
+    GstContext *shared = gst_context_new_cuda_context(context_);
+    gst_element_set_context(element, shared);
+    gst_context_unref(shared);
+  }
+
+ private:
+  GstCudaContext *context_;
+};
+#else
+// Without gstreamer-cuda-1.0 each element makes its own context.
+class SharedCudaContext {
+ public:
+  explicit SharedCudaContext(int) { throw Unavailable("bench built without gstreamer-cuda-1.0"); }
+  void share_with(GstElement *) const {}
+};
+#endif
+
 namespace {
 
 using harness::FrameRing;
@@ -448,27 +482,17 @@ struct Pushers {
 
 }  // namespace
 
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-SharedCudaContext::SharedCudaContext(int device) {
-  if (!gst_cuda_load_library())
-    throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
-  gst_cuda_memory_init_once();
-  context_ = gst_cuda_context_new(device);
-  if (!context_)
-    throw Unavailable("GStreamer could not make a CUDA context on device " +
-                      std::to_string(device));
+SharedCudaContexts shared_contexts(const std::vector<int> &devices, std::string *why) {
+  SharedCudaContexts contexts;
+  try {
+    for (const int device : devices)
+      contexts.push_back(std::make_shared<SharedCudaContext>(device));
+  } catch (const std::exception &e) {
+    *why = std::string("n/a: ") + e.what();
+    contexts.clear();
+  }
+  return contexts;
 }
-
-SharedCudaContext::~SharedCudaContext() {
-  if (context_) gst_object_unref(context_);
-}
-
-void SharedCudaContext::share_with(GstElement *element) const {
-  GstContext *shared = gst_context_new_cuda_context(context_);
-  gst_element_set_context(element, shared);
-  gst_context_unref(shared);
-}
-#endif
 
 RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &options, Row &row) {
   const int count = static_cast<int>(run.middles.size());

@@ -3,43 +3,21 @@
 // fakesink" pipelines, one or many at once, and time them.
 #pragma once
 
-#include <gst/gst.h>
-
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench.h"
 
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-#include <gst/cuda/gstcudacontext.h>
-#endif
-
 namespace bench {
 
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-// One GstCudaContext per device, made by the bench and handed to elements
-// before they start, as an application shares its context.
-class SharedCudaContext {
- public:
-  explicit SharedCudaContext(int device);
-  ~SharedCudaContext();
-  SharedCudaContext(const SharedCudaContext &) = delete;
-  SharedCudaContext &operator=(const SharedCudaContext &) = delete;
-  GstCudaContext *get() const { return context_; }
-  void share_with(GstElement *element) const;
-
- private:
-  GstCudaContext *context_ = nullptr;
-};
-#else
-// Without gstreamer-cuda-1.0 each element makes its own context, and there
-// are no frames in CUDA memory.
-class SharedCudaContext {
- public:
-  explicit SharedCudaContext(int) { throw Unavailable("bench built without gstreamer-cuda-1.0"); }
-  void share_with(GstElement *) const {}
-};
-#endif
+// A GstCudaContext the bench makes on a device and hands to elements before
+// they start, as an application shares its context.
+class SharedCudaContext;
+using SharedCudaContexts = std::vector<std::shared_ptr<const SharedCudaContext>>;
+// One per device, made once for every row at a size; none, and *why, when
+// GStreamer cannot make them (nor frames in CUDA memory).
+SharedCudaContexts shared_contexts(const std::vector<int> &devices, std::string *why);
 
 // Pipelines run at once and timed together: pipeline i is "appsrc !
 // middles[i] ! fakesink" (the element under test named dut), its element
@@ -51,9 +29,9 @@ struct Run {
   std::vector<int> devices;  // the GPUs whose memory the run's cost counts
   bool pool = false;         // frames from the pinned pool the element offers, else pageable
   bool cuda_memory = false;  // frames in CUDA memory, in pipeline i's context
-  long ahead = 1;        // flat out: at most this many frames ahead of the sink (1: lone frames)
-  double paced_fps = 0;  // > 0: instead one frame every 1 / paced_fps s into a live appsrc
-  long min_frames = 10;  // in the window, of all pipelines together
+  long ahead = 1;            // flat out: frames ahead of the sink, at most (1: lone frames)
+  double paced_fps = 0;      // > 0: instead one frame every 1 / paced_fps s into a live appsrc
+  long min_frames = 10;      // in the window, of all pipelines together
 };
 
 // What a timed run saw besides the row's figures: the latency of every frame

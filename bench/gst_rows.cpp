@@ -4,7 +4,6 @@
 #include "gst_rows.h"
 
 #include <algorithm>
-#include <memory>
 #include <thread>
 
 #include "bench_pipeline.h"
@@ -58,26 +57,10 @@ bool element_usable(const Elements &elements, const CudaState &cuda, const Row &
   return false;
 }
 
-using Contexts = std::vector<std::unique_ptr<SharedCudaContext>>;
-
-// One context per GPU, made once for every row at a size, as an application
-// would; none, and *why, when GStreamer cannot make one.
-Contexts shared_contexts(const std::vector<int> &devices, std::string *why) {
-  Contexts contexts;
-  try {
-    for (const int device : devices)
-      contexts.push_back(std::make_unique<SharedCudaContext>(device));
-  } catch (const std::exception &e) {
-    *why = std::string("n/a: ") + e.what();
-    contexts.clear();
-  }
-  return contexts;
-}
-
 // count cudagray pipelines fed from upstream u, pipeline i on devices[i %
 // size] with that device's context (contexts[k] is devices[k]'s), if any.
 Run cudagray_run(const Upstream &u, int count, const std::vector<int> &devices,
-                 const Contexts &contexts, int max_inflight) {
+                 const SharedCudaContexts &contexts, int max_inflight) {
   Run run;
   for (int i = 0; i < count; ++i)
     run.middles.push_back(
@@ -127,7 +110,7 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
                       rows))
     return;
   std::string why_no_context;
-  const Contexts contexts = shared_contexts({options.device}, &why_no_context);
+  const SharedCudaContexts contexts = shared_contexts({options.device}, &why_no_context);
   // max-inflight 1 and the default (0) for each upstream, then those asked for
   std::vector<std::pair<Upstream, int>> cases;
   for (const auto &upstreams : {std::vector<Upstream>(std::begin(kToHost), std::end(kToHost)),
@@ -195,7 +178,7 @@ void stream_rows(const FrameSize &size, const Options &options, const Elements &
       !element_usable(elements, cuda, Row(size, "streams", "streams:*", "cudagray streams"), rows))
     return;
   std::string why_no_context;
-  const Contexts contexts = shared_contexts(options.devices, &why_no_context);
+  const SharedCudaContexts contexts = shared_contexts(options.devices, &why_no_context);
   const std::string paced =
       options.paced_fps > 0 ? " at " + format_double(options.paced_fps, 0) + " fps each" : "";
   // one GPU, then every GPU with as many streams on each
