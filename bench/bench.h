@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// cudagray-bench: what every part of the benchmark shares: the options, the
-// rows, the timing loops and the frame helpers.
+// cudagray-bench's common header: the options, rows, timing loops and frame
+// helpers its parts share, and the row groups main.cpp runs (those measured
+// with CUDA directly are in cuda_rows.h).
 #pragma once
 
 #include <chrono>
@@ -159,6 +160,44 @@ const char *layout_name(PixelLayout layout);
 std::string format_double(double value, int decimals);
 // The non-empty parts, joined by separator.
 std::string join(const std::vector<std::string> &parts, const char *separator = "; ");
+
+// ---- rows through GStreamer pipelines (gst_rows.cpp) ---------------------------
+
+// What this GStreamer knows of the elements the rows need.
+struct Elements {
+  bool cudagray = false;
+  std::string cudagray_file;         // the plugin file it comes from
+  bool max_inflight = false;         // has the property
+  std::string max_inflight_default;  // its default, as text
+  bool videoconvert = false;
+};
+Elements inspect_elements();
+
+// Whether the element rows on CUDA can run, and if not why (one reason for all).
+struct CudaState {
+  bool usable = false;
+  std::string reason;
+};
+
+// Per size: cudagray backend=cuda, {pinned pool, pageable, CUDA memory} ×
+// {max-inflight 1, default} (group "element"). The CUDA memory rows (zero-copy:
+// frames already on the GPU) need gstreamer-cuda-1.0; with it every row's
+// element shares the bench's CUDA context.
+void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                  const CudaState &cuda, std::vector<Row> *rows);
+
+// Single-frame latency, max-inflight 1, {pinned pool, pageable} (group "latency").
+void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                  const CudaState &cuda, std::vector<Row> *rows);
+
+// --streams: N pipelines at once in this process, each a camera-like
+// stream of its own, spread over options.devices (group "streams").
+void stream_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                 const CudaState &cuda, std::vector<Row> *rows);
+
+// videoconvert 1 thread and all cores, cudagray backend=cpu (group "cpu").
+void cpu_rows(const FrameSize &size, const Options &options, const Elements &elements,
+              std::vector<Row> *rows);
 
 // ---- rows without GStreamer or CUDA (cpu_rows.cpp) ------------------------------
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The rows measured through GStreamer pipelines (time_pipelines runs them):
 // what each row feeds which element, and what it is compared with.
-#include "gst_rows.h"
-
 #include <algorithm>
 #include <thread>
 

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "bench.h"
-#include "gst_rows.h"
 #ifdef CUDAGRAY_HAVE_CUDA
 #include "cuda_rows.h"
 #endif
