@@ -550,7 +550,7 @@ RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &op
         std::thread(push_frames, std::ref(*streams[i]), run.ahead, std::cref(pushers.stop),
                     interval, start + interval * i / count);
   // The window runs from the last pipeline's warm-up to the last arrival.
-  Clock::time_point from = start, to;
+  Clock::time_point from, to;
   for (auto &s : streams) {
     ArrivalLog::Counts c;
     while (!(c = s->pipeline->arrivals().counts()).warm) {
