@@ -156,10 +156,9 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
             "RGB", 4.0 * size.pixels());
     row.ceiling = "raw:latency";
     row.versus_videoconvert = false;
-    record(rows, row, [&](Row &r) {
-      Run run;  // one lone frame at a time
-      run.middles = {cudagray_cuda(options.device, false, elements.max_inflight ? 1 : 0)};
-      run.pool = pinned;
+    record(rows, row, [&](Row &r) {  // ahead stays 1: one lone frame at a time
+      Run run = cudagray_run(pinned ? kToHost[0] : kToHost[1], 1, {options.device}, {},
+                             elements.max_inflight ? 1 : 0);
       run.min_frames = kLatencySamples;
       const RunNotes notes = time_pipelines(run, size, options, r);
       take_median(r, notes.latency_us);
