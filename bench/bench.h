@@ -19,13 +19,11 @@
 #include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
-#include "frames.h"
 
 namespace bench {
 
 using Clock = std::chrono::steady_clock;
 using cudagray::PixelLayout;
-using harness::fill_random;
 
 struct FrameSize {
   std::string name;  // "1080p"
@@ -89,7 +87,8 @@ struct Row {
   std::string skipped;              // non-empty: not measured, and why
   std::string note;
 
-  // Streams rows only: N pipelines at once (us is then per frame of all
+  // The streams rows' figures (every pipeline run fills them, only those
+  // rows show them): N pipelines at once (us is then per frame of all
   // streams together). Per-stream figures are the process's growth over N.
   struct Load {
     int streams = 0, gpus = 0;

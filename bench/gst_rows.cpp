@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The rows measured through GStreamer pipelines (time_pipelines runs them):
 // what each row feeds which element, and what it is compared with.
+#include <gst/gst.h>
+
 #include <algorithm>
 #include <thread>
 

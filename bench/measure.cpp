@@ -7,6 +7,7 @@
 #include <new>
 
 #include "bench.h"
+#include "frames.h"
 
 namespace bench {
 
@@ -67,7 +68,7 @@ PageableFrames::PageableFrames(size_t count, size_t bytes, uint64_t seed)
       stride_((bytes + kPage - 1) / kPage * kPage),
       data_(static_cast<uint8_t *>(std::aligned_alloc(kPage, count * stride_)), std::free) {
   if (!data_) throw std::bad_alloc();
-  fill_random(data_.get(), count * stride_, seed);
+  harness::fill_random(data_.get(), count * stride_, seed);
 }
 
 size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
