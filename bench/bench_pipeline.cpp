@@ -512,7 +512,8 @@ RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &op
       continue;
     }
 #endif
-    add_pageable_frames(&s.pageable, size, rotate_bytes, 100 * i);
+    // a pool run pushes one of them only, to prime the pool
+    add_pageable_frames(&s.pageable, size, run.pool ? 1 : rotate_bytes, 100 * i);
     s.note = std::to_string(s.pageable.size()) + " pageable frames";
   }
   const double gpu_before = gpu_mib_used(run.devices);
