@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// cudagray-bench: what every part of the benchmark shares: the options, the
-// rows, the timing loops and the frame helpers.
+// cudagray-bench's common header: the options, rows, timing loops and frame
+// helpers its parts share, and the row groups main.cpp runs (those measured
+// with CUDA directly are in cuda_rows.h).
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,13 +19,11 @@
 #include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
-#include "frames.h"
 
 namespace bench {
 
 using Clock = std::chrono::steady_clock;
 using cudagray::PixelLayout;
-using harness::fill_random;
 
 struct FrameSize {
   std::string name;  // "1080p"
@@ -87,7 +87,8 @@ struct Row {
   std::string skipped;              // non-empty: not measured, and why
   std::string note;
 
-  // Streams rows only: N pipelines at once (us is then per frame of all
+  // The streams rows' figures (every pipeline run fills them, only those
+  // rows show them): N pipelines at once (us is then per frame of all
   // streams together). Per-stream figures are the process's growth over N.
   struct Load {
     int streams = 0, gpus = 0;
@@ -123,13 +124,10 @@ struct Budget {
 // returns the median seconds per iteration; *iterations gets the total.
 double seconds_per_iteration(const std::function<double(long n)> &run, const Budget &budget,
                              long *iterations = nullptr);
-// Single-frame latency: one() handles one lone frame and returns its µs.
-// After 10 warm-up frames, samples until there are 100 and options.seconds
-// have passed (2000 at most); the row gets the median and a note with the
-// spread.
-void time_lone_frames(Row &row, const Options &options, const std::function<double()> &one);
+// A latency row's figures from its samples (µs): the median, and a note with
+// the spread.
+void take_median(Row &row, const std::vector<double> &samples);
 
-double median(std::vector<double> values);
 double percentile(std::vector<double> values, double p);  // p in [0, 1]
 double seconds_since(Clock::time_point start);
 
@@ -139,14 +137,17 @@ double seconds_since(Clock::time_point start);
 // budget_bytes (and so any cache); at least 4.
 size_t rotation_count(size_t frame_bytes, size_t budget_bytes);
 
-// Host memory that is plain pageable malloc memory, page-aligned and touched.
-struct PageableBlock {
-  explicit PageableBlock(size_t bytes);
-  ~PageableBlock();
-  PageableBlock(const PageableBlock &) = delete;
-  PageableBlock &operator=(const PageableBlock &) = delete;
-  uint8_t *data;
-  size_t size;
+// count frames of bytes each in plain pageable malloc memory, each
+// page-aligned, filled with random bytes from seed (touched now, so a timed
+// loop does not pay the page faults), picked by a rotating index.
+class PageableFrames {
+ public:
+  PageableFrames(size_t count, size_t bytes, uint64_t seed);
+  uint8_t *at(long i) const { return data_.get() + static_cast<size_t>(i) % count_ * stride_; }
+
+ private:
+  size_t count_, stride_;
+  std::unique_ptr<uint8_t, void (*)(void *)> data_;
 };
 
 // Input bytes of one frame of layout (tight rows, planes back to back), and
@@ -156,8 +157,46 @@ cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const u
 const char *layout_name(PixelLayout layout);
 
 std::string format_double(double value, int decimals);
-// The non-empty parts, joined by "; ".
-std::string join(const std::vector<std::string> &parts);
+// The non-empty parts, joined by separator.
+std::string join(const std::vector<std::string> &parts, const char *separator = "; ");
+
+// ---- rows through GStreamer pipelines (gst_rows.cpp) ---------------------------
+
+// What this GStreamer knows of the elements the rows need.
+struct Elements {
+  bool cudagray = false;
+  std::string cudagray_file;         // the plugin file it comes from
+  bool max_inflight = false;         // has the property
+  std::string max_inflight_default;  // its default, as text
+  bool videoconvert = false;
+};
+Elements inspect_elements();
+
+// Whether the element rows on CUDA can run, and if not why (one reason for all).
+struct CudaState {
+  bool usable = false;
+  std::string reason;
+};
+
+// Per size: cudagray backend=cuda, {pinned pool, pageable, CUDA memory} ×
+// {max-inflight 1, default} (group "element"). The CUDA memory rows (zero-copy:
+// frames already on the GPU) need gstreamer-cuda-1.0; with it every row's
+// element shares the bench's CUDA context.
+void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                  const CudaState &cuda, std::vector<Row> *rows);
+
+// Single-frame latency, max-inflight 1, {pinned pool, pageable} (group "latency").
+void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                  const CudaState &cuda, std::vector<Row> *rows);
+
+// --streams: N pipelines at once in this process, each a camera-like
+// stream of its own, spread over options.devices (group "streams").
+void stream_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                 const CudaState &cuda, std::vector<Row> *rows);
+
+// videoconvert 1 thread and all cores, cudagray backend=cpu (group "cpu").
+void cpu_rows(const FrameSize &size, const Options &options, const Elements &elements,
+              std::vector<Row> *rows);
 
 // ---- rows without GStreamer or CUDA (cpu_rows.cpp) ------------------------------
 

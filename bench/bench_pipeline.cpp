@@ -1,18 +1,28 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// appsrc ! <element> ! fakesink, one process, frames rotated from a set the
-// bench keeps referenced. Throughput is the rate at which frames reach the
-// sink after a warm-up, with upstream kept a few frames ahead so that the
-// element never waits for input; latency is from the push of a lone frame to
-// its arrival at the sink.
+// Runs pipelines and times them: "appsrc ! <middle> ! fakesink", one or many
+// at once in one process, each fed RGB frames (pageable, from the element's
+// pinned pool, or in CUDA memory) by a thread of its own, flat out a few
+// frames ahead of its sink or paced as a camera, and timed from the sink's
+// arrivals over one window after every one's warm-up.
 #include "bench_pipeline.h"
 
-#include <gst/app/gstappsrc.h>
+#include <dirent.h>
 #include <gst/video/video.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
 
+#include "frames.h"
+#include "pipeline.h"
 #ifdef CUDAGRAY_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "cuda_rows.h"
 #endif
 #ifdef CUDAGRAY_HAVE_GST_CUDA
@@ -24,25 +34,64 @@
 
 namespace bench {
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+class SharedCudaContext {
+ public:
+  explicit SharedCudaContext(int device) {
+    if (!gst_cuda_load_library())
+      throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
+    gst_cuda_memory_init_once();
+    context_ = gst_cuda_context_new(device);
+    if (!context_)
+      throw Unavailable("GStreamer could not make a CUDA context on device " +
+                        std::to_string(device));
+  }
+  ~SharedCudaContext() { gst_object_unref(context_); }
+  SharedCudaContext(const SharedCudaContext &) = delete;
+  SharedCudaContext &operator=(const SharedCudaContext &) = delete;
+  GstCudaContext *get() const { return context_; }
+  void share_with(GstElement *element) const {
+    GstContext *shared = gst_context_new_cuda_context(context_);
+    gst_element_set_context(element, shared);
+    gst_context_unref(shared);
+  }
+
+ private:
+  GstCudaContext *context_;
+};
+#else
+// Without gstreamer-cuda-1.0 each element makes its own context.
+class SharedCudaContext {
+ public:
+  explicit SharedCudaContext(int) { throw Unavailable("bench built without gstreamer-cuda-1.0"); }
+  void share_with(GstElement *) const {}
+};
+#endif
+
 namespace {
 
+using harness::FrameRing;
 using namespace std::chrono_literals;
 
-constexpr long kWarmupFrames = 20;      // the window starts after this many arrivals,
-constexpr auto kWarmupTime = 250ms;     // or this long after the first for slow rows,
-constexpr long kMinWarmup = 2;          // but never before this many
-constexpr long kMinFrames = 10;         // measured frames, at least
-constexpr long kMaxFrames = 200000;     // measured frames, at most
-constexpr long kMaxAhead = 32;          // if an element holds more frames than `ahead`
-constexpr auto kHoldSuspicion = 500ms;  // nothing out for this long (or 4 frame times): feed more
-constexpr auto kStallTime = 30s;        // no arrival for this long: the row fails
-constexpr auto kLoneFrameTime = 5s;     // one frame pushed alone must arrive within this
+constexpr long kWarmupFrames = 20;   // warm after this many arrivals,
+constexpr auto kWarmupTime = 250ms;  // or this long after the first for slow rows,
+constexpr long kMinWarmup = 2;       // but never before this many
+constexpr auto kWarmupLimit = 60s;   // every pipeline warm within this, or the row fails
+constexpr auto kStallTime = 30s;     // a pipeline with no arrival for this long fails the row
+constexpr auto kPrimingTime = 5s;    // the pool's priming frame must arrive within this
 constexpr GstClockTime kEosTime = 120 * GST_SECOND;
 
 GstVideoInfo rgb_info(const FrameSize &size) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, size.width, size.height);
   return info;
+}
+
+GstCaps *rgb_caps(const GstVideoInfo &info, bool cuda_memory) {
+  GstCaps *caps = gst_video_info_to_caps(&info);
+  if (cuda_memory)
+    gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
+  return caps;
 }
 
 // What CUDA says about the memory of a buffer ("pinned", "pageable").
@@ -59,17 +108,31 @@ std::string memory_kind(GstBuffer *buffer) {
 #endif
 }
 
-}  // namespace
+// Arrivals at the sink, written by the streaming thread. Pushes and arrivals
+// pair up in order (the pipeline keeps frames in order), so each arrival's
+// latency is from the oldest push not yet out. Warm once 20 frames have
+// arrived, or 0.25 s after the first (and at least 2).
+class ArrivalLog {
+ public:
+  struct Counts {
+    long frames = 0;
+    bool warm = false;
+    Clock::time_point first, last, warm_at;  // warm_at: the arrival that made it warm
+  };
+  struct Timeline {  // every arrival since the log was cleared, with its latency
+    std::vector<Clock::time_point> arrivals;
+    std::vector<double> latency_us;
+  };
 
-void ArrivalLog::pushed() {
-  const Clock::time_point now = Clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
-  pushes_.push_back(now);
-}
-
-void ArrivalLog::add() {
-  const Clock::time_point now = Clock::now();
-  update([&](Counts &c) {
+  void pushed() {
+    const Clock::time_point now = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    pushes_.push_back(now);
+  }
+  void add() {
+    const Clock::time_point now = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    Counts &c = counts_;
     timeline_.arrivals.push_back(now);
     if (!pushes_.empty()) {
       timeline_.latency_us.push_back(
@@ -77,115 +140,188 @@ void ArrivalLog::add() {
       pushes_.pop_front();
     }
     if (c.frames == 0) c.first = now;
-    if (c.window_start < 0 && c.frames >= kMinWarmup &&
+    if (!c.warm && c.frames >= kMinWarmup &&
         (c.frames >= kWarmupFrames || now - c.first >= kWarmupTime))
-      c.window_start = c.frames, c.window_start_time = now;
+      c.warm = true, c.warm_at = now;
     c.last = now;
     ++c.frames;
-  });
-}
-
-ArrivalLog::Counts ArrivalLog::counts() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return counts_;
-}
-
-ArrivalLog::Timeline ArrivalLog::timeline() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return timeline_;
-}
-
-bool ArrivalLog::wait_for(long n, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return counts_.frames >= n; });
-}
-
-BenchPipeline::BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory,
-                             bool live)
-    : pipeline_("appsrc name=src ! " + middle +
-                " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
-  GstVideoInfo info = rgb_info(size);
-  GstCaps *caps = gst_video_info_to_caps(&info);
-  if (cuda_memory)
-    gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
-  // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
-  g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", live,
-               "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE,
-               nullptr);
-  gst_caps_unref(caps);
-  GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("sink"), "sink");
-  gst_pad_add_probe(
-      pad, GST_PAD_PROBE_TYPE_BUFFER,
-      [](GstPad *, GstPadProbeInfo *, gpointer log) {
-        static_cast<ArrivalLog *>(log)->add();
-        return GST_PAD_PROBE_OK;
-      },
-      &arrivals_, nullptr);
-  gst_object_unref(pad);
-}
-
-void BenchPipeline::set_dut_property(const char *name, const char *value) {
-  GstElement *element = dut();
-  if (!element || !g_object_class_find_property(G_OBJECT_GET_CLASS(element), name))
-    throw Unavailable(std::string("the element has no property ") + name);
-  gst_util_set_object_arg(G_OBJECT(element), name, value);
-}
-
-void BenchPipeline::play() {
-  if (pipeline_.play() != GST_STATE_CHANGE_FAILURE) return;
-  throw_if_bus_error();
-  throw std::runtime_error("the pipeline did not start");
-}
-
-void BenchPipeline::push(GstBuffer *buffer) {
-  arrivals_.pushed();
-  const GstFlowReturn flow = pipeline_.push("src", buffer);
-  if (flow == GST_FLOW_OK) return;
-  throw_if_bus_error();
-  throw std::runtime_error(std::string("appsrc refused a buffer: ") + gst_flow_get_name(flow));
-}
-
-void BenchPipeline::throw_if_bus_error() {
-  const harness::BusLog log(pipeline_.bus());
-  for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
-  if (!log.errors.empty()) throw std::runtime_error(log.errors.front().text);
-}
-
-void BenchPipeline::end() {
-  pipeline_.end_of_stream("src");
-  harness::BusLog log;
-  const GstMessageType end = pipeline_.wait_end(kEosTime, &log);
-  for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
-  if (end == GST_MESSAGE_ERROR) throw std::runtime_error(log.errors.front().text);
-  if (end != GST_MESSAGE_EOS) throw std::runtime_error("no end of stream within the time limit");
-}
-
-std::string BenchPipeline::warnings_note() const {
-  return warnings_.empty() ? "" : "warning: " + warnings_.front();
-}
-
-GstQuery *BenchPipeline::ask_for_pool(GstBuffer *priming) {
-  push(priming);
-  if (!arrivals_.wait_for(1, kLoneFrameTime)) {
-    throw_if_bus_error();
-    throw std::runtime_error("the priming frame did not reach the sink within 5 s");
+    changed_.notify_all();
   }
-  GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("src"), "src");
-  GstCaps *caps = gst_pad_get_current_caps(pad);
-  GstQuery *query = gst_query_new_allocation(caps, TRUE);
-  if (caps) gst_caps_unref(caps);
-  const bool answered = gst_pad_peer_query(pad, query);
-  gst_object_unref(pad);
-  if (answered) return query;
-  gst_query_unref(query);
-  throw Unavailable("the element did not answer the ALLOCATION query");
-}
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counts_ = Counts();
+    pushes_.clear();
+    timeline_ = Timeline();
+  }
+  Counts counts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+  }
+  Timeline timeline() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return timeline_;
+  }
+  // Waits until at least n frames have arrived; false on timeout.
+  bool wait_for(long n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return counts_.frames >= n; });
+  }
 
-void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &options,
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  Counts counts_;
+  std::deque<Clock::time_point> pushes_;
+  Timeline timeline_;
+};
+
+// Frames from a buffer pool, each filled once and then pushed round and
+// round like the bench's own; back in the pool before it goes. Unless it is
+// active already, the pool (taken) is configured for buffers of at least
+// bytes, keeping its own options and asking for no maximum; a refused
+// configuration is taken as the pool counter-proposes it.
+class PoolFrames {
+ public:
+  PoolFrames(GstBufferPool *pool, GstCaps *caps, guint bytes, size_t count,
+             const std::string &whose)
+      : pool_(pool) {
+    if (!gst_buffer_pool_is_active(pool_)) {
+      GstStructure *config = gst_buffer_pool_get_config(pool_);
+      GstCaps *own_caps = nullptr;
+      guint own_bytes = 0, min = 0, max = 0;
+      gst_buffer_pool_config_get_params(config, &own_caps, &own_bytes, &min, &max);
+      gst_buffer_pool_config_set_params(config, own_caps ? own_caps : caps,
+                                        std::max(own_bytes, bytes), min, 0);
+      if (!gst_buffer_pool_set_config(pool_, config) &&
+          !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
+        throw std::runtime_error(whose + " refused its configuration");
+      if (!gst_buffer_pool_set_active(pool_, TRUE))
+        throw std::runtime_error(whose + " could not be activated");
+      activated_ = true;
+    }
+    GstBufferPoolAcquireParams params{};
+    params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+    for (size_t i = 0; i < count; ++i) {
+      GstBuffer *buffer = nullptr;
+      if (gst_buffer_pool_acquire_buffer(pool_, &buffer, &params) != GST_FLOW_OK || !buffer) break;
+      ring.add(buffer);
+      harness::fill_buffer(buffer, 8000 + i);
+    }
+    if (ring.size() == 0) throw std::runtime_error(whose + " gave no buffer");
+  }
+  ~PoolFrames() {
+    ring.clear();
+    if (activated_) gst_buffer_pool_set_active(pool_, FALSE);
+    gst_object_unref(pool_);
+  }
+  FrameRing ring;
+
+ private:
+  GstBufferPool *pool_;
+  bool activated_ = false;
+};
+
+// "appsrc name=src ! <middle> ! fakesink name=sink"; the element under test
+// is the one named "dut" in middle. Frames are RGB, in system memory or
+// (cuda_memory) in memory:CUDAMemory; a live appsrc stands for a camera.
+// Every failure throws std::runtime_error with GStreamer's message; warnings
+// are kept.
+class BenchPipeline {
+ public:
+  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory, bool live)
+      : pipeline_("appsrc name=src ! " + middle +
+                  " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
+    GstCaps *caps = rgb_caps(rgb_info(size), cuda_memory);
+    // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
+    g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", live,
+                 "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE,
+                 nullptr);
+    gst_caps_unref(caps);
+    GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("sink"), "sink");
+    gst_pad_add_probe(
+        pad, GST_PAD_PROBE_TYPE_BUFFER,
+        [](GstPad *, GstPadProbeInfo *, gpointer log) {
+          static_cast<ArrivalLog *>(log)->add();
+          return GST_PAD_PROBE_OK;
+        },
+        &arrivals_, nullptr);
+    gst_object_unref(pad);
+  }
+
+  GstElement *dut() const { return pipeline_.by_name("dut"); }
+  ArrivalLog &arrivals() { return arrivals_; }
+  void play() {
+    if (pipeline_.play() != GST_STATE_CHANGE_FAILURE) return;
+    throw_if_bus_error();
+    throw std::runtime_error("the pipeline did not start");
+  }
+  void push(GstBuffer *buffer) {
+    arrivals_.pushed();
+    const GstFlowReturn flow = pipeline_.push("src", buffer);
+    if (flow == GST_FLOW_OK) return;
+    throw_if_bus_error();
+    throw std::runtime_error(std::string("appsrc refused a buffer: ") + gst_flow_get_name(flow));
+  }
+  // Throws GStreamer's first error; keeps the warnings.
+  void throw_if_bus_error() { keep(harness::BusLog(pipeline_.bus())); }
+  // Ends the stream and waits until every frame has reached the sink.
+  void end() {
+    pipeline_.end_of_stream("src");
+    harness::BusLog log;
+    const GstMessageType end = pipeline_.wait_end(kEosTime, &log);
+    keep(log);
+    if (end != GST_MESSAGE_EOS) throw std::runtime_error("no end of stream within the time limit");
+  }
+  // The first warning posted, as a note ("" when none).
+  std::string warnings_note() const {
+    return warnings_.empty() ? "" : "warning: " + warnings_.front();
+  }
+  // The pool the element offers, asked for as an upstream with a pool of its
+  // own would once a priming frame is through (caps are set then): up to
+  // wanted of its frames. The arrival log starts empty after it.
+  std::unique_ptr<PoolFrames> pool_frames(GstBuffer *priming, guint bytes, size_t wanted) {
+    push(priming);
+    if (!arrivals_.wait_for(1, kPrimingTime)) {
+      throw_if_bus_error();
+      throw std::runtime_error("the priming frame did not reach the sink within 5 s");
+    }
+    arrivals_.clear();
+    GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("src"), "src");
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    GstQuery *query = gst_query_new_allocation(caps, TRUE);
+    const bool answered = gst_pad_peer_query(pad, query);
+    gst_object_unref(pad);
+    GstBufferPool *pool = nullptr;
+    guint offered = 0;
+    if (answered && gst_query_get_n_allocation_pools(query) > 0)
+      gst_query_parse_nth_allocation_pool(query, 0, &pool, &offered, nullptr, nullptr);
+    gst_query_unref(query);
+    if (!pool) {
+      if (caps) gst_caps_unref(caps);
+      throw Unavailable(answered ? "the element offered no buffer pool in its ALLOCATION answer"
+                                 : "the element did not answer the ALLOCATION query");
+    }
+    auto frames = std::make_unique<PoolFrames>(pool, caps, std::max(offered, bytes), wanted,
+                                               "the element's pool");
+    if (caps) gst_caps_unref(caps);
+    return frames;
+  }
+
+ private:
+  void keep(const harness::BusLog &log) {
+    for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
+    if (!log.errors.empty()) throw std::runtime_error(log.errors.front().text);
+  }
+  harness::Pipeline pipeline_;
+  ArrivalLog arrivals_;
+  std::vector<std::string> warnings_;
+};
+
+// Plain malloc'd (pageable) RGB frames, as an upstream without a pool makes.
+void add_pageable_frames(FrameRing *ring, const FrameSize &size, size_t rotate_bytes,
                          uint64_t seed) {
   const size_t bytes = frame_bytes(PixelLayout::RGB, size);
-  const size_t count = rotation_count(bytes, options.rotate_bytes);
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = 0; i < rotation_count(bytes, rotate_bytes); ++i) {
     GstBuffer *buffer = gst_buffer_new_allocate(nullptr, bytes, nullptr);
     if (!buffer) throw std::bad_alloc();
     ring->add(buffer);
@@ -193,68 +329,42 @@ void add_pageable_frames(FrameRing *ring, const FrameSize &size, const Options &
   }
 }
 
-Feed::Feed(FrameRing &ring, const std::string &what)
-    : ring_(&ring), note_(std::to_string(ring.size()) + " " + what + " frames") {}
-
-// The pool is configured for as many buffers as the rotation wants (unless
-// it is active already), keeping its own options and asking for no maximum;
-// each buffer is filled once. A refused configuration is taken as the pool
-// counter-proposes it.
-Feed::Feed(BenchPipeline &pipeline, FrameRing &priming, const FrameSize &size,
-           const Options &options)
-    : ring_(&pool_frames_) {
-  GstQuery *query = pipeline.ask_for_pool(priming.next());
-  guint offered = 0, min = 0, max = 0;
-  if (gst_query_get_n_allocation_pools(query) > 0)
-    gst_query_parse_nth_allocation_pool(query, 0, &pool_, &offered, &min, &max);
-  GstCaps *query_caps = nullptr;
-  gst_query_parse_allocation(query, &query_caps, nullptr);
-  query_caps = query_caps ? gst_caps_ref(query_caps) : nullptr;
-  gst_query_unref(query);
-  if (!pool_) throw Unavailable("the element offered no buffer pool in its ALLOCATION answer");
-  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
-  const size_t wanted = rotation_count(bytes, options.rotate_bytes);
-  if (!gst_buffer_pool_is_active(pool_)) {
-    GstStructure *config = gst_buffer_pool_get_config(pool_);
-    GstCaps *caps = nullptr;
-    guint pool_size = 0;
-    gst_buffer_pool_config_get_params(config, &caps, &pool_size, &min, &max);
-    gst_buffer_pool_config_set_params(config, caps ? caps : query_caps,
-                                      std::max<guint>({pool_size, offered, guint(bytes)}), min, 0);
-    if (!gst_buffer_pool_set_config(pool_, config) &&
-        !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
-      throw std::runtime_error("the element's pool refused its configuration");
-    if (!gst_buffer_pool_set_active(pool_, TRUE))
-      throw std::runtime_error("the element's pool could not be activated");
-    activated_ = true;
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+// RGB frames in CUDA memory from GStreamer's CUDA buffer pool in a shared
+// context, as a decoder or cudaupload upstream would; each filled on the
+// host once and uploaded before the row.
+std::unique_ptr<PoolFrames> cuda_memory_frames(const FrameSize &size, size_t rotate_bytes,
+                                               const SharedCudaContext &context) {
+  const GstVideoInfo info = rgb_info(size);
+  GstCaps *caps = rgb_caps(info, true);
+  auto frames = std::make_unique<PoolFrames>(
+      gst_cuda_buffer_pool_new(context.get()), caps, GST_VIDEO_INFO_SIZE(&info),
+      rotation_count(GST_VIDEO_INFO_SIZE(&info), rotate_bytes), "GStreamer's CUDA buffer pool");
+  gst_caps_unref(caps);
+  for (size_t i = 0; i < frames->ring.size(); ++i) {  // a CUDA mapping uploads the host's bytes
+    GstBuffer *buffer = frames->ring.next();
+    GstMapInfo map;
+    const bool mapped = gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA));
+    if (mapped) gst_buffer_unmap(buffer, &map);
+    gst_buffer_unref(buffer);
+    if (!mapped) throw std::runtime_error("a CUDA memory frame could not be uploaded");
   }
-  if (query_caps) gst_caps_unref(query_caps);
-  GstBufferPoolAcquireParams params{};
-  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
-  for (size_t i = 0; i < wanted; ++i) {
-    GstBuffer *buffer = nullptr;
-    if (gst_buffer_pool_acquire_buffer(pool_, &buffer, &params) != GST_FLOW_OK || !buffer) break;
-    pool_frames_.add(buffer);
-    harness::fill_buffer(buffer, 8000 + i);
-  }
-  if (pool_frames_.size() == 0) throw std::runtime_error("the element's pool gave no buffer");
-  note_ = std::to_string(pool_frames_.size()) + " pool frames" +
-          (pool_frames_.size() < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") +
-          ", memory " + memory_kind(pool_frames_.front());
-  pipeline.arrivals().clear();
+  return frames;
 }
+#endif
 
-Feed::~Feed() {
-  pool_frames_.clear();  // back to the pool before it goes
-  if (activated_) gst_buffer_pool_set_active(pool_, FALSE);
-  if (pool_) gst_object_unref(pool_);
-}
-
-std::string stats_note(GstElement *dut) {
+// The element's stats property (the caller frees it), or null when it has none.
+GstStructure *element_stats(GstElement *dut) {
   GParamSpec *spec = dut ? g_object_class_find_property(G_OBJECT_GET_CLASS(dut), "stats") : nullptr;
-  if (!spec || G_PARAM_SPEC_VALUE_TYPE(spec) != GST_TYPE_STRUCTURE) return "";
   GstStructure *stats = nullptr;
-  g_object_get(dut, "stats", &stats, nullptr);
+  if (spec && G_PARAM_SPEC_VALUE_TYPE(spec) == GST_TYPE_STRUCTURE)
+    g_object_get(dut, "stats", &stats, nullptr);
+  return stats;
+}
+
+// The element's own figures, as a note.
+std::string stats_note(GstElement *dut) {
+  GstStructure *stats = element_stats(dut);
   if (!stats) return "";
   guint64 frames = 0, device_inputs = 0, device_outputs = 0;
   double gpu = NAN, upload = NAN, download = NAN;
@@ -270,114 +380,235 @@ std::string stats_note(GstElement *dut) {
          (device_outputs ? " (" + std::to_string(device_outputs) + " left in CUDA memory)" : "");
 }
 
-void time_throughput(BenchPipeline &p, Feed &feed, const Options &options, long ahead, Row &row) {
-  ArrivalLog &arrivals = p.arrivals();
-  long pushed = arrivals.counts().frames, seen = pushed;
-  Clock::time_point changed = Clock::now();  // when seen last changed, or ahead grew
-  const auto window = [](const ArrivalLog::Counts &c, double *seconds) {
-    *seconds = c.window_start < 0
-                   ? 0
-                   : std::chrono::duration<double>(c.last - c.window_start_time).count();
-    return c.window_start < 0 ? 0 : c.frames - 1 - c.window_start;
+// Pinned host memory the plugin holds in this process, from an element's
+// stats, in MiB.
+double pinned_mib_held(GstElement *dut) {
+  GstStructure *stats = element_stats(dut);
+  guint64 bytes = 0;
+  const bool found = stats && gst_structure_get_uint64(stats, "process-pinned-bytes", &bytes);
+  if (stats) gst_structure_free(stats);
+  return found ? static_cast<double>(bytes) / (1 << 20) : NAN;
+}
+
+int process_threads() {
+  DIR *dir = opendir("/proc/self/task");
+  if (!dir) return 0;
+  int n = 0;
+  while (const dirent *e = readdir(dir)) n += e->d_name[0] != '.';
+  closedir(dir);
+  return n;
+}
+
+// Device memory in use on these GPUs together, by anyone, in MiB.
+double gpu_mib_used(const std::vector<int> &devices) {
+#ifdef CUDAGRAY_HAVE_CUDA
+  int current = 0;
+  double used = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) return NAN;
+  for (const int device : devices) {
+    size_t free = 0, total = 0;
+    if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess)
+      used = NAN;
+    used += static_cast<double>(total - free) / (1 << 20);
+  }
+  cudaSetDevice(current);
+  return used;
+#else
+  (void)devices;
+  return NAN;
+#endif
+}
+
+// One pipeline of a run: its frames, the pipeline, and the thread pushing
+// into it. Pool frames go back before the pipeline goes.
+struct Stream {
+  FrameRing pageable;  // a pageable upstream's frames; the pinned pool's priming frame
+  std::unique_ptr<BenchPipeline> pipeline;
+  std::unique_ptr<PoolFrames> pooled;  // in CUDA memory, or from the element's pool
+  FrameRing *frames = &pageable;       // those pushed
+  std::string note;                    // what they are
+  std::thread pusher;
+  long pushed = 0, late = 0;
+  std::string error;  // what stopped the pusher
+};
+
+// Every pipeline's pusher: flat out, `ahead` frames ahead of its sink; or
+// paced, one frame every interval from start. The pusher alone reads its
+// pipeline's bus while it runs.
+void push_frames(Stream &s, long ahead, const std::atomic<bool> &stop, Clock::duration interval,
+                 Clock::time_point start) {
+  ArrivalLog &arrivals = s.pipeline->arrivals();
+  try {
+    Clock::time_point changed = Clock::now(), due = start;
+    long seen = 0;
+    while (!stop) {
+      if (interval.count() > 0) {
+        std::this_thread::sleep_until(due);
+        if (Clock::now() - due > interval) ++s.late;
+        due += interval;
+        s.pipeline->throw_if_bus_error();
+      } else if (!arrivals.wait_for(s.pushed - ahead + 1, 100ms)) {
+        s.pipeline->throw_if_bus_error();
+        const long frames = arrivals.counts().frames;
+        if (frames != seen) seen = frames, changed = Clock::now();
+        if (Clock::now() - changed > kStallTime)
+          throw std::runtime_error("no frame reached a sink for 30 s, " + std::to_string(s.pushed) +
+                                   " pushed (" + stats_note(s.pipeline->dut()) + ")");
+        continue;
+      }
+      s.pipeline->push(s.frames->next());
+      ++s.pushed;
+    }
+  } catch (const std::exception &e) {
+    s.error = e.what();
+  }
+}
+
+// Stops and joins the pushers however the row ends.
+struct Pushers {
+  std::vector<std::unique_ptr<Stream>> &streams;
+  std::atomic<bool> stop{false};
+  ~Pushers() { join(); }
+  void join() {
+    stop = true;
+    for (auto &s : streams)
+      if (s->pusher.joinable()) s->pusher.join();
+  }
+  void throw_if_failed() const {
+    for (const auto &s : streams)
+      if (!s->error.empty()) throw std::runtime_error(s->error);
+  }
+};
+
+}  // namespace
+
+SharedCudaContexts shared_contexts(const std::vector<int> &devices, std::string *why) {
+  SharedCudaContexts contexts;
+  try {
+    for (const int device : devices)
+      contexts.push_back(std::make_shared<SharedCudaContext>(device));
+  } catch (const std::exception &e) {
+    *why = std::string("n/a: ") + e.what();
+    contexts.clear();
+  }
+  return contexts;
+}
+
+RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &options, Row &row) {
+  const int count = static_cast<int>(run.middles.size());
+  const auto context = [&](int i) {
+    return run.contexts.empty() ? nullptr : run.contexts[i % run.contexts.size()];
   };
-  double seconds = 0;
-  for (long k = 0;; ++k) {
-    const ArrivalLog::Counts c = arrivals.counts();
-    const long frames = window(c, &seconds);
-    if (frames >= kMinFrames && (seconds >= options.seconds || frames >= kMaxFrames)) break;
-    if (arrivals.wait_for(pushed - ahead + 1, 100ms)) {
-      p.push(feed.next());
-      ++pushed;
-      if (k % 64 == 0) p.throw_if_bus_error();
+  // the pipelines rotate over options' bytes together
+  const size_t rotate_bytes = std::max<size_t>(options.rotate_bytes / count, 1);
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < count; ++i) {  // the bench's frames first: not the pipelines' cost
+    Stream &s = *streams.emplace_back(std::make_unique<Stream>());
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    if (run.cuda_memory) {
+      s.pooled = cuda_memory_frames(size, rotate_bytes, *context(i));
+      s.frames = &s.pooled->ring;
+      s.note = std::to_string(s.frames->size()) + " CUDA memory frames";
       continue;
     }
-    p.throw_if_bus_error();
-    const Clock::time_point now = Clock::now();
-    const auto mean_interval =
-        c.frames < 2 ? Clock::duration(0) : (c.last - c.first) / (c.frames - 1);
-    if (c.frames != seen) {
-      seen = c.frames;
-      changed = now;
-    } else if (now - changed > kStallTime) {
-      throw std::runtime_error("no frame reached the sink for 30 s");
-    } else if (ahead < kMaxAhead &&
-               now - changed > std::max<Clock::duration>(kHoldSuspicion, 4 * mean_interval)) {
-      ahead = std::min(2 * ahead, kMaxAhead);
-      changed = now;
-    }
-  }
-  p.end();
-  row.frames = window(p.arrivals().counts(), &seconds);
-  row.us = seconds / row.frames * 1e6;
-}
-
-void time_latency(BenchPipeline &p, Feed &feed, const Options &options, Row &row) {
-  ArrivalLog &arrivals = p.arrivals();
-  long arrived = arrivals.counts().frames;
-  time_lone_frames(row, options, [&] {
-    const Clock::time_point pushed_at = Clock::now();
-    p.push(feed.next());
-    if (!arrivals.wait_for(++arrived, kLoneFrameTime)) {
-      p.throw_if_bus_error();
-      throw std::runtime_error("a frame pushed alone did not reach the sink within 5 s");
-    }
-    return std::chrono::duration<double, std::micro>(arrivals.counts().last - pushed_at).count();
-  });
-  p.end();
-}
-
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-SharedCudaContext::SharedCudaContext(int device) {
-  if (!gst_cuda_load_library())
-    throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
-  gst_cuda_memory_init_once();
-  context_ = gst_cuda_context_new(device);
-  if (!context_)
-    throw Unavailable("GStreamer could not make a CUDA context on device " +
-                      std::to_string(device));
-}
-
-SharedCudaContext::~SharedCudaContext() {
-  if (context_) gst_object_unref(context_);
-}
-
-void SharedCudaContext::share_with(GstElement *element) const {
-  GstContext *shared = gst_context_new_cuda_context(context_);
-  gst_element_set_context(element, shared);
-  gst_context_unref(shared);
-}
-
-CudaMemoryFrames::CudaMemoryFrames(const FrameSize &size, size_t rotate_bytes,
-                                   const SharedCudaContext &context)
-    : pool_(gst_cuda_buffer_pool_new(context.get())) {
-  GstVideoInfo info = rgb_info(size);
-  const size_t count = rotation_count(GST_VIDEO_INFO_SIZE(&info), rotate_bytes);
-  GstCaps *caps = gst_video_info_to_caps(&info);
-  gst_caps_set_features_simple(caps,
-                               gst_caps_features_new_single(GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY));
-  GstStructure *config = gst_buffer_pool_get_config(pool_);
-  gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), count, 0);
-  gst_caps_unref(caps);
-  if (!gst_buffer_pool_set_config(pool_, config) || !gst_buffer_pool_set_active(pool_, TRUE))
-    throw std::runtime_error("GStreamer's CUDA buffer pool could not be set up");
-  for (size_t i = 0; i < count; ++i) {
-    GstBuffer *buffer = nullptr;
-    if (gst_buffer_pool_acquire_buffer(pool_, &buffer, nullptr) != GST_FLOW_OK || !buffer)
-      throw std::runtime_error("GStreamer's CUDA buffer pool gave no buffer");
-    ring_.add(buffer);
-    harness::fill_buffer(buffer, 11000 + i);  // on the host: uploaded by the next CUDA mapping
-    GstMapInfo map;
-    if (!gst_buffer_map(buffer, &map, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA)))
-      throw std::runtime_error("a CUDA memory frame could not be uploaded");
-    gst_buffer_unmap(buffer, &map);
-  }
-}
-
-CudaMemoryFrames::~CudaMemoryFrames() {
-  ring_.clear();  // back to the pool before it goes
-  gst_buffer_pool_set_active(pool_, FALSE);
-  gst_object_unref(pool_);
-}
 #endif
+    // a pool run pushes one of them only, to prime the pool
+    add_pageable_frames(&s.pageable, size, run.pool ? 1 : rotate_bytes, 100 * i);
+    s.note = std::to_string(s.pageable.size()) + " pageable frames";
+  }
+  const double gpu_before = gpu_mib_used(run.devices);
+  const int threads_before = process_threads();
+  const Clock::time_point setup = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    Stream &s = *streams[i];
+    s.pipeline =
+        std::make_unique<BenchPipeline>(run.middles[i], size, run.cuda_memory, run.paced_fps > 0);
+    if (context(i)) context(i)->share_with(s.pipeline->dut());
+    s.pipeline->play();
+  }
+  row.load.start_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - setup).count() / count;
+  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
+  const size_t wanted = rotation_count(bytes, rotate_bytes);
+  if (run.pool)
+    for (auto &s : streams) {
+      s->pooled = s->pipeline->pool_frames(s->pageable.next(), bytes, wanted);
+      s->frames = &s->pooled->ring;
+      const size_t n = s->frames->size();
+      s->note = std::to_string(n) + " pool frames" +
+                (n < wanted ? " (of " + std::to_string(wanted) + " wanted)" : "") + ", memory " +
+                memory_kind(s->frames->front());
+    }
+
+  const Clock::duration interval = run.paced_fps > 0
+                                       ? std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(1.0 / run.paced_fps))
+                                       : Clock::duration(0);
+  const Clock::time_point start = Clock::now() + 10ms;
+  Pushers pushers{streams};
+  for (int i = 0; i < count; ++i)  // cameras are not in phase: spread over one interval
+    streams[i]->pusher =
+        std::thread(push_frames, std::ref(*streams[i]), run.ahead, std::cref(pushers.stop),
+                    interval, start + interval * i / count);
+  // The window runs from the last pipeline's warm-up to the last arrival.
+  Clock::time_point from, to;
+  for (auto &s : streams) {
+    ArrivalLog::Counts c;
+    while (!(c = s->pipeline->arrivals().counts()).warm) {
+      pushers.throw_if_failed();
+      if (Clock::now() - start > kWarmupLimit)
+        throw std::runtime_error("the streams were not warm within 60 s");
+      std::this_thread::sleep_for(10ms);
+    }
+    from = std::max(from, c.warm_at);
+  }
+  long base = 0;  // arrivals once all are warm: at least min_frames more are measured
+  for (auto &s : streams) base += s->pipeline->arrivals().counts().frames;
+  row.load.gpu_mib = (gpu_mib_used(run.devices) - gpu_before) / count;
+  row.load.process_threads = process_threads();
+  row.load.threads = static_cast<double>(row.load.process_threads - threads_before - count) / count;
+  row.load.pinned_mib = pinned_mib_held(streams[0]->pipeline->dut()) / count;
+  const std::chrono::duration<double> wanted_time(options.seconds);
+  for (long frames = 0; frames - base < run.min_frames || to - from < wanted_time;) {
+    std::this_thread::sleep_for(10ms);
+    pushers.throw_if_failed();
+    frames = 0;
+    for (auto &s : streams) {
+      const ArrivalLog::Counts c = s->pipeline->arrivals().counts();
+      frames += c.frames;
+      to = std::max(to, c.last);
+    }
+  }
+  pushers.join();
+  pushers.throw_if_failed();
+
+  const double seconds = std::chrono::duration<double>(to - from).count();
+  RunNotes notes;
+  std::vector<double> rates;
+  for (auto &s : streams) {
+    s->pipeline->end();
+    const ArrivalLog::Timeline t = s->pipeline->arrivals().timeline();
+    long frames = 0;
+    for (size_t k = 0; k < t.arrivals.size(); ++k) {
+      if (t.arrivals[k] <= from || t.arrivals[k] > to) continue;
+      ++frames;
+      if (k < t.latency_us.size()) notes.latency_us.push_back(t.latency_us[k]);
+    }
+    rates.push_back(frames / seconds);
+    row.frames += frames;
+    row.load.dropped += s->pushed - static_cast<long>(t.arrivals.size());
+    row.load.late += s->late;
+  }
+  if (row.frames == 0) throw std::runtime_error("no frame arrived in the measured window");
+  row.us = seconds / row.frames * 1e6;
+  row.load.stream_fps_min = *std::min_element(rates.begin(), rates.end());
+  row.load.stream_fps_max = *std::max_element(rates.begin(), rates.end());
+  row.load.latency_p50_us = percentile(notes.latency_us, 0.5);
+  row.load.latency_p99_us = percentile(notes.latency_us, 0.99);
+  notes.feed = streams[0]->note;
+  notes.stats = stats_note(streams[0]->pipeline->dut());
+  notes.warnings = streams[0]->pipeline->warnings_note();
+  return notes;
+}
 
 }  // namespace bench

@@ -2,7 +2,6 @@
 // The CPU backend's conversion alone (cudagray::convert_cpu on all cores, no
 // GStreamer): RGB, and the luma plane of YUV copied (full range) or expanded
 // (limited range), so that the three can be compared at each size.
-#include <memory>
 #include <vector>
 
 #include "bench.h"
@@ -35,18 +34,14 @@ void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<
     row.ceiling = kind.layout == PixelLayout::RGB ? "" : "cpu-kernel:RGB";
     record(rows, row, [&](Row &r) {
       const size_t count = rotation_count(in_bytes, options.rotate_bytes);
-      PageableBlock in(in_bytes * count), out(size.pixels() * count);
-      fill_random(in.data, in.size, 1);
-      fill_random(out.data, out.size, 2);  // touched now, or the timed loop pays its page faults
+      const PageableFrames in(count, in_bytes, 1), out(count, size.pixels(), 2);
       long next = 0;
       const auto run = [&](long n) {
         const Clock::time_point start = Clock::now();
         for (long i = 0; i < n; ++i, ++next) {
-          const size_t k = static_cast<size_t>(next) % count;
-          cudagray::InputFrame frame = frame_at(kind.layout, size, in.data + k * in_bytes);
+          cudagray::InputFrame frame = frame_at(kind.layout, size, in.at(next));
           frame.limited_range = kind.limited_range;
-          cudagray::convert_cpu(frame,
-                                {out.data + k * size.pixels(), static_cast<size_t>(size.width)},
+          cudagray::convert_cpu(frame, {out.at(next), static_cast<size_t>(size.width)},
                                 cudagray::standard_weights(cudagray::Matrix::BT601));
         }
         return seconds_since(start);

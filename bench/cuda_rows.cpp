@@ -7,9 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <memory>
 
-#include "cuda_util.h"
 #include "cudagray/convert_cuda.h"
 
 namespace bench {
@@ -169,6 +167,11 @@ std::string host_memory_kind(const void *pointer) {
   return "unknown";
 }
 
+void fill_random_cuda(void *memory, size_t bytes, uint64_t seed) {
+  const PageableFrames host(1, bytes, seed);
+  CHECK_CUDA(cudaMemcpy(memory, host.at(0), bytes, cudaMemcpyDefault));
+}
+
 std::string copy_key(int bytes_per_pixel) {
   return "copy:" + std::to_string(bytes_per_pixel) + "B";
 }
@@ -290,11 +293,10 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_out(count, n);
-    // Frames from input(i) through a loop from source, 3 streams: µs per
-    // frame. raw:pinned is the others' ceiling.
+    // The frames of input, rotated, through a loop from source, 3 streams:
+    // µs per frame. raw:pinned is the others' ceiling.
     const auto time_loop = [&](const std::string &key, const std::string &what, RawSource source,
-                               const std::function<const uint8_t *(long)> &input,
-                               const std::string &note) {
+                               const auto &input, const std::string &note) {
       Row row(size, "raw", key, what, "RGB", 4.0 * n);
       if (source != RawSource::Pinned) row.ceiling = "raw:pinned";
       RawLoop loop(size, kRawStreams, source);
@@ -303,7 +305,7 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
         const auto run = [&](long frames) {
           const Clock::time_point start = Clock::now();
           for (long k = 0; k < frames; ++k, ++next)
-            loop.enqueue(next, input(next), host_out.at(next));
+            loop.enqueue(next, input.at(next), host_out.at(next));
           loop.synchronize();
           return seconds_since(start);
         };
@@ -314,28 +316,20 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
     };
     {
       const PinnedRing host_in(count, 3 * n, 3000);
-      time_loop(
-          "raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned,
-          [&](long i) { return host_in.at(i); }, std::to_string(count) + " pinned frames rotated");
+      time_loop("raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned, host_in,
+                std::to_string(count) + " pinned frames rotated");
     }
     {
       const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
       const DeviceRing device_in(on_device, 3 * n, 3500);
-      time_loop(
-          "raw:device", "raw CUDA, input on the device, pinned out, 3 streams", RawSource::Device,
-          [&](long i) { return device_in.at(i); },
-          std::to_string(on_device) + " device frames rotated");
+      time_loop("raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
+                RawSource::Device, device_in, std::to_string(on_device) + " device frames rotated");
     }
     {
-      std::vector<std::unique_ptr<PageableBlock>> pageable;
-      for (size_t i = 0; i < count; ++i) {
-        pageable.push_back(std::make_unique<PageableBlock>(3 * n));
-        fill_random(pageable.back()->data, 3 * n, 4000 + i);
-      }
-      time_loop(
-          "raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", RawSource::Staging,
-          [&](long i) { return pageable[static_cast<size_t>(i) % count]->data; },
-          std::to_string(count) + " pageable frames rotated; one memcpy thread");
+      const PageableFrames pageable(count, 3 * n, 4000);
+      time_loop("raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams",
+                RawSource::Staging, pageable,
+                std::to_string(count) + " pageable frames rotated; one memcpy thread");
     }
   } catch (const std::exception &e) {  // allocation or setup
     record(
@@ -353,14 +347,18 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in(count, 3 * n, 5000), host_out(count, n);
     RawLoop loop(size, 1, RawSource::Pinned);
-    long i = 0;
-    time_lone_frames(r, options, [&] {
+    // Lone frames: 10 to warm up, then samples until there are 100 and
+    // options.seconds have passed (2000 at most).
+    std::vector<double> samples;
+    const Clock::time_point begin = Clock::now();
+    for (long i = 0; samples.size() < 2000; ++i) {
       const Clock::time_point start = Clock::now();
       loop.enqueue(i, host_in.at(i), host_out.at(i));
-      ++i;
       loop.synchronize();
-      return seconds_since(start) * 1e6;
-    });
+      if (i >= 10) samples.push_back(seconds_since(start) * 1e6);
+      if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
+    }
+    take_median(r, samples);
   });
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The rows measured with CUDA directly: ceilings, the kernel alone, NPP.
-// Compiled only when the project is built with CUDA (CUDAGRAY_HAVE_CUDA).
+// The rows measured with CUDA directly (ceilings, the kernel alone, NPP),
+// and what their two files share: the check on each CUDA call, event timing,
+// rotating frames in device or pinned memory. Compiled only when the project
+// is built with CUDA (CUDAGRAY_HAVE_CUDA).
 #pragma once
 
 #include <functional>
@@ -10,6 +12,10 @@
 #include <cuda_runtime.h>
 
 #include "bench.h"
+#include "cudagray/cuda_owners.h"
+
+// Throws cudagray::CudaError "<function> failed: ..." unless the call succeeds.
+#define CHECK_CUDA(call) ::cudagray::check((call), #call)
 
 namespace bench {
 
@@ -57,5 +63,29 @@ size_t device_rotation_bytes(const Options &options);
 // The key of the device copy with the traffic of the kernel on frames of
 // bytes_per_pixel: "copy:3B" (the kernel's and NPP's ceiling).
 std::string copy_key(int bytes_per_pixel);
+
+// Random bytes from seed into device or pinned memory.
+void fill_random_cuda(void *memory, size_t bytes, uint64_t seed);
+
+// count equal frames of bytes each from Make, picked by a rotating index;
+// with a seed, frame i holds random bytes from seed + i.
+template <class Owner, Owner (*Make)(size_t)>
+class Ring {
+ public:
+  Ring(size_t count, size_t bytes) {
+    for (size_t i = 0; i < count; ++i) frames_.push_back(Make(bytes));
+  }
+  Ring(size_t count, size_t bytes, uint64_t seed) : Ring(count, bytes) {
+    for (size_t i = 0; i < count; ++i) fill_random_cuda(frames_[i].get(), bytes, seed + i);
+  }
+  uint8_t *at(long i) const {
+    return static_cast<uint8_t *>(frames_[static_cast<size_t>(i) % frames_.size()].get());
+  }
+
+ private:
+  std::vector<Owner> frames_;
+};
+using DeviceRing = Ring<cudagray::DeviceMemory, cudagray::make_device_memory>;
+using PinnedRing = Ring<cudagray::PinnedMemory, cudagray::make_pinned_memory>;
 
 }  // namespace bench

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The rows measured through GStreamer pipelines (bench_pipeline.h runs
-// them): what each row feeds which element, and what it is compared with.
-#include "gst_rows.h"
+// The rows measured through GStreamer pipelines (time_pipelines runs them):
+// what each row feeds which element, and what it is compared with.
+#include <gst/gst.h>
 
 #include <algorithm>
 #include <thread>
@@ -12,12 +12,20 @@ namespace bench {
 
 namespace {
 
-constexpr long kElementAhead = 24;  // frames pushed ahead of the sink (max-inflight is <= 16)
-constexpr long kCpuAhead = 2;       // enough for a synchronous element never to wait
+constexpr long kElementAhead = 24;     // frames pushed ahead of the sink (max-inflight is <= 16)
+constexpr long kStreamAhead = 8;       // frames a stream keeps ahead of its sink when flat out
+constexpr long kCpuAhead = 2;          // enough for a synchronous element never to wait
+constexpr long kLatencySamples = 100;  // lone frames measured, at least
 const char kNoPlugin[] = "cudagray plugin not found (set GST_PLUGIN_PATH to build/plugin)";
 
-}  // namespace
-
+// Where the element rows' frames come from and go to, and what each is
+// compared with (a peer ending in ':' is of the same max-inflight).
+struct Upstream {
+  const char *key, *what, *ceiling, *peer;
+  bool pinned_pool, cuda_memory, gray_on_device;
+};
+// GRAY8 in system memory from every upstream, then left in CUDA memory (no
+// download), from CUDA memory and from the pinned pool.
 const Upstream kToHost[] = {
     {"pinned", "upstream in its pinned pool", "raw:pinned", "", true, false, false},
     {"pageable", "pageable upstream", "raw:pinned", "raw:staging", false, false, false},
@@ -31,11 +39,16 @@ const Upstream kToDevice[] = {
      "element:pinned:", true, false, true},
 };
 
-std::string cudagray_cuda(int device, bool gray_on_device) {
+// "cudagray name=dut backend=cuda ..." on device, GRAY8 left in CUDA memory
+// when asked, max-inflight set when above 0.
+std::string cudagray_cuda(int device, bool gray_on_device, int max_inflight) {
   return "cudagray name=dut backend=cuda cuda-device-id=" + std::to_string(device) +
+         (max_inflight > 0 ? " max-inflight=" + std::to_string(max_inflight) : "") +
          (gray_on_device ? " ! video/x-raw(memory:CUDAMemory),format=GRAY8" : "");
 }
 
+// Whether the element rows on CUDA can run; if not, records all as one row
+// saying why.
 bool element_usable(const Elements &elements, const CudaState &cuda, const Row &all,
                     std::vector<Row> *rows) {
   if (elements.cudagray && cuda.usable) return true;
@@ -43,6 +56,24 @@ bool element_usable(const Elements &elements, const CudaState &cuda, const Row &
                                           : std::string("n/a: ") + kNoPlugin));
   return false;
 }
+
+// count cudagray pipelines fed from upstream u, pipeline i on devices[i %
+// size] with that device's context (contexts[k] is devices[k]'s), if any.
+Run cudagray_run(const Upstream &u, int count, const std::vector<int> &devices,
+                 const SharedCudaContexts &contexts, int max_inflight) {
+  Run run;
+  for (int i = 0; i < count; ++i)
+    run.middles.push_back(
+        cudagray_cuda(devices[i % devices.size()], u.gray_on_device, max_inflight));
+  for (size_t i = 0; i < contexts.size() && i < devices.size(); ++i)
+    run.contexts.push_back(contexts[i].get());
+  run.devices = devices;
+  run.pool = u.pinned_pool;
+  run.cuda_memory = u.cuda_memory;
+  return run;
+}
+
+}  // namespace
 
 Elements inspect_elements() {
   Elements e;
@@ -78,24 +109,8 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
                       Row(size, "element", "element:*", "cudagray backend=cuda (all upstreams)"),
                       rows))
     return;
-  FrameRing pageable;
-  add_pageable_frames(&pageable, size, options, 7000);
-  // Frames already on the GPU, when GStreamer's CUDA library can make them.
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-  std::unique_ptr<SharedCudaContext> context;
-  std::unique_ptr<CudaMemoryFrames> on_device;
-  std::string why_no_device;
-  try {
-    context = std::make_unique<SharedCudaContext>(options.device);
-    on_device = std::make_unique<CudaMemoryFrames>(size, options.rotate_bytes, *context);
-  } catch (const Unavailable &e) {
-    why_no_device = std::string("n/a: ") + e.what();
-  } catch (const std::exception &e) {
-    why_no_device = std::string("failed: ") + e.what();
-  }
-#else
-  const std::string why_no_device = "n/a: bench built without gstreamer-cuda-1.0";
-#endif
+  std::string why_no_context;
+  const SharedCudaContexts contexts = shared_contexts({options.device}, &why_no_context);
   // max-inflight 1 and the default (0) for each upstream, then those asked for
   std::vector<std::pair<Upstream, int>> cases;
   for (const auto &upstreams : {std::vector<Upstream>(std::begin(kToHost), std::end(kToHost)),
@@ -114,23 +129,19 @@ void element_rows(const FrameSize &size, const Options &options, const Elements 
     row.ceiling = u.ceiling;
     const std::string peer = u.peer;
     row.peer = !peer.empty() && peer.back() == ':' ? peer + n : peer;
-    if ((u.cuda_memory || u.gray_on_device) && !why_no_device.empty()) {
-      record(rows, row.skip(why_no_device));
+    if ((u.cuda_memory || u.gray_on_device) && contexts.empty()) {
+      record(rows, row.skip(why_no_context));
+      continue;
+    }
+    if (inflight > 0 && !elements.max_inflight) {
+      record(rows, row.skip("n/a: the element has no property max-inflight"));
       continue;
     }
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(cudagray_cuda(options.device, u.gray_on_device), size, u.cuda_memory);
-      if (inflight > 0) p.set_dut_property("max-inflight", std::to_string(inflight).c_str());
-      FrameRing *ring = &pageable;
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-      if (u.cuda_memory) context->share_with(p.dut()), ring = &on_device->ring();
-#endif
-      p.play();
-      std::unique_ptr<Feed> feed =
-          u.pinned_pool ? std::make_unique<Feed>(p, pageable, size, options)
-                        : std::make_unique<Feed>(*ring, u.cuda_memory ? "CUDA memory" : "pageable");
-      time_throughput(p, *feed, options, kElementAhead, r);
-      r.note = join({feed->note(), stats_note(p.dut()), p.warnings_note()});
+      Run run = cudagray_run(u, 1, {options.device}, contexts, inflight);
+      run.ahead = kElementAhead;
+      const RunNotes notes = time_pipelines(run, size, options, r);
+      r.note = join({notes.feed, notes.stats, notes.warnings});
     });
   }
 }
@@ -140,8 +151,6 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
   if (!element_usable(elements, cuda,
                       Row(size, "latency", "latency:*", "cudagray single-frame latency"), rows))
     return;
-  FrameRing pageable;
-  add_pageable_frames(&pageable, size, options, 9000);
   for (const bool pinned : {true, false}) {
     Row row(size, "latency", std::string("latency:") + (pinned ? "pinned" : "pageable"),
             std::string("cudagray cuda latency, ") + (pinned ? "pinned pool" : "pageable") +
@@ -149,18 +158,63 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
             "RGB", 4.0 * size.pixels());
     row.ceiling = "raw:latency";
     row.versus_videoconvert = false;
-    record(rows, row, [&](Row &r) {
-      BenchPipeline p(cudagray_cuda(options.device, false), size);
-      if (elements.max_inflight) p.set_dut_property("max-inflight", "1");
-      p.play();
-      std::unique_ptr<Feed> feed = pinned ? std::make_unique<Feed>(p, pageable, size, options)
-                                          : std::make_unique<Feed>(pageable, "pageable");
-      time_latency(p, *feed, options, r);
-      r.note = join({r.note, feed->note(),
+    record(rows, row, [&](Row &r) {  // ahead stays 1: one lone frame at a time
+      Run run = cudagray_run(pinned ? kToHost[0] : kToHost[1], 1, {options.device}, {},
+                             elements.max_inflight ? 1 : 0);
+      run.min_frames = kLatencySamples;
+      const RunNotes notes = time_pipelines(run, size, options, r);
+      take_median(r, notes.latency_us);
+      r.note = join({r.note, notes.feed,
                      elements.max_inflight ? "" : "element has no max-inflight property",
-                     stats_note(p.dut()), p.warnings_note()});
+                     notes.stats, notes.warnings});
     });
   }
+}
+
+void stream_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                 const CudaState &cuda, std::vector<Row> *rows) {
+  if (options.streams.empty() ||
+      !element_usable(elements, cuda, Row(size, "streams", "streams:*", "cudagray streams"), rows))
+    return;
+  std::string why_no_context;
+  const SharedCudaContexts contexts = shared_contexts(options.devices, &why_no_context);
+  const std::string paced =
+      options.paced_fps > 0 ? " at " + format_double(options.paced_fps, 0) + " fps each" : "";
+  // one GPU, then every GPU with as many streams on each
+  std::vector<std::vector<int>> spreads = {{options.devices.front()}};
+  if (options.devices.size() > 1) spreads.push_back(options.devices);
+  for (const int n : options.streams)
+    for (const std::vector<int> &devices : spreads)
+      for (const Upstream &u : {kToHost[0], kToHost[1], kToHost[2], kToDevice[0]}) {
+        const int gpus = static_cast<int>(devices.size()), count = n * gpus;
+        const std::string base = std::string("streams:") + u.key + ":";
+        Row row(size, "streams",
+                base + std::to_string(count) +
+                    (gpus > 1 ? ":" + std::to_string(gpus) + "gpu" : "") +
+                    (paced.empty() ? "" : ":paced"),
+                std::to_string(count) + " streams" + paced + " on " + std::to_string(gpus) +
+                    " GPU" + (gpus > 1 ? "s, " : ", ") + u.what,
+                "RGB", 4.0 * size.pixels());
+        row.load.streams = count;
+        row.load.gpus = gpus;
+        row.versus_videoconvert = false;
+        if (gpus > 1)
+          row.peer = base + std::to_string(n) + (paced.empty() ? "" : ":paced");
+        else if (paced.empty())
+          row.ceiling =
+              u.cuda_memory ? (u.gray_on_device ? "kernel:RGB" : "copy:d2h") : "raw:pinned";
+        if (u.cuda_memory && contexts.empty()) {
+          record(rows, row.skip(why_no_context));
+          continue;
+        }
+        record(rows, row, [&](Row &r) {
+          Run run = cudagray_run(u, count, devices, contexts, 0);
+          run.ahead = kStreamAhead;
+          run.paced_fps = options.paced_fps;
+          const RunNotes notes = time_pipelines(run, size, options, r);
+          r.note = join({notes.feed + " per stream", notes.stats, notes.warnings});
+        });
+      }
 }
 
 void cpu_rows(const FrameSize &size, const Options &options, const Elements &elements,
@@ -180,8 +234,6 @@ void cpu_rows(const FrameSize &size, const Options &options, const Elements &ele
   };
   const std::string cores =
       std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " cores";
-  FrameRing pageable;
-  add_pageable_frames(&pageable, size, options, 10000);
   for (const Variant &v : variants) {
     const std::string key = v.key;
     Row row(size, "cpu", key, v.what, "RGB", 4.0 * size.pixels());
@@ -192,12 +244,12 @@ void cpu_rows(const FrameSize &size, const Options &options, const Elements &ele
       continue;
     }
     record(rows, row, [&](Row &r) {
-      BenchPipeline p(v.middle, size);
-      p.play();
-      Feed feed(pageable, "pageable");
-      time_throughput(p, feed, options, kCpuAhead, r);
-      r.note = join({feed.note(), key == "videoconvert:all" ? cores : "",
-                     key == "cudagray:cpu" ? stats_note(p.dut()) : "", p.warnings_note()});
+      Run run;
+      run.middles = {v.middle};
+      run.ahead = kCpuAhead;
+      const RunNotes notes = time_pipelines(run, size, options, r);  // videoconvert: no stats
+      r.note =
+          join({notes.feed, key == "videoconvert:all" ? cores : "", notes.stats, notes.warnings});
     });
   }
 }

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "bench.h"
-#include "gst_rows.h"
 #ifdef CUDAGRAY_HAVE_CUDA
 #include "cuda_rows.h"
 #endif
@@ -41,13 +40,6 @@ std::string cpu_description() {
   const std::string mem = proc_value("/proc/meminfo", "MemTotal");  // "131072000 kB"
   if (!mem.empty())
     text += ", " + format_double(std::atof(mem.c_str()) / (1 << 20), 1) + " GiB memory";
-  return text;
-}
-
-template <class T, class Name>
-std::string names(const std::vector<T> &items, Name name) {
-  std::string text;
-  for (const T &item : items) text += (text.empty() ? "" : ", ") + std::string(name(item));
   return text;
 }
 
@@ -102,12 +94,14 @@ int run(int argc, char **argv) {
                                            ? ("default " + elements.max_inflight_default).c_str()
                                            : "absent");
   std::printf("; videoconvert %s\n", elements.videoconvert ? "found" : "NOT FOUND");
+  std::vector<std::string> sizes, formats;
+  for (const FrameSize &s : options.sizes) sizes.push_back(s.name);
+  for (const PixelLayout l : options.formats) formats.push_back(layout_name(l));
   std::printf(
       "Run:       sizes %s; rows %s; kernel formats %s; %.2f s per row; frames rotated over >= %zu "
       "MiB\n",
-      names(options.sizes, [](const FrameSize &s) { return s.name; }).c_str(),
-      names(options.groups, [](const std::string &g) { return g; }).c_str(),
-      names(options.formats, layout_name).c_str(), options.seconds, options.rotate_bytes >> 20);
+      join(sizes, ", ").c_str(), join(options.groups, ", ").c_str(), join(formats, ", ").c_str(),
+      options.seconds, options.rotate_bytes >> 20);
   if (!cuda.usable) std::printf("CUDA rows skipped: %s\n", cuda.reason.c_str());
   std::fflush(stdout);
 

@@ -7,14 +7,13 @@
 #include <new>
 
 #include "bench.h"
+#include "frames.h"
 
 namespace bench {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return NAN;
@@ -46,18 +45,11 @@ double seconds_per_iteration(const std::function<double(long n)> &run, const Bud
     total += each;
   }
   if (iterations) *iterations = total;
-  return median(per_iteration);
+  return percentile(per_iteration, 0.5);
 }
 
-void time_lone_frames(Row &row, const Options &options, const std::function<double()> &one) {
-  std::vector<double> samples;
-  const Clock::time_point begin = Clock::now();
-  for (long i = 0; samples.size() < 2000; ++i) {
-    const double us = one();
-    if (i >= 10) samples.push_back(us);  // after a warm-up
-    if (samples.size() >= 100 && seconds_since(begin) >= options.seconds) break;
-  }
-  row.us = median(samples);
+void take_median(Row &row, const std::vector<double> &samples) {
+  row.us = percentile(samples, 0.5);
   row.frames = static_cast<long>(samples.size());
   row.note = "median of " + std::to_string(samples.size()) + "; p10 " +
              format_double(percentile(samples, 0.1), 1) + " us, p90 " +
@@ -69,13 +61,15 @@ size_t rotation_count(size_t frame_bytes, size_t budget_bytes) {
   return std::max<size_t>(n, 4);
 }
 
-PageableBlock::PageableBlock(size_t bytes) : size(bytes) {
-  constexpr size_t kPage = 4096;
-  data = static_cast<uint8_t *>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage));
-  if (!data) throw std::bad_alloc();
-}
+constexpr size_t kPage = 4096;
 
-PageableBlock::~PageableBlock() { std::free(data); }
+PageableFrames::PageableFrames(size_t count, size_t bytes, uint64_t seed)
+    : count_(count),
+      stride_((bytes + kPage - 1) / kPage * kPage),
+      data_(static_cast<uint8_t *>(std::aligned_alloc(kPage, count * stride_)), std::free) {
+  if (!data_) throw std::bad_alloc();
+  harness::fill_random(data_.get(), count * stride_, seed);
+}
 
 size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
@@ -102,10 +96,10 @@ std::string format_double(double value, int decimals) {
   return text;
 }
 
-std::string join(const std::vector<std::string> &parts) {
+std::string join(const std::vector<std::string> &parts, const char *separator) {
   std::string text;
   for (const std::string &p : parts)
-    if (!p.empty()) text += (text.empty() ? "" : "; ") + p;
+    if (!p.empty()) text += (text.empty() ? "" : separator) + p;
   return text;
 }
 

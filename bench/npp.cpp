@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "cuda_rows.h"
-#include "cuda_util.h"
 #include "cudagray/convert_cuda.h"
 
 namespace bench {
