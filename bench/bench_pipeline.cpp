@@ -6,7 +6,6 @@
 // arrivals over one window after every one's warm-up.
 #include "bench_pipeline.h"
 
-#include <dirent.h>
 #include <gst/video/video.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 
 #include "frames.h"
 #include "pipeline.h"
+#include "process.h"
 #ifdef CUDAGRAY_HAVE_CUDA
 #include <cuda_runtime.h>
 
@@ -390,15 +390,6 @@ double pinned_mib_held(GstElement *dut) {
   return found ? static_cast<double>(bytes) / (1 << 20) : NAN;
 }
 
-int process_threads() {
-  DIR *dir = opendir("/proc/self/task");
-  if (!dir) return 0;
-  int n = 0;
-  while (const dirent *e = readdir(dir)) n += e->d_name[0] != '.';
-  closedir(dir);
-  return n;
-}
-
 // Device memory in use on these GPUs together, by anyone, in MiB.
 double gpu_mib_used(const std::vector<int> &devices) {
 #ifdef CUDAGRAY_HAVE_CUDA
@@ -517,7 +508,7 @@ RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &op
     s.note = std::to_string(s.pageable.size()) + " pageable frames";
   }
   const double gpu_before = gpu_mib_used(run.devices);
-  const int threads_before = process_threads();
+  const int threads_before = harness::proc_entries("task");
   const Clock::time_point setup = Clock::now();
   for (int i = 0; i < count; ++i) {
     Stream &s = *streams[i];
@@ -565,7 +556,7 @@ RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &op
   long base = 0;  // arrivals once all are warm: at least min_frames more are measured
   for (auto &s : streams) base += s->pipeline->arrivals().counts().frames;
   row.load.gpu_mib = (gpu_mib_used(run.devices) - gpu_before) / count;
-  row.load.process_threads = process_threads();
+  row.load.process_threads = harness::proc_entries("task");
   row.load.threads = static_cast<double>(row.load.process_threads - threads_before - count) / count;
   row.load.pinned_mib = pinned_mib_held(streams[0]->pipeline->dut()) / count;
   const std::chrono::duration<double> wanted_time(options.seconds);

@@ -4,9 +4,6 @@
 // the stress runs last.
 #pragma once
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +13,7 @@
 #include <vector>
 
 #include "element_harness.h"
+#include "process.h"
 
 namespace cudagray::test {
 
@@ -37,27 +35,8 @@ inline long scaled(long count) {
   return std::max(1L, static_cast<long>(count * (scale > 0 ? scale : 1.0)));
 }
 
-// Resident memory of this process in KiB.
-inline long rss_kib() {
-  long pages = 0, resident = 0;
-  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-// Entries in a /proc/self directory: open files ("fd") or threads ("task").
-inline int proc_entries(const char *what) {
-  const std::string path = std::string("/proc/self/") + what;
-  DIR *dir = opendir(path.c_str());
-  if (!dir) return -1;
-  int n = 0;
-  while (dirent *e = readdir(dir))
-    if (e->d_name[0] != '.') ++n;
-  closedir(dir);
-  return n;
-}
+using harness::proc_entries;
+using harness::rss_kib;
 
 // FNV-1a over the visible pixels of GRAY8 rows (padding left out).
 inline uint64_t fnv_rows(const uint8_t *data, size_t stride, int width, int height) {

@@ -351,8 +351,9 @@ TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
   const auto started = std::chrono::steady_clock::now();
   auto fresh = make_cuda_backend(&error);
   EXPECT_NE(fresh, nullptr) << error;
-  if (fresh)
+  if (fresh) {
     EXPECT_TRUE(fresh->configure(PixelLayout::RGB, 1920, 1080, 4, false, false, &error)) << error;
+  }
   void *pinned = alloc_pinned(6 << 20, &error);
   EXPECT_NE(pinned, nullptr) << error;
   free_pinned(pinned);
