@@ -22,7 +22,8 @@ class CpuBackend final : public Backend {
     const auto start = std::chrono::steady_clock::now();
     convert_cpu(in, out, w);
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
-    stats_.add(took.count(), 0, 0);
+    stats_.count(false, false, false, false);
+    stats_.add_times(took.count(), 0, 0, false, false);
     ++in_flight_;
     return true;
   }

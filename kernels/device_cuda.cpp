@@ -41,6 +41,7 @@ cudaError_t release_pinned(void *memory) {
       ledger.blocks.erase(block);
     }
   }
+  const CudaResourceChange change;
   return cudaFreeHost(memory);
 }
 
@@ -53,6 +54,7 @@ size_t pinned_bytes_held() {
 void *alloc_pinned(size_t bytes, std::string *error) {
   void *p = nullptr;
   try {
+    const CudaResourceChange change;
     CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
     count_pinned(p, bytes);
     return p;

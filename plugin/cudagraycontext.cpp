@@ -290,8 +290,12 @@ static GstBufferPoolClass *base_pool_class(void) {
   return GST_BUFFER_POOL_CLASS(g_type_class_peek(GST_TYPE_BUFFER_POOL));
 }
 
+/* Allocating and freeing CUDA memory wait for the driver's context lock:
+ * inside a CudaResourceChange, so that cudagray's streaming elsewhere in the
+ * process lets them have it. */
 static GstMemory *device_pool_alloc_memory(CudaGrayDevicePool *self) {
   GstCudaContext *context = self->parent.context;
+  const cudagray::CudaResourceChange change;
 #if GST_CHECK_VERSION(1, 24, 0)
   return gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(self->allocator), context, self->stream,
                                   &self->standin);
@@ -328,7 +332,10 @@ static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config
     return FALSE;
   }
   gst_buffer_pool_config_set_params(config, caps, probe->size, min_buffers, max_buffers);
-  gst_memory_unref(probe);
+  {
+    const cudagray::CudaResourceChange change;
+    gst_memory_unref(probe);
+  }
   return base_pool_class()->set_config(pool, config);
 }
 
@@ -355,6 +362,11 @@ static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **b
   return GST_FLOW_OK;
 }
 
+static void device_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
+  const cudagray::CudaResourceChange change;
+  base_pool_class()->free_buffer(pool, buffer);
+}
+
 static void cudagray_device_pool_dispose(GObject *object) {
   auto *self = reinterpret_cast<CudaGrayDevicePool *>(object);
   gst_clear_object(&self->allocator);
@@ -370,6 +382,7 @@ static void cudagray_device_pool_class_init(CudaGrayDevicePoolClass *klass) {
   pool_class->set_config = device_pool_set_config;
   pool_class->start = device_pool_start;
   pool_class->alloc_buffer = device_pool_alloc_buffer;
+  pool_class->free_buffer = device_pool_free_buffer;
 }
 
 static void cudagray_device_pool_init(CudaGrayDevicePool *self) {

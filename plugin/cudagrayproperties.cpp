@@ -200,15 +200,16 @@ void cudagray_properties_set(GstElement *element, CudaGrayProperties *props, gui
 static GstStructure *stats_structure(const CudaGrayProperties *props) {
   const cudagray::TimingStats &s = props->stats;
   return gst_structure_new(
-      "cudagray-stats", "frames", G_TYPE_UINT64, (guint64)s.frames, "gpu-time-mean-us",
-      G_TYPE_DOUBLE, s.device_us_mean, "gpu-time-min-us", G_TYPE_DOUBLE, s.device_us_min,
-      "gpu-time-max-us", G_TYPE_DOUBLE, s.device_us_max, "upload-time-mean-us", G_TYPE_DOUBLE,
-      s.upload_us_mean, "download-time-mean-us", G_TYPE_DOUBLE, s.download_us_mean, "in-flight",
-      G_TYPE_UINT, (guint)props->stats_in_flight, "cuda-device-id", G_TYPE_INT,
-      props->stats_device_id, "staged-inputs", G_TYPE_UINT64, (guint64)s.staged_inputs,
-      "staged-outputs", G_TYPE_UINT64, (guint64)s.staged_outputs, "device-inputs", G_TYPE_UINT64,
-      (guint64)s.device_inputs, "device-outputs", G_TYPE_UINT64, (guint64)s.device_outputs,
-      "process-pinned-bytes", G_TYPE_UINT64, (guint64)cudagray::pinned_bytes_held(), NULL);
+      "cudagray-stats", "frames", G_TYPE_UINT64, (guint64)s.frames, "timed-frames", G_TYPE_UINT64,
+      (guint64)s.timed_frames, "gpu-time-mean-us", G_TYPE_DOUBLE, s.device_us_mean,
+      "gpu-time-min-us", G_TYPE_DOUBLE, s.device_us_min, "gpu-time-max-us", G_TYPE_DOUBLE,
+      s.device_us_max, "upload-time-mean-us", G_TYPE_DOUBLE, s.upload_us_mean,
+      "download-time-mean-us", G_TYPE_DOUBLE, s.download_us_mean, "in-flight", G_TYPE_UINT,
+      (guint)props->stats_in_flight, "cuda-device-id", G_TYPE_INT, props->stats_device_id,
+      "staged-inputs", G_TYPE_UINT64, (guint64)s.staged_inputs, "staged-outputs", G_TYPE_UINT64,
+      (guint64)s.staged_outputs, "device-inputs", G_TYPE_UINT64, (guint64)s.device_inputs,
+      "device-outputs", G_TYPE_UINT64, (guint64)s.device_outputs, "process-pinned-bytes",
+      G_TYPE_UINT64, (guint64)cudagray::pinned_bytes_held(), NULL);
 }
 
 void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, guint prop_id,

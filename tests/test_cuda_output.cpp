@@ -9,7 +9,10 @@
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "element_harness.h"
 
@@ -402,6 +405,73 @@ GstBufferPool *element_pool(GstCudaContext *context) {
   run_with_downstream_pool(context, nullptr, &pool, &written_in);
   EXPECT_EQ(written_in, context);
   return pool;
+}
+
+// Many cameras starting together in one process and one CUDA context: 32
+// pipelines whose frames stay on the GPU start at once, and every one must
+// convert. CUDA's context lock lets launches in ahead of a waiting
+// allocation, and launches hold it while they queue for the GPU: until the
+// element's allocations went ahead of its streaming, the pipelines that
+// started last converted nothing for as long as the others ran.
+TEST(CudaOutput, PipelinesStartingTogetherInOneContextAllConvert) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  constexpr int kPipelines = 32, kWidth = 320, kHeight = 240;
+  constexpr guint64 kAhead = 4;  // frames pushed and not yet at the sink, at most
+  ASSERT_TRUE(gst_cuda_load_library());
+  GstCudaContext *context = gst_cuda_context_new(0);
+  ASSERT_NE(context, nullptr);
+  GstContext *shared = gst_context_new_cuda_context(context);
+  const Input input = random_input("RGBx", kWidth, kHeight);
+  const std::string caps = caps_string("RGBx", kWidth, kHeight);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ready{0};
+  std::atomic<guint64> converted[kPipelines] = {};
+  bool first_exact[kPipelines] = {};
+  std::vector<std::thread> cameras;
+  for (int t = 0; t < kPipelines; ++t)
+    cameras.emplace_back([&, t] {
+      CudaOutputPipeline p(caps, "cudaupload ! video/x-raw(memory:CUDAMemory) ! ", "", shared);
+      ++ready;
+      while (ready < kPipelines) std::this_thread::yield();
+      if (!p.play()) {
+        ADD_FAILURE() << p.error();
+        return;
+      }
+      for (guint64 pushed = 0; !stop;) {
+        if (pushed - converted[t] < kAhead) {
+          GstBuffer *frame = gst_buffer_copy(input.buffer);  // the same memory, its own PTS
+          GST_BUFFER_PTS(frame) = pushed++ * GST_SECOND / 30;
+          if (gst_app_src_push_buffer(GST_APP_SRC(p.src), frame) != GST_FLOW_OK) break;
+          continue;
+        }
+        GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(p.sink), 10 * GST_MSECOND);
+        if (!sample) continue;
+        if (converted[t]++ == 0)
+          first_exact[t] = same_pixels(
+              download_gray(gst_sample_get_buffer(sample), kWidth, kHeight), input.expected);
+        gst_sample_unref(sample);
+      }
+    });
+  const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  int idle = kPipelines;
+  while (idle > 0 && seconds() < 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    idle = 0;
+    for (const auto &count : converted) idle += count == 0;
+  }
+  const double until_all = seconds();
+  stop = true;
+  for (std::thread &t : cameras) t.join();
+  EXPECT_EQ(idle, 0) << "pipelines that had converted no frame after 20 s";
+  EXPECT_LT(until_all, 5.0) << "seconds until all " << kPipelines << " converted a frame";
+  for (int t = 0; t < kPipelines; ++t) EXPECT_TRUE(first_exact[t]) << "pipeline " << t;
+  gst_buffer_unref(input.buffer);
+  gst_context_unref(shared);
+  gst_object_unref(context);
 }
 
 // A downstream pool for GRAY8 CUDA memory of the element's context (another

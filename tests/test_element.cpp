@@ -544,9 +544,12 @@ TEST_P(InFlight, StatsCountFrames) {
   GstStructure *stats = nullptr;
   g_object_get(harness.element(), "stats", &stats, nullptr);
   ASSERT_NE(stats, nullptr);
-  guint64 frames = 0;
+  guint64 frames = 0, timed = 0;
   double mean = 0, min = 0, max = 0;
   EXPECT_TRUE(gst_structure_get_uint64(stats, "frames", &frames));
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "timed-frames", &timed));
+  EXPECT_EQ(timed, std::string(GetParam()) == "cuda" ? 1u : 6u)
+      << "CUDA times the first frame and every 16th after it, the CPU every frame";
   EXPECT_TRUE(gst_structure_get_double(stats, "gpu-time-mean-us", &mean));
   EXPECT_TRUE(gst_structure_get_double(stats, "gpu-time-min-us", &min));
   EXPECT_TRUE(gst_structure_get_double(stats, "gpu-time-max-us", &max));

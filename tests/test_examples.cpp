@@ -142,7 +142,7 @@ TEST(CppExamples, AppsrcRoundTripMatchesTheFormula) {
     EXPECT_TRUE(contains(
         log, "30 frames of 640x360 RGB converted; all 6912000 gray pixels match the formula"))
         << log;
-    EXPECT_TRUE(contains(log, "stats: cudagray-stats, frames=(guint64)30, gpu-time-mean-us="))
+    EXPECT_TRUE(contains(log, "stats: cudagray-stats, frames=(guint64)30, timed-frames=(guint64)"))
         << log;
   }
   std::string log;

@@ -248,14 +248,19 @@ TEST(Luma, EveryPixelOfPaddedFramesFullAndLimited) {
 }
 
 // Frames read from GPU memory count as device inputs and leave the upload
-// mean to the frames that were uploaded; every frame counts in the others.
+// mean to the timed frames that were uploaded; every timed frame counts in
+// the device time.
 TEST(Stats, UploadMeanIsOverUploadedFramesOnly) {
   StatsAccumulator stats;
-  stats.add(10, 40, 6);
-  stats.add(20, 0, 8, false, false, true);
-  stats.add(30, 60, 10, true, false, false);
+  stats.count(false, false, false, false);
+  stats.add_times(10, 40, 6, false, false);
+  stats.count(false, false, true, false);
+  stats.add_times(20, 0, 8, true, false);
+  stats.count(true, false, false, false);
+  stats.add_times(30, 60, 10, false, false);
   const TimingStats s = stats.get();
   EXPECT_EQ(s.frames, 3u);
+  EXPECT_EQ(s.timed_frames, 3u);
   EXPECT_EQ(s.device_inputs, 1u);
   EXPECT_EQ(s.staged_inputs, 1u);
   EXPECT_DOUBLE_EQ(s.upload_us_mean, 50);
@@ -266,13 +271,17 @@ TEST(Stats, UploadMeanIsOverUploadedFramesOnly) {
 }
 
 // Frames written into GPU memory count as device outputs and leave the
-// download mean to the frames that were downloaded.
+// download mean to the timed frames that were downloaded.
 TEST(Stats, DownloadMeanIsOverDownloadedFramesOnly) {
   StatsAccumulator stats;
-  stats.add(10, 40, 6);
-  stats.add(20, 30, 0, false, false, false, true);
-  stats.add(30, 0, 0, false, false, true, true);
-  stats.add(40, 50, 12);
+  stats.count(false, false, false, false);
+  stats.add_times(10, 40, 6, false, false);
+  stats.count(false, false, false, true);
+  stats.add_times(20, 30, 0, false, true);
+  stats.count(false, false, true, true);
+  stats.add_times(30, 0, 0, true, true);
+  stats.count(false, false, false, false);
+  stats.add_times(40, 50, 12, false, false);
   const TimingStats s = stats.get();
   EXPECT_EQ(s.frames, 4u);
   EXPECT_EQ(s.device_outputs, 2u);
@@ -280,6 +289,30 @@ TEST(Stats, DownloadMeanIsOverDownloadedFramesOnly) {
   EXPECT_DOUBLE_EQ(s.download_us_mean, 9);
   EXPECT_DOUBLE_EQ(s.upload_us_mean, 40);
   EXPECT_DOUBLE_EQ(s.device_us_mean, 25);
+}
+
+// Frames counted without times (the CUDA backend times one in 16) add to
+// the counts and leave every time to the timed frames.
+TEST(Stats, TimesAreOverTimedFramesOnly) {
+  StatsAccumulator stats;
+  stats.count(false, true, false, false);
+  stats.add_times(10, 40, 6, false, false);
+  stats.count(true, false, false, false);
+  stats.count(false, false, true, true);
+  stats.count(false, false, false, false);
+  stats.add_times(30, 20, 10, false, false);
+  const TimingStats s = stats.get();
+  EXPECT_EQ(s.frames, 4u);
+  EXPECT_EQ(s.timed_frames, 2u);
+  EXPECT_EQ(s.staged_inputs, 1u);
+  EXPECT_EQ(s.staged_outputs, 1u);
+  EXPECT_EQ(s.device_inputs, 1u);
+  EXPECT_EQ(s.device_outputs, 1u);
+  EXPECT_DOUBLE_EQ(s.device_us_mean, 20);
+  EXPECT_DOUBLE_EQ(s.device_us_min, 10);
+  EXPECT_DOUBLE_EQ(s.device_us_max, 30);
+  EXPECT_DOUBLE_EQ(s.upload_us_mean, 30);
+  EXPECT_DOUBLE_EQ(s.download_us_mean, 8);
 }
 
 // The CPU converts each frame as it is submitted: it asks for nothing.

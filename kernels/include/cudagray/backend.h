@@ -18,14 +18,17 @@ namespace cudagray {
 // CPU, device time is the conversion time.
 struct TimingStats {
   uint64_t frames = 0;
+  // The times are over the timed frames: every frame on the CPU; on CUDA
+  // the first and every 16th after it (timing events cost the GPU's copies).
+  uint64_t timed_frames = 0;
   double device_us_mean = 0, device_us_min = 0, device_us_max = 0;
+  // over the timed frames that were uploaded, and downloaded
   double upload_us_mean = 0, download_us_mean = 0;
   // Frames whose input or output was not pinned and went through staging.
   uint64_t staged_inputs = 0, staged_outputs = 0;
   // Frames read straight from GPU memory (no upload).
   uint64_t device_inputs = 0;
-  // Frames written straight into GPU memory (no download); the download mean
-  // is over the other frames.
+  // Frames written straight into GPU memory (no download).
   uint64_t device_outputs = 0;
 };
 

@@ -55,15 +55,21 @@ class CudaOwner {
   Handle handle_{};
 };
 
-using StreamOwner = CudaOwner<cudaStream_t, cudaStreamDestroy>;
-using EventOwner = CudaOwner<cudaEvent_t, cudaEventDestroy>;
-using DeviceMemory = CudaOwner<void *, cudaFree>;
-// cudaFreeHost, and the block leaves the count of pinned_bytes_held (device.h).
+// Each frees one inside a CudaResourceChange (cudagray/device.h).
+cudaError_t destroy_stream(cudaStream_t stream);
+cudaError_t destroy_event(cudaEvent_t event);
+cudaError_t free_device_memory(void *memory);
+// cudaFreeHost, and the block leaves the count of pinned_bytes_held.
 cudaError_t release_pinned(void *memory);
+
+using StreamOwner = CudaOwner<cudaStream_t, destroy_stream>;
+using EventOwner = CudaOwner<cudaEvent_t, destroy_event>;
+using DeviceMemory = CudaOwner<void *, free_device_memory>;
 using PinnedMemory = CudaOwner<void *, release_pinned>;
 
-// Each makes one or throws CudaError (cuda_owners.cpp; in fault-injection
-// builds through the fault switch, cudagray/fault_injection.h).
+// Each makes one inside a CudaResourceChange or throws CudaError
+// (cuda_owners.cpp; in fault-injection builds through the fault switch,
+// cudagray/fault_injection.h).
 StreamOwner make_stream();  // non-blocking
 EventOwner make_event(unsigned flags = cudaEventDefault);
 DeviceMemory make_device_memory(size_t bytes);
