@@ -147,7 +147,10 @@ gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::st
   g_object_get(context->cuda, "cuda-device-id", &device, NULL);
   context->device = device;
 #if GST_CHECK_VERSION(1, 24, 0)
-  context->stream = gst_cuda_stream_new(context->cuda);
+  {
+    const cudagray::CudaResourceChange change; /* device.h says why */
+    context->stream = gst_cuda_stream_new(context->cuda);
+  }
   if (!context->stream)
     GST_WARNING_OBJECT(context->element,
                        "no CUDA stream of our own: "
@@ -161,7 +164,10 @@ gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::st
 
 void cudagray_context_close(CudaGrayContext *context) {
 #if GST_CHECK_VERSION(1, 24, 0)
-  gst_clear_cuda_stream(&context->stream);
+  {
+    const cudagray::CudaResourceChange change;
+    gst_clear_cuda_stream(&context->stream);
+  }
 #endif
   gst_clear_object(&context->cuda);
   context->device = -1;
@@ -242,6 +248,59 @@ gpointer cudagray_pending_writer_stream(GstBuffer *buffer) {
 #endif
 }
 
+#if GST_CHECK_VERSION(1, 24, 0)
+/* The CUDA pool offered upstream: GStreamer's own, with each step that
+ * allocates or frees CUDA memory (configuring, starting, stopping, a new
+ * buffer) inside a CudaResourceChange, as the element's own allocations
+ * are: upstream fills it from threads that also run cudagray, and without
+ * the change its allocations waited for the context's lock for as long as
+ * other pipelines streamed (1.26, 32 pipelines started together). */
+typedef struct {
+  GstCudaBufferPool parent;
+} CudaGrayOfferedPool;
+
+typedef struct {
+  GstCudaBufferPoolClass parent_class;
+} CudaGrayOfferedPoolClass;
+
+G_DEFINE_TYPE(CudaGrayOfferedPool, cudagray_offered_pool, GST_TYPE_CUDA_BUFFER_POOL);
+
+static GstBufferPoolClass *cuda_pool_class(void) {
+  return GST_BUFFER_POOL_CLASS(cudagray_offered_pool_parent_class);
+}
+
+static gboolean offered_pool_set_config(GstBufferPool *pool, GstStructure *config) {
+  const cudagray::CudaResourceChange change;
+  return cuda_pool_class()->set_config(pool, config);
+}
+
+static gboolean offered_pool_start(GstBufferPool *pool) {
+  const cudagray::CudaResourceChange change;
+  return cuda_pool_class()->start(pool);
+}
+
+static gboolean offered_pool_stop(GstBufferPool *pool) {
+  const cudagray::CudaResourceChange change;
+  return cuda_pool_class()->stop(pool);
+}
+
+static GstFlowReturn offered_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
+                                               GstBufferPoolAcquireParams *params) {
+  const cudagray::CudaResourceChange change;
+  return cuda_pool_class()->alloc_buffer(pool, buffer, params);
+}
+
+static void cudagray_offered_pool_class_init(CudaGrayOfferedPoolClass *klass) {
+  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS(klass);
+  pool_class->set_config = offered_pool_set_config;
+  pool_class->start = offered_pool_start;
+  pool_class->stop = offered_pool_stop;
+  pool_class->alloc_buffer = offered_pool_alloc_buffer;
+}
+
+static void cudagray_offered_pool_init(CudaGrayOfferedPool *) {}
+#endif
+
 void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, GstCaps *caps,
                                     guint min_buffers) {
 #if GST_CHECK_VERSION(1, 24, 0)
@@ -251,7 +310,12 @@ void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, G
       !gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY) ||
       !gst_video_info_from_caps(&info, caps))
     return;
-  GstBufferPool *pool = gst_cuda_buffer_pool_new(context->cuda);
+  auto *offered =
+      static_cast<CudaGrayOfferedPool *>(g_object_new(cudagray_offered_pool_get_type(), NULL));
+  gst_object_ref_sink(offered);
+  /* as gst_cuda_buffer_pool_new does */
+  offered->parent.context = (GstCudaContext *)gst_object_ref(context->cuda);
+  GstBufferPool *pool = GST_BUFFER_POOL(offered);
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, info.size, min_buffers, 0);
   gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
