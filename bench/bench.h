@@ -4,6 +4,7 @@
 // with CUDA directly are in cuda_rows.h).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -45,7 +46,9 @@ struct Options {
   std::vector<int> streams;   // pipelines at once for the streams rows (none: no such rows)
   std::vector<int> devices;   // the streams rows' GPUs (default: device); several: also 1 GPU
   double paced_fps = 0;       // streams rows: each pushes at this rate (0: as fast as it can)
-  bool wants(const std::string &group) const;
+  bool wants(const std::string &group) const {
+    return std::find(groups.begin(), groups.end(), group) != groups.end();
+  }
 };
 
 // The options on the command line (options.cpp); throws std::invalid_argument

@@ -66,29 +66,27 @@ std::string memory_kind(GstBuffer *buffer) {
 }
 
 // Frames from a buffer pool, each filled once and then pushed round and
-// round like the bench's own; back in the pool before it goes. Unless it is
-// active already, the pool (taken) is configured for buffers of at least
-// bytes, keeping its own options and asking for no maximum; a refused
-// configuration is taken as the pool counter-proposes it.
+// round like the bench's own; back in the pool, and the pool inactive again,
+// before it goes. The pool (taken, new: the element's answer to an
+// ALLOCATION query, or GStreamer's CUDA pool) is configured for buffers of
+// at least bytes, keeping its own options and asking for no maximum; a
+// refused configuration is taken as the pool counter-proposes it.
 class PoolFrames {
  public:
   PoolFrames(GstBufferPool *pool, GstCaps *caps, guint bytes, size_t count,
              const std::string &whose)
       : pool_(pool) {
-    if (!gst_buffer_pool_is_active(pool_)) {
-      GstStructure *config = gst_buffer_pool_get_config(pool_);
-      GstCaps *own_caps = nullptr;
-      guint own_bytes = 0, min = 0, max = 0;
-      gst_buffer_pool_config_get_params(config, &own_caps, &own_bytes, &min, &max);
-      gst_buffer_pool_config_set_params(config, own_caps ? own_caps : caps,
-                                        std::max(own_bytes, bytes), min, 0);
-      if (!gst_buffer_pool_set_config(pool_, config) &&
-          !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
-        throw std::runtime_error(whose + " refused its configuration");
-      if (!gst_buffer_pool_set_active(pool_, TRUE))
-        throw std::runtime_error(whose + " could not be activated");
-      activated_ = true;
-    }
+    GstStructure *config = gst_buffer_pool_get_config(pool_);
+    GstCaps *own_caps = nullptr;
+    guint own_bytes = 0, min = 0, max = 0;
+    gst_buffer_pool_config_get_params(config, &own_caps, &own_bytes, &min, &max);
+    gst_buffer_pool_config_set_params(config, own_caps ? own_caps : caps,
+                                      std::max(own_bytes, bytes), min, 0);
+    if (!gst_buffer_pool_set_config(pool_, config) &&
+        !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
+      throw std::runtime_error(whose + " refused its configuration");
+    if (!gst_buffer_pool_set_active(pool_, TRUE))
+      throw std::runtime_error(whose + " could not be activated");
     GstBufferPoolAcquireParams params{};
     params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
     for (size_t i = 0; i < count; ++i) {
@@ -101,24 +99,25 @@ class PoolFrames {
   }
   ~PoolFrames() {
     ring.clear();
-    if (activated_) gst_buffer_pool_set_active(pool_, FALSE);
+    gst_buffer_pool_set_active(pool_, FALSE);
     gst_object_unref(pool_);
   }
   FrameRing ring;
 
  private:
   GstBufferPool *pool_;
-  bool activated_ = false;
 };
 
-// "appsrc name=src ! <middle> ! fakesink name=sink"; the element under test
-// is the one named "dut" in middle. Frames are RGB, in system memory or
-// (cuda_memory) in memory:CUDAMemory; a live appsrc stands for a camera.
-// Every failure throws std::runtime_error with GStreamer's message; warnings
-// are kept. It logs the pushes and the arrivals at the sink (written by the
-// streaming thread) since the log was cleared: the pipeline keeps frames in
-// order, so arrival k is the frame of push k. Warm once 20 frames have
-// arrived, or 0.25 s after the first (and at least 2).
+// "appsrc name=src ! <middle> ! fakesink name=sink", playing; the element
+// under test is the one named "dut" in middle, given the GstCudaContext
+// context (if any) before it starts, as an application shares its context.
+// Frames are RGB, in system memory or (cuda_memory) in memory:CUDAMemory; a
+// live appsrc stands for a camera. Every failure throws std::runtime_error
+// with GStreamer's message; warnings are kept. It logs the pushes and the
+// arrivals at the sink (written by the streaming thread) since the log was
+// cleared: the pipeline keeps frames in order, so arrival k is the frame of
+// push k. Warm once 20 frames have arrived, or 0.25 s after the first (and
+// at least 2).
 class BenchPipeline {
  public:
   struct Counts {
@@ -127,7 +126,8 @@ class BenchPipeline {
     Clock::time_point last, warm_at;  // warm_at: the arrival that made it warm
   };
 
-  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory, bool live)
+  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory, bool live,
+                GstObject *context)
       : pipeline_("appsrc name=src ! " + middle +
                   " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
     GstCaps *caps = rgb_caps(size, cuda_memory);
@@ -145,14 +145,19 @@ class BenchPipeline {
         },
         this, nullptr);
     gst_object_unref(pad);
-  }
-
-  GstElement *dut() const { return pipeline_.by_name("dut"); }
-  void play() {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    if (context) {
+      GstContext *shared = gst_context_new_cuda_context(GST_CUDA_CONTEXT(context));
+      gst_element_set_context(dut(), shared);
+      gst_context_unref(shared);
+    }
+#endif
     if (pipeline_.play() != GST_STATE_CHANGE_FAILURE) return;
     throw_if_bus_error();
     throw std::runtime_error("the pipeline did not start");
   }
+
+  GstElement *dut() const { return pipeline_.by_name("dut"); }
   void push(GstBuffer *buffer) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -174,9 +179,7 @@ class BenchPipeline {
     if (end != GST_MESSAGE_EOS) throw std::runtime_error("no end of stream within the time limit");
   }
   // The first warning posted, as a note ("" when none).
-  std::string warnings_note() const {
-    return warnings_.empty() ? "" : "warning: " + warnings_.front();
-  }
+  const std::string &warnings_note() const { return warning_; }
   Counts counts() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return counts_;
@@ -249,10 +252,10 @@ class BenchPipeline {
     changed_.notify_all();
   }
   void keep(const harness::BusLog &log) {
-    for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
+    if (warning_.empty() && !log.warnings.empty()) warning_ = "warning: " + log.warnings[0].text;
     if (!log.errors.empty()) throw std::runtime_error(log.errors.front().text);
   }
-  std::vector<std::string> warnings_;
+  std::string warning_;
   mutable std::mutex mutex_;  // guards the log
   std::condition_variable changed_;
   Counts counts_;
@@ -336,7 +339,6 @@ double gpu_mib_used(const std::vector<int> &devices) {
   cudaSetDevice(current);
   return used;
 #else
-  (void)devices;
   return NAN;
 #endif
 }
@@ -420,7 +422,7 @@ SharedCudaContexts shared_contexts(const std::vector<int> &devices, std::string 
 void time_pipelines(const Run &run, const Options &options, Row &row) {
   const FrameSize &size = row.size;
   const int count = static_cast<int>(run.middles.size());
-  [[maybe_unused]] const auto context = [&](int i) {  // none without gstreamer-cuda-1.0
+  const auto context = [&](int i) {
     return run.contexts.empty() ? nullptr : run.contexts[i % run.contexts.size()].get();
   };
   // the pipelines rotate over options' bytes together
@@ -450,19 +452,9 @@ void time_pipelines(const Run &run, const Options &options, Row &row) {
   const double gpu_before = gpu_mib_used(run.devices);
   const int threads_before = harness::proc_entries("task");
   const Clock::time_point setup = Clock::now();
-  for (int i = 0; i < count; ++i) {
-    Stream &s = *streams[i];
-    s.pipeline =
-        std::make_unique<BenchPipeline>(run.middles[i], size, run.cuda_memory, run.paced_fps > 0);
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-    if (context(i)) {  // as an application shares its context
-      GstContext *shared = gst_context_new_cuda_context(GST_CUDA_CONTEXT(context(i)));
-      gst_element_set_context(s.pipeline->dut(), shared);
-      gst_context_unref(shared);
-    }
-#endif
-    s.pipeline->play();
-  }
+  for (int i = 0; i < count; ++i)
+    streams[i]->pipeline = std::make_unique<BenchPipeline>(run.middles[i], size, run.cuda_memory,
+                                                           run.paced_fps > 0, context(i));
   row.load.start_ms = seconds_since(setup) * 1e3 / count;
   const size_t wanted = rotation_count(bytes, rotate_bytes);
   if (run.pool)

@@ -142,10 +142,6 @@ std::string cuda_open(int device) {
          ", runtime " + version(runtime) + ")";
 }
 
-std::string copy_key(int bytes_per_pixel) {
-  return "copy:" + std::to_string(bytes_per_pixel) + "B";
-}
-
 size_t device_rotation_bytes(const Options &options) {
   int device = 0, l2 = 0;
   CHECK_CUDA(cudaGetDevice(&device));
@@ -224,7 +220,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
     // reads and writes as much.
     for (int bpp : {3, 4})
-      time_copy(copy_key(bpp),
+      time_copy("copy:" + std::to_string(bpp) + "B",
                 "device copy, same traffic as a " + std::to_string(bpp) + "-byte-per-pixel frame",
                 bpp == 3 ? "RGB" : "RGBx", copies_to, in, n * (bpp + 1) / 2,
                 cudaMemcpyDeviceToDevice);
@@ -243,7 +239,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
         const int bpp = static_cast<int>(frame_bytes(layout, size) / n);
         Row row(size, "kernel", std::string("kernel:") + layout_name(layout),
                 "cudagray kernel alone", layout_name(layout), double(bpp + 1) * n);
-        row.ceiling = copy_key(bpp);
+        row.ceiling = "copy:" + std::to_string(bpp) + "B";
         if (cudagray::layout_info(layout).planes == 1) row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
         time_row(row, [&](long i, cudaStream_t s) {
           const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};

@@ -57,10 +57,6 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
 // Device bytes to rotate over so that nothing stays in L2.
 size_t device_rotation_bytes(const Options &options);
 
-// The key of the device copy with the traffic of the kernel on frames of
-// bytes_per_pixel: "copy:3B" (the kernel's and NPP's ceiling).
-std::string copy_key(int bytes_per_pixel);
-
 // count equal frames of bytes each from Make, picked by a rotating index;
 // with a seed, frame i holds random bytes from seed + i.
 template <class Owner, Owner (*Make)(size_t)>

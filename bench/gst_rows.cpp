@@ -72,24 +72,22 @@ Run cudagray_run(const Upstream &u, int count, const std::vector<int> &devices,
 
 Elements inspect_elements() {
   Elements e;
-  if (GstElementFactory *factory = gst_element_factory_find("cudagray")) {
+  if (GstElement *element = gst_element_factory_make("cudagray", nullptr)) {
+    gst_object_ref_sink(element);
     e.cudagray = true;
-    if (GstPlugin *plugin = gst_plugin_feature_get_plugin(GST_PLUGIN_FEATURE(factory))) {
+    GstPluginFeature *factory = GST_PLUGIN_FEATURE(gst_element_get_factory(element));
+    if (GstPlugin *plugin = gst_plugin_feature_get_plugin(factory)) {
       if (const gchar *file = gst_plugin_get_filename(plugin)) e.cudagray_file = file;
       gst_object_unref(plugin);
     }
-    if (GstElement *element = gst_element_factory_create(factory, nullptr)) {
-      gst_object_ref_sink(element);
-      if (GParamSpec *spec =
-              g_object_class_find_property(G_OBJECT_GET_CLASS(element), "max-inflight")) {
-        e.max_inflight = true;
-        gchar *text = g_strdup_value_contents(g_param_spec_get_default_value(spec));
-        e.max_inflight_default = text;
-        g_free(text);
-      }
-      gst_object_unref(element);
+    if (GParamSpec *spec =
+            g_object_class_find_property(G_OBJECT_GET_CLASS(element), "max-inflight")) {
+      e.max_inflight = true;
+      gchar *text = g_strdup_value_contents(g_param_spec_get_default_value(spec));
+      e.max_inflight_default = text;
+      g_free(text);
     }
-    gst_object_unref(factory);
+    gst_object_unref(element);
   }
   if (GstElementFactory *factory = gst_element_factory_find("videoconvert")) {
     e.videoconvert = true;

@@ -152,7 +152,7 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   for (const Conversion &c : npp.conversions) {
     Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout),
             double(c.channels + 1) * n);
-    row.ceiling = copy_key(c.channels);
+    row.ceiling = "copy:" + std::to_string(c.channels) + "B";  // same traffic
     if (!npp.error.empty())
       row.skipped = "NPP: not available (" + npp.error + ")";
     else if (!c.call)

@@ -171,8 +171,4 @@ Options parse_options(int argc, char **argv) {
   return o;
 }
 
-bool Options::wants(const std::string &group) const {
-  return std::find(groups.begin(), groups.end(), group) != groups.end();
-}
-
 }  // namespace bench

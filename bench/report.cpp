@@ -48,11 +48,6 @@ std::string ratio_text(double ratio, const std::string &of) {
   return format_double(ratio, 2) + (of.empty() ? "" : " " + of);
 }
 
-std::string size_title(const FrameSize &size) {
-  const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
-  return size.name == dims ? dims : dims + " (" + size.name + ")";
-}
-
 std::string csv_field(const std::string &text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";
@@ -133,7 +128,10 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
       firsts.push_back(&r);
 
   for (const Row *first : firsts) {
-    std::fprintf(out, "\n== %s ==\n", size_title(first->size).c_str());
+    const FrameSize &size = first->size;
+    const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
+    std::fprintf(out, "\n== %s ==\n",
+                 (size.name == dims ? dims : dims + " (" + size.name + ")").c_str());
     std::fprintf(out, columns, w, "what", "format", "us/frame", "fps", "GB/s", "x ceiling",
                  "x vc-all", "x peer");
     for (const Row &r : rows) {
