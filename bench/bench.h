@@ -4,6 +4,7 @@
 // with CUDA directly are in cuda_rows.h).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -45,7 +46,9 @@ struct Options {
   std::vector<int> streams;   // pipelines at once for the streams rows (none: no such rows)
   std::vector<int> devices;   // the streams rows' GPUs (default: device); several: also 1 GPU
   double paced_fps = 0;       // streams rows: each pushes at this rate (0: as fast as it can)
-  bool wants(const std::string &group) const;
+  bool wants(const std::string &group) const {
+    return std::find(groups.begin(), groups.end(), group) != groups.end();
+  }
 };
 
 // The options on the command line (options.cpp); throws std::invalid_argument
@@ -57,15 +60,9 @@ Options parse_options(int argc, char **argv);
 // names what the row is compared with (ceiling, peer) by key; report.cpp
 // turns keys into ratios once every row is in.
 struct Row {
-  Row() = default;
-  Row(FrameSize size, std::string group, std::string key, std::string what, std::string format = "",
-      double bytes = 0)
-      : size(std::move(size)),
-        group(std::move(group)),
-        key(std::move(key)),
-        what(std::move(what)),
-        format(std::move(format)),
-        bytes(bytes) {}
+  Row(const FrameSize &size, const std::string &group, const std::string &key,
+      const std::string &what, const std::string &format = "", double bytes = 0)
+      : size(size), group(group), key(key), what(what), format(format), bytes(bytes) {}
   // The same row, not measured, saying why.
   Row skip(const std::string &why) const {
     Row row = *this;
@@ -74,17 +71,16 @@ struct Row {
   }
 
   FrameSize size;
-  std::string group;                // ceiling, kernel, npp, element, latency, cpu
-  std::string key;                  // unique within a size: "kernel:RGB", "raw:pinned", ...
-  std::string what;                 // readable name
-  std::string format;               // input format, or "" when none applies
-  double bytes = 0;                 // bytes per frame counted for GB/s
-  double us = 0;                    // µs per frame (latency rows: the median)
-  long frames = 0;                  // frames (or operations) measured
-  std::string ceiling;              // key of the row this one is a ratio to ("" none)
-  std::string peer;                 // key of a peer row ("" none)
-  bool versus_videoconvert = true;  // print the ratio to videoconvert all cores
-  std::string skipped;              // non-empty: not measured, and why
+  std::string group;    // copy, kernel, raw, element, latency, cpu, npp, streams
+  std::string key;      // unique within a size: "kernel:RGB", "raw:pinned", ...
+  std::string what;     // readable name
+  std::string format;   // input format, or "" when none applies
+  double bytes = 0;     // bytes per frame counted for GB/s
+  double us = 0;        // µs per frame (latency rows: the median)
+  long frames = 0;      // frames (or operations) measured
+  std::string ceiling;  // key of the row this one is a ratio to ("" none)
+  std::string peer;     // key of a peer row ("" none)
+  std::string skipped;  // non-empty: not measured, and why
   std::string note;
 
   // The streams rows' figures (every pipeline run fills them, only those
@@ -106,8 +102,9 @@ struct Unavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Measures one row: measure (when given) fills in row or throws. Prints a
-// progress line on stderr and appends the row to rows.
+// Measures one row: measure (when given, and the row is not skipped already)
+// fills in row or throws. Prints a progress line on stderr and appends the
+// row to rows.
 void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure = nullptr);
 
 // ---- timing (measure.cpp) ---------------------------------------------------
@@ -172,27 +169,24 @@ struct Elements {
 };
 Elements inspect_elements();
 
-// Whether the element rows on CUDA can run, and if not why (one reason for all).
-struct CudaState {
-  bool usable = false;
-  std::string reason;
-};
+// The element rows on CUDA run only when no_cuda (why CUDA cannot be used
+// here) is empty; otherwise each function records one row saying why.
 
 // Per size: cudagray backend=cuda, {pinned pool, pageable, CUDA memory} ×
 // {max-inflight 1, default} (group "element"). The CUDA memory rows (zero-copy:
 // frames already on the GPU) need gstreamer-cuda-1.0; with it every row's
 // element shares the bench's CUDA context.
 void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
-                  const CudaState &cuda, std::vector<Row> *rows);
+                  const std::string &no_cuda, std::vector<Row> *rows);
 
 // Single-frame latency, max-inflight 1, {pinned pool, pageable} (group "latency").
 void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,
-                  const CudaState &cuda, std::vector<Row> *rows);
+                  const std::string &no_cuda, std::vector<Row> *rows);
 
 // --streams: N pipelines at once in this process, each a camera-like
 // stream of its own, spread over options.devices (group "streams").
 void stream_rows(const FrameSize &size, const Options &options, const Elements &elements,
-                 const CudaState &cuda, std::vector<Row> *rows);
+                 const std::string &no_cuda, std::vector<Row> *rows);
 
 // videoconvert 1 thread and all cores, cudagray backend=cpu (group "cpu").
 void cpu_rows(const FrameSize &size, const Options &options, const Elements &elements,

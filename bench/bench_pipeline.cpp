@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,8 +21,6 @@
 #include "process.h"
 #ifdef CUDAGRAY_HAVE_CUDA
 #include <cuda_runtime.h>
-
-#include "cuda_rows.h"
 #endif
 #ifdef CUDAGRAY_HAVE_GST_CUDA
 #include <gst/cuda/gstcudabufferpool.h>
@@ -33,40 +30,6 @@
 #endif
 
 namespace bench {
-
-#ifdef CUDAGRAY_HAVE_GST_CUDA
-class SharedCudaContext {
- public:
-  explicit SharedCudaContext(int device) {
-    if (!gst_cuda_load_library())
-      throw Unavailable("GStreamer's CUDA library could not load the CUDA driver");
-    gst_cuda_memory_init_once();
-    context_ = gst_cuda_context_new(device);
-    if (!context_)
-      throw Unavailable("GStreamer could not make a CUDA context on device " +
-                        std::to_string(device));
-  }
-  ~SharedCudaContext() { gst_object_unref(context_); }
-  SharedCudaContext(const SharedCudaContext &) = delete;
-  SharedCudaContext &operator=(const SharedCudaContext &) = delete;
-  GstCudaContext *get() const { return context_; }
-  void share_with(GstElement *element) const {
-    GstContext *shared = gst_context_new_cuda_context(context_);
-    gst_element_set_context(element, shared);
-    gst_context_unref(shared);
-  }
-
- private:
-  GstCudaContext *context_;
-};
-#else
-// Without gstreamer-cuda-1.0 each element makes its own context.
-class SharedCudaContext {
- public:
-  explicit SharedCudaContext(int) { throw Unavailable("bench built without gstreamer-cuda-1.0"); }
-  void share_with(GstElement *) const {}
-};
-#endif
 
 namespace {
 
@@ -81,124 +44,49 @@ constexpr auto kStallTime = 30s;     // a pipeline with no arrival for this long
 constexpr auto kPrimingTime = 5s;    // the pool's priming frame must arrive within this
 constexpr GstClockTime kEosTime = 120 * GST_SECOND;
 
-GstVideoInfo rgb_info(const FrameSize &size) {
+// RGB frames of size, in CUDA memory or not; *bytes gets a frame's size.
+GstCaps *rgb_caps(const FrameSize &size, bool cuda_memory, gsize *bytes = nullptr) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, size.width, size.height);
-  return info;
-}
-
-GstCaps *rgb_caps(const GstVideoInfo &info, bool cuda_memory) {
+  if (bytes) *bytes = GST_VIDEO_INFO_SIZE(&info);
   GstCaps *caps = gst_video_info_to_caps(&info);
   if (cuda_memory)
     gst_caps_set_features_simple(caps, gst_caps_features_new_single("memory:CUDAMemory"));
   return caps;
 }
 
-// What CUDA says about the memory of a buffer ("pinned", "pageable").
+// Whether a buffer's memory is pinned (as the element's pool should be) or
+// pageable.
 std::string memory_kind(GstBuffer *buffer) {
-#ifdef CUDAGRAY_HAVE_CUDA
   GstMapInfo map;
   if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return "unmappable";
-  const std::string kind = host_memory_kind(map.data);
+  const bool pinned = cudagray::is_pinned(map.data);
   gst_buffer_unmap(buffer, &map);
-  return kind;
-#else
-  (void)buffer;
-  return "unknown (no CUDA in this build)";
-#endif
+  return pinned ? "pinned" : "pageable";
 }
 
-// Arrivals at the sink, written by the streaming thread. Pushes and arrivals
-// pair up in order (the pipeline keeps frames in order), so each arrival's
-// latency is from the oldest push not yet out. Warm once 20 frames have
-// arrived, or 0.25 s after the first (and at least 2).
-class ArrivalLog {
- public:
-  struct Counts {
-    long frames = 0;
-    bool warm = false;
-    Clock::time_point first, last, warm_at;  // warm_at: the arrival that made it warm
-  };
-  struct Timeline {  // every arrival since the log was cleared, with its latency
-    std::vector<Clock::time_point> arrivals;
-    std::vector<double> latency_us;
-  };
-
-  void pushed() {
-    const Clock::time_point now = Clock::now();
-    std::lock_guard<std::mutex> lock(mutex_);
-    pushes_.push_back(now);
-  }
-  void add() {
-    const Clock::time_point now = Clock::now();
-    std::lock_guard<std::mutex> lock(mutex_);
-    Counts &c = counts_;
-    timeline_.arrivals.push_back(now);
-    if (!pushes_.empty()) {
-      timeline_.latency_us.push_back(
-          std::chrono::duration<double, std::micro>(now - pushes_.front()).count());
-      pushes_.pop_front();
-    }
-    if (c.frames == 0) c.first = now;
-    if (!c.warm && c.frames >= kMinWarmup &&
-        (c.frames >= kWarmupFrames || now - c.first >= kWarmupTime))
-      c.warm = true, c.warm_at = now;
-    c.last = now;
-    ++c.frames;
-    changed_.notify_all();
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    counts_ = Counts();
-    pushes_.clear();
-    timeline_ = Timeline();
-  }
-  Counts counts() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return counts_;
-  }
-  Timeline timeline() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return timeline_;
-  }
-  // Waits until at least n frames have arrived; false on timeout.
-  bool wait_for(long n, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, timeout, [&] { return counts_.frames >= n; });
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  Counts counts_;
-  std::deque<Clock::time_point> pushes_;
-  Timeline timeline_;
-};
-
 // Frames from a buffer pool, each filled once and then pushed round and
-// round like the bench's own; back in the pool before it goes. Unless it is
-// active already, the pool (taken) is configured for buffers of at least
-// bytes, keeping its own options and asking for no maximum; a refused
-// configuration is taken as the pool counter-proposes it.
+// round like the bench's own; back in the pool, and the pool inactive again,
+// before it goes. The pool (taken, new: the element's answer to an
+// ALLOCATION query, or GStreamer's CUDA pool) is configured for buffers of
+// at least bytes, keeping its own options and asking for no maximum; a
+// refused configuration is taken as the pool counter-proposes it.
 class PoolFrames {
  public:
   PoolFrames(GstBufferPool *pool, GstCaps *caps, guint bytes, size_t count,
              const std::string &whose)
       : pool_(pool) {
-    if (!gst_buffer_pool_is_active(pool_)) {
-      GstStructure *config = gst_buffer_pool_get_config(pool_);
-      GstCaps *own_caps = nullptr;
-      guint own_bytes = 0, min = 0, max = 0;
-      gst_buffer_pool_config_get_params(config, &own_caps, &own_bytes, &min, &max);
-      gst_buffer_pool_config_set_params(config, own_caps ? own_caps : caps,
-                                        std::max(own_bytes, bytes), min, 0);
-      if (!gst_buffer_pool_set_config(pool_, config) &&
-          !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
-        throw std::runtime_error(whose + " refused its configuration");
-      if (!gst_buffer_pool_set_active(pool_, TRUE))
-        throw std::runtime_error(whose + " could not be activated");
-      activated_ = true;
-    }
+    GstStructure *config = gst_buffer_pool_get_config(pool_);
+    GstCaps *own_caps = nullptr;
+    guint own_bytes = 0, min = 0, max = 0;
+    gst_buffer_pool_config_get_params(config, &own_caps, &own_bytes, &min, &max);
+    gst_buffer_pool_config_set_params(config, own_caps ? own_caps : caps,
+                                      std::max(own_bytes, bytes), min, 0);
+    if (!gst_buffer_pool_set_config(pool_, config) &&
+        !gst_buffer_pool_set_config(pool_, gst_buffer_pool_get_config(pool_)))
+      throw std::runtime_error(whose + " refused its configuration");
+    if (!gst_buffer_pool_set_active(pool_, TRUE))
+      throw std::runtime_error(whose + " could not be activated");
     GstBufferPoolAcquireParams params{};
     params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
     for (size_t i = 0; i < count; ++i) {
@@ -211,27 +99,38 @@ class PoolFrames {
   }
   ~PoolFrames() {
     ring.clear();
-    if (activated_) gst_buffer_pool_set_active(pool_, FALSE);
+    gst_buffer_pool_set_active(pool_, FALSE);
     gst_object_unref(pool_);
   }
   FrameRing ring;
 
  private:
   GstBufferPool *pool_;
-  bool activated_ = false;
 };
 
-// "appsrc name=src ! <middle> ! fakesink name=sink"; the element under test
-// is the one named "dut" in middle. Frames are RGB, in system memory or
-// (cuda_memory) in memory:CUDAMemory; a live appsrc stands for a camera.
-// Every failure throws std::runtime_error with GStreamer's message; warnings
-// are kept.
+// "appsrc name=src ! <middle> ! fakesink name=sink", playing; the element
+// under test is the one named "dut" in middle, given the GstCudaContext
+// context (if any) before it starts, as an application shares its context.
+// Frames are RGB, in system memory or (cuda_memory) in memory:CUDAMemory; a
+// live appsrc stands for a camera. Every failure throws std::runtime_error
+// with GStreamer's message; warnings are kept. It logs the pushes and the
+// arrivals at the sink (written by the streaming thread) since the log was
+// cleared: the pipeline keeps frames in order, so arrival k is the frame of
+// push k. Warm once 20 frames have arrived, or 0.25 s after the first (and
+// at least 2).
 class BenchPipeline {
  public:
-  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory, bool live)
+  struct Counts {
+    long frames = 0;
+    bool warm = false;
+    Clock::time_point last, warm_at;  // warm_at: the arrival that made it warm
+  };
+
+  BenchPipeline(const std::string &middle, const FrameSize &size, bool cuda_memory, bool live,
+                GstObject *context)
       : pipeline_("appsrc name=src ! " + middle +
                   " ! fakesink name=sink sync=false async=false enable-last-sample=false") {
-    GstCaps *caps = rgb_caps(rgb_info(size), cuda_memory);
+    GstCaps *caps = rgb_caps(size, cuda_memory);
     // Unbounded appsrc queue: the bench itself keeps it a few frames deep.
     g_object_set(pipeline_.by_name("src"), "caps", caps, "format", GST_FORMAT_TIME, "is-live", live,
                  "block", FALSE, "max-bytes", static_cast<guint64>(0), "emit-signals", FALSE,
@@ -240,23 +139,30 @@ class BenchPipeline {
     GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("sink"), "sink");
     gst_pad_add_probe(
         pad, GST_PAD_PROBE_TYPE_BUFFER,
-        [](GstPad *, GstPadProbeInfo *, gpointer log) {
-          static_cast<ArrivalLog *>(log)->add();
+        [](GstPad *, GstPadProbeInfo *, gpointer self) {
+          static_cast<BenchPipeline *>(self)->arrived();
           return GST_PAD_PROBE_OK;
         },
-        &arrivals_, nullptr);
+        this, nullptr);
     gst_object_unref(pad);
-  }
-
-  GstElement *dut() const { return pipeline_.by_name("dut"); }
-  ArrivalLog &arrivals() { return arrivals_; }
-  void play() {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    if (context) {
+      GstContext *shared = gst_context_new_cuda_context(GST_CUDA_CONTEXT(context));
+      gst_element_set_context(dut(), shared);
+      gst_context_unref(shared);
+    }
+#endif
     if (pipeline_.play() != GST_STATE_CHANGE_FAILURE) return;
     throw_if_bus_error();
     throw std::runtime_error("the pipeline did not start");
   }
+
+  GstElement *dut() const { return pipeline_.by_name("dut"); }
   void push(GstBuffer *buffer) {
-    arrivals_.pushed();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pushes_.push_back(Clock::now());
+    }
     const GstFlowReturn flow = pipeline_.push("src", buffer);
     if (flow == GST_FLOW_OK) return;
     throw_if_bus_error();
@@ -273,19 +179,44 @@ class BenchPipeline {
     if (end != GST_MESSAGE_EOS) throw std::runtime_error("no end of stream within the time limit");
   }
   // The first warning posted, as a note ("" when none).
-  std::string warnings_note() const {
-    return warnings_.empty() ? "" : "warning: " + warnings_.front();
+  const std::string &warnings_note() const { return warning_; }
+  Counts counts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+  }
+  // The frames that arrived in (from, to]; their latencies (µs) go to latency_us.
+  long window(Clock::time_point from, Clock::time_point to, std::vector<double> *latency_us) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    long frames = 0;
+    for (size_t k = 0; k < arrivals_.size(); ++k) {
+      if (arrivals_[k] <= from || arrivals_[k] > to) continue;
+      ++frames;
+      if (k < pushes_.size())
+        latency_us->push_back(
+            std::chrono::duration<double, std::micro>(arrivals_[k] - pushes_[k]).count());
+    }
+    return frames;
+  }
+  // Waits until at least n frames have arrived; false on timeout.
+  bool wait_for(long n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return counts_.frames >= n; });
   }
   // The pool the element offers, asked for as an upstream with a pool of its
   // own would once a priming frame is through (caps are set then): up to
-  // wanted of its frames. The arrival log starts empty after it.
+  // wanted of its frames. The log starts empty after it.
   std::unique_ptr<PoolFrames> pool_frames(GstBuffer *priming, guint bytes, size_t wanted) {
     push(priming);
-    if (!arrivals_.wait_for(1, kPrimingTime)) {
+    if (!wait_for(1, kPrimingTime)) {
       throw_if_bus_error();
       throw std::runtime_error("the priming frame did not reach the sink within 5 s");
     }
-    arrivals_.clear();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      counts_ = Counts();
+      pushes_.clear();
+      arrivals_.clear();
+    }
     GstPad *pad = gst_element_get_static_pad(pipeline_.by_name("src"), "src");
     GstCaps *caps = gst_pad_get_current_caps(pad);
     GstQuery *query = gst_query_new_allocation(caps, TRUE);
@@ -308,38 +239,41 @@ class BenchPipeline {
   }
 
  private:
+  void arrived() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Clock::time_point now = Clock::now();
+    const long n = static_cast<long>(arrivals_.size());
+    if (!counts_.warm && n >= kMinWarmup &&
+        (n >= kWarmupFrames || now - arrivals_.front() >= kWarmupTime))
+      counts_.warm = true, counts_.warm_at = now;
+    arrivals_.push_back(now);
+    counts_.last = now;
+    counts_.frames = n + 1;
+    changed_.notify_all();
+  }
   void keep(const harness::BusLog &log) {
-    for (const harness::BusMessage &w : log.warnings) warnings_.push_back(w.text);
+    if (warning_.empty() && !log.warnings.empty()) warning_ = "warning: " + log.warnings[0].text;
     if (!log.errors.empty()) throw std::runtime_error(log.errors.front().text);
   }
-  harness::Pipeline pipeline_;
-  ArrivalLog arrivals_;
-  std::vector<std::string> warnings_;
+  std::string warning_;
+  mutable std::mutex mutex_;  // guards the log
+  std::condition_variable changed_;
+  Counts counts_;
+  std::vector<Clock::time_point> pushes_, arrivals_;
+  harness::Pipeline pipeline_;  // last: it stops before the log it writes goes
 };
-
-// Plain malloc'd (pageable) RGB frames, as an upstream without a pool makes.
-void add_pageable_frames(FrameRing *ring, const FrameSize &size, size_t rotate_bytes,
-                         uint64_t seed) {
-  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
-  for (size_t i = 0; i < rotation_count(bytes, rotate_bytes); ++i) {
-    GstBuffer *buffer = gst_buffer_new_allocate(nullptr, bytes, nullptr);
-    if (!buffer) throw std::bad_alloc();
-    ring->add(buffer);
-    harness::fill_buffer(buffer, seed + i);
-  }
-}
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
 // RGB frames in CUDA memory from GStreamer's CUDA buffer pool in a shared
 // context, as a decoder or cudaupload upstream would; each filled on the
 // host once and uploaded before the row.
 std::unique_ptr<PoolFrames> cuda_memory_frames(const FrameSize &size, size_t rotate_bytes,
-                                               const SharedCudaContext &context) {
-  const GstVideoInfo info = rgb_info(size);
-  GstCaps *caps = rgb_caps(info, true);
-  auto frames = std::make_unique<PoolFrames>(
-      gst_cuda_buffer_pool_new(context.get()), caps, GST_VIDEO_INFO_SIZE(&info),
-      rotation_count(GST_VIDEO_INFO_SIZE(&info), rotate_bytes), "GStreamer's CUDA buffer pool");
+                                               GstObject *context) {
+  gsize bytes = 0;
+  GstCaps *caps = rgb_caps(size, true, &bytes);
+  auto frames = std::make_unique<PoolFrames>(gst_cuda_buffer_pool_new(GST_CUDA_CONTEXT(context)),
+                                             caps, bytes, rotation_count(bytes, rotate_bytes),
+                                             "GStreamer's CUDA buffer pool");
   gst_caps_unref(caps);
   for (size_t i = 0; i < frames->ring.size(); ++i) {  // a CUDA mapping uploads the host's bytes
     GstBuffer *buffer = frames->ring.next();
@@ -405,13 +339,13 @@ double gpu_mib_used(const std::vector<int> &devices) {
   cudaSetDevice(current);
   return used;
 #else
-  (void)devices;
   return NAN;
 #endif
 }
 
 // One pipeline of a run: its frames, the pipeline, and the thread pushing
-// into it. Pool frames go back before the pipeline goes.
+// into it, stopped and joined however the row ends. Pool frames go back
+// before the pipeline goes.
 struct Stream {
   FrameRing pageable;  // a pageable upstream's frames; the pinned pool's priming frame
   std::unique_ptr<BenchPipeline> pipeline;
@@ -419,28 +353,33 @@ struct Stream {
   FrameRing *frames = &pageable;       // those pushed
   std::string note;                    // what they are
   std::thread pusher;
+  std::atomic<bool> stop{false};
   long pushed = 0, late = 0;
   std::string error;  // what stopped the pusher
+
+  ~Stream() { join(); }
+  void join() {
+    stop = true;
+    if (pusher.joinable()) pusher.join();
+  }
 };
 
-// Every pipeline's pusher: flat out, `ahead` frames ahead of its sink; or
+// A pipeline's pusher: flat out, `ahead` frames ahead of its sink; or
 // paced, one frame every interval from start. The pusher alone reads its
 // pipeline's bus while it runs.
-void push_frames(Stream &s, long ahead, const std::atomic<bool> &stop, Clock::duration interval,
-                 Clock::time_point start) {
-  ArrivalLog &arrivals = s.pipeline->arrivals();
+void push_frames(Stream &s, long ahead, Clock::duration interval, Clock::time_point start) {
   try {
     Clock::time_point changed = Clock::now(), due = start;
     long seen = 0;
-    while (!stop) {
+    while (!s.stop) {
       if (interval.count() > 0) {
         std::this_thread::sleep_until(due);
         if (Clock::now() - due > interval) ++s.late;
         due += interval;
         s.pipeline->throw_if_bus_error();
-      } else if (!arrivals.wait_for(s.pushed - ahead + 1, 100ms)) {
+      } else if (!s.pipeline->wait_for(s.pushed - ahead + 1, 100ms)) {
         s.pipeline->throw_if_bus_error();
-        const long frames = arrivals.counts().frames;
+        const long frames = s.pipeline->counts().frames;
         if (frames != seen) seen = frames, changed = Clock::now();
         if (Clock::now() - changed > kStallTime)
           throw std::runtime_error("no frame reached a sink for 30 s, " + std::to_string(s.pushed) +
@@ -455,71 +394,68 @@ void push_frames(Stream &s, long ahead, const std::atomic<bool> &stop, Clock::du
   }
 }
 
-// Stops and joins the pushers however the row ends.
-struct Pushers {
-  std::vector<std::unique_ptr<Stream>> &streams;
-  std::atomic<bool> stop{false};
-  ~Pushers() { join(); }
-  void join() {
-    stop = true;
-    for (auto &s : streams)
-      if (s->pusher.joinable()) s->pusher.join();
-  }
-  void throw_if_failed() const {
-    for (const auto &s : streams)
-      if (!s->error.empty()) throw std::runtime_error(s->error);
-  }
-};
-
 }  // namespace
 
 SharedCudaContexts shared_contexts(const std::vector<int> &devices, std::string *why) {
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+  if (!gst_cuda_load_library()) {
+    *why = "n/a: GStreamer's CUDA library could not load the CUDA driver";
+    return {};
+  }
+  gst_cuda_memory_init_once();
   SharedCudaContexts contexts;
-  try {
-    for (const int device : devices)
-      contexts.push_back(std::make_shared<SharedCudaContext>(device));
-  } catch (const std::exception &e) {
-    *why = std::string("n/a: ") + e.what();
-    contexts.clear();
+  for (const int device : devices) {
+    GstCudaContext *context = gst_cuda_context_new(device);
+    if (!context) {
+      *why = "n/a: GStreamer could not make a CUDA context on device " + std::to_string(device);
+      return {};
+    }
+    contexts.emplace_back(GST_OBJECT(context), gst_object_unref);
   }
   return contexts;
+#else
+  *why = "n/a: bench built without gstreamer-cuda-1.0";  // each element makes its own context
+  return {};
+#endif
 }
 
-RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &options, Row &row) {
+void time_pipelines(const Run &run, const Options &options, Row &row) {
+  const FrameSize &size = row.size;
   const int count = static_cast<int>(run.middles.size());
   const auto context = [&](int i) {
-    return run.contexts.empty() ? nullptr : run.contexts[i % run.contexts.size()];
+    return run.contexts.empty() ? nullptr : run.contexts[i % run.contexts.size()].get();
   };
   // the pipelines rotate over options' bytes together
   const size_t rotate_bytes = std::max<size_t>(options.rotate_bytes / count, 1);
+  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
   std::vector<std::unique_ptr<Stream>> streams;
   for (int i = 0; i < count; ++i) {  // the bench's frames first: not the pipelines' cost
     Stream &s = *streams.emplace_back(std::make_unique<Stream>());
 #ifdef CUDAGRAY_HAVE_GST_CUDA
     if (run.cuda_memory) {
-      s.pooled = cuda_memory_frames(size, rotate_bytes, *context(i));
+      s.pooled = cuda_memory_frames(size, rotate_bytes, context(i));
       s.frames = &s.pooled->ring;
       s.note = std::to_string(s.frames->size()) + " CUDA memory frames";
       continue;
     }
 #endif
-    // a pool run pushes one of them only, to prime the pool
-    add_pageable_frames(&s.pageable, size, run.pool ? 1 : rotate_bytes, 100 * i);
+    // plain malloc'd, as an upstream without a pool makes; a pool run pushes
+    // one of them only, to prime the pool
+    for (size_t k = 0; k < rotation_count(bytes, run.pool ? 1 : rotate_bytes); ++k) {
+      GstBuffer *buffer = gst_buffer_new_allocate(nullptr, bytes, nullptr);
+      if (!buffer) throw std::bad_alloc();
+      s.pageable.add(buffer);
+      harness::fill_buffer(buffer, 100 * i + k);
+    }
     s.note = std::to_string(s.pageable.size()) + " pageable frames";
   }
   const double gpu_before = gpu_mib_used(run.devices);
   const int threads_before = harness::proc_entries("task");
   const Clock::time_point setup = Clock::now();
-  for (int i = 0; i < count; ++i) {
-    Stream &s = *streams[i];
-    s.pipeline =
-        std::make_unique<BenchPipeline>(run.middles[i], size, run.cuda_memory, run.paced_fps > 0);
-    if (context(i)) context(i)->share_with(s.pipeline->dut());
-    s.pipeline->play();
-  }
-  row.load.start_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - setup).count() / count;
-  const size_t bytes = frame_bytes(PixelLayout::RGB, size);
+  for (int i = 0; i < count; ++i)
+    streams[i]->pipeline = std::make_unique<BenchPipeline>(run.middles[i], size, run.cuda_memory,
+                                                           run.paced_fps > 0, context(i));
+  row.load.start_ms = seconds_since(setup) * 1e3 / count;
   const size_t wanted = rotation_count(bytes, rotate_bytes);
   if (run.pool)
     for (auto &s : streams) {
@@ -531,75 +467,70 @@ RunNotes time_pipelines(const Run &run, const FrameSize &size, const Options &op
                 memory_kind(s->frames->front());
     }
 
-  const Clock::duration interval = run.paced_fps > 0
-                                       ? std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(1.0 / run.paced_fps))
-                                       : Clock::duration(0);
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(run.paced_fps > 0 ? 1 / run.paced_fps : 0));
   const Clock::time_point start = Clock::now() + 10ms;
-  Pushers pushers{streams};
   for (int i = 0; i < count; ++i)  // cameras are not in phase: spread over one interval
-    streams[i]->pusher =
-        std::thread(push_frames, std::ref(*streams[i]), run.ahead, std::cref(pushers.stop),
-                    interval, start + interval * i / count);
+    streams[i]->pusher = std::thread(push_frames, std::ref(*streams[i]), run.ahead, interval,
+                                     start + interval * i / count);
+  const auto throw_if_failed = [&] {
+    for (const auto &s : streams)
+      if (!s->error.empty()) throw std::runtime_error(s->error);
+  };
   // The window runs from the last pipeline's warm-up to the last arrival.
   Clock::time_point from, to;
+  const auto arrivals = [&] {  // of every pipeline; `to` gets the last
+    long frames = 0;
+    for (auto &s : streams) {
+      const BenchPipeline::Counts c = s->pipeline->counts();
+      frames += c.frames;
+      to = std::max(to, c.last);
+    }
+    return frames;
+  };
   for (auto &s : streams) {
-    ArrivalLog::Counts c;
-    while (!(c = s->pipeline->arrivals().counts()).warm) {
-      pushers.throw_if_failed();
+    BenchPipeline::Counts c;
+    while (!(c = s->pipeline->counts()).warm) {
+      throw_if_failed();
       if (Clock::now() - start > kWarmupLimit)
         throw std::runtime_error("the streams were not warm within 60 s");
       std::this_thread::sleep_for(10ms);
     }
     from = std::max(from, c.warm_at);
   }
-  long base = 0;  // arrivals once all are warm: at least min_frames more are measured
-  for (auto &s : streams) base += s->pipeline->arrivals().counts().frames;
+  const long base = arrivals();  // once all are warm: at least min_frames more are measured
   row.load.gpu_mib = (gpu_mib_used(run.devices) - gpu_before) / count;
   row.load.process_threads = harness::proc_entries("task");
   row.load.threads = static_cast<double>(row.load.process_threads - threads_before - count) / count;
   row.load.pinned_mib = pinned_mib_held(streams[0]->pipeline->dut()) / count;
   const std::chrono::duration<double> wanted_time(options.seconds);
-  for (long frames = 0; frames - base < run.min_frames || to - from < wanted_time;) {
+  while (arrivals() - base < run.min_frames || to - from < wanted_time) {
     std::this_thread::sleep_for(10ms);
-    pushers.throw_if_failed();
-    frames = 0;
-    for (auto &s : streams) {
-      const ArrivalLog::Counts c = s->pipeline->arrivals().counts();
-      frames += c.frames;
-      to = std::max(to, c.last);
-    }
+    throw_if_failed();
   }
-  pushers.join();
-  pushers.throw_if_failed();
+  for (auto &s : streams) s->join();
+  throw_if_failed();
 
   const double seconds = std::chrono::duration<double>(to - from).count();
-  RunNotes notes;
-  std::vector<double> rates;
+  std::vector<double> rates, latency_us;
   for (auto &s : streams) {
     s->pipeline->end();
-    const ArrivalLog::Timeline t = s->pipeline->arrivals().timeline();
-    long frames = 0;
-    for (size_t k = 0; k < t.arrivals.size(); ++k) {
-      if (t.arrivals[k] <= from || t.arrivals[k] > to) continue;
-      ++frames;
-      if (k < t.latency_us.size()) notes.latency_us.push_back(t.latency_us[k]);
-    }
+    const long frames = s->pipeline->window(from, to, &latency_us);
     rates.push_back(frames / seconds);
     row.frames += frames;
-    row.load.dropped += s->pushed - static_cast<long>(t.arrivals.size());
+    row.load.dropped += s->pushed - s->pipeline->counts().frames;
     row.load.late += s->late;
   }
   if (row.frames == 0) throw std::runtime_error("no frame arrived in the measured window");
   row.us = seconds / row.frames * 1e6;
   row.load.stream_fps_min = *std::min_element(rates.begin(), rates.end());
   row.load.stream_fps_max = *std::max_element(rates.begin(), rates.end());
-  row.load.latency_p50_us = percentile(notes.latency_us, 0.5);
-  row.load.latency_p99_us = percentile(notes.latency_us, 0.99);
-  notes.feed = streams[0]->note;
-  notes.stats = stats_note(streams[0]->pipeline->dut());
-  notes.warnings = streams[0]->pipeline->warnings_note();
-  return notes;
+  row.load.latency_p50_us = percentile(latency_us, 0.5);
+  row.load.latency_p99_us = percentile(latency_us, 0.99);
+  if (row.group == "latency") take_median(row, latency_us);
+  const Stream &first = *streams[0];
+  row.note = join({row.note, first.note + (row.load.streams > 0 ? " per stream" : ""), run.note,
+                   stats_note(first.pipeline->dut()), first.pipeline->warnings_note()});
 }
 
 }  // namespace bench

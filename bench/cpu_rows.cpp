@@ -8,26 +8,20 @@
 
 namespace bench {
 
-namespace {
-
-struct Kind {
-  const char *key, *what, *format;
-  PixelLayout layout;
-  bool limited_range;
-};
-
-const Kind kKinds[] = {
-    {"cpu-kernel:RGB", "convert_cpu RGB", "RGB", PixelLayout::RGB, false},
-    {"cpu-kernel:luma-full", "convert_cpu YUV luma, full range (copy)", "I420 full",
-     PixelLayout::Luma, false},
-    {"cpu-kernel:luma-limited", "convert_cpu YUV luma, limited range (expand)", "I420 limited",
-     PixelLayout::Luma, true},
-};
-
-}  // namespace
-
 void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
-  for (const Kind &kind : kKinds) {
+  struct Kind {
+    const char *key, *what, *format;
+    PixelLayout layout;
+    bool limited_range;
+  };
+  const Kind kinds[] = {
+      {"cpu-kernel:RGB", "convert_cpu RGB", "RGB", PixelLayout::RGB, false},
+      {"cpu-kernel:luma-full", "convert_cpu YUV luma, full range (copy)", "I420 full",
+       PixelLayout::Luma, false},
+      {"cpu-kernel:luma-limited", "convert_cpu YUV luma, limited range (expand)", "I420 limited",
+       PixelLayout::Luma, true},
+  };
+  for (const Kind &kind : kinds) {
     const size_t in_bytes = frame_bytes(kind.layout, size);
     Row row(size, "cpu", kind.key, kind.what, kind.format,
             static_cast<double>(in_bytes + size.pixels()));

@@ -122,58 +122,24 @@ constexpr int kRawStreams = 3;
 
 }  // namespace
 
-bool cuda_open(int device, std::string *description, std::string *reason) {
+std::string cuda_open(int device) {
   std::string why;
   const int count = cudagray::cuda_device_count(&why);
-  if (cudagray::open_cuda_device(device, &why) < 0) {
-    *reason = "no usable CUDA device: " + why;
-    return false;
-  }
-  try {
-    cudaDeviceProp prop;
-    CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
-    int driver = 0, runtime = 0;
-    CHECK_CUDA(cudaDriverGetVersion(&driver));
-    CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
-    auto version = [](int v) {
-      return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
-    };
-    *description = std::string(prop.name) + " (device " + std::to_string(device) + " of " +
-                   std::to_string(count) + ", sm_" + std::to_string(prop.major) +
-                   std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) +
-                   " SMs, " + format_double(prop.totalGlobalMem / double(1 << 30), 1) +
-                   " GiB, L2 " + format_double(prop.l2CacheSize / double(1 << 20), 0) +
-                   " MiB; driver " + version(driver) + ", runtime " + version(runtime) + ")";
-    return true;
-  } catch (const std::exception &e) {
-    *reason = std::string("no usable CUDA device: ") + e.what();
-    return false;
-  }
-}
-
-std::string host_memory_kind(const void *pointer) {
-  cudaPointerAttributes attributes;
-  const cudaError_t err = cudaPointerGetAttributes(&attributes, pointer);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    return std::string("unknown (") + cudaGetErrorName(err) + ")";
-  }
-  switch (attributes.type) {
-    case cudaMemoryTypeUnregistered: return "pageable";
-    case cudaMemoryTypeHost: return "pinned";
-    case cudaMemoryTypeDevice: return "device";
-    case cudaMemoryTypeManaged: return "managed";
-  }
-  return "unknown";
-}
-
-void fill_random_cuda(void *memory, size_t bytes, uint64_t seed) {
-  const PageableFrames host(1, bytes, seed);
-  CHECK_CUDA(cudaMemcpy(memory, host.at(0), bytes, cudaMemcpyDefault));
-}
-
-std::string copy_key(int bytes_per_pixel) {
-  return "copy:" + std::to_string(bytes_per_pixel) + "B";
+  if (cudagray::open_cuda_device(device, &why) < 0) throw std::runtime_error(why);
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0;
+  CHECK_CUDA(cudaDriverGetVersion(&driver));
+  CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  auto version = [](int v) {
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  };
+  return std::string(prop.name) + " (device " + std::to_string(device) + " of " +
+         std::to_string(count) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+         ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
+         format_double(prop.totalGlobalMem / double(1 << 30), 1) + " GiB, L2 " +
+         format_double(prop.l2CacheSize / double(1 << 20), 0) + " MiB; driver " + version(driver) +
+         ", runtime " + version(runtime) + ")";
 }
 
 size_t device_rotation_bytes(const Options &options) {
@@ -243,7 +209,6 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
                                size_t bytes, cudaMemcpyKind kind) {
       const bool device_copy = kind == cudaMemcpyDeviceToDevice;
       Row row(size, "copy", key, what, format, (device_copy ? 2.0 : 1.0) * bytes);
-      row.versus_videoconvert = false;
       time_row(
           row,
           [&](long i, cudaStream_t s) {
@@ -255,7 +220,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
     // reads and writes as much.
     for (int bpp : {3, 4})
-      time_copy(copy_key(bpp),
+      time_copy("copy:" + std::to_string(bpp) + "B",
                 "device copy, same traffic as a " + std::to_string(bpp) + "-byte-per-pixel frame",
                 bpp == 3 ? "RGB" : "RGBx", copies_to, in, n * (bpp + 1) / 2,
                 cudaMemcpyDeviceToDevice);
@@ -274,7 +239,7 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
         const int bpp = static_cast<int>(frame_bytes(layout, size) / n);
         Row row(size, "kernel", std::string("kernel:") + layout_name(layout),
                 "cudagray kernel alone", layout_name(layout), double(bpp + 1) * n);
-        row.ceiling = copy_key(bpp);
+        row.ceiling = "copy:" + std::to_string(bpp) + "B";
         if (cudagray::layout_info(layout).planes == 1) row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
         time_row(row, [&](long i, cudaStream_t s) {
           const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
@@ -314,23 +279,16 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
         r.note = note;
       });
     };
-    {
-      const PinnedRing host_in(count, 3 * n, 3000);
-      time_loop("raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned, host_in,
-                std::to_string(count) + " pinned frames rotated");
-    }
-    {
-      const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
-      const DeviceRing device_in(on_device, 3 * n, 3500);
-      time_loop("raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
-                RawSource::Device, device_in, std::to_string(on_device) + " device frames rotated");
-    }
-    {
-      const PageableFrames pageable(count, 3 * n, 4000);
-      time_loop("raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams",
-                RawSource::Staging, pageable,
-                std::to_string(count) + " pageable frames rotated; one memcpy thread");
-    }
+    // each row's input frames go before the next row's are made
+    time_loop("raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned,
+              PinnedRing(count, 3 * n, 3000), std::to_string(count) + " pinned frames rotated");
+    const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
+    time_loop("raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
+              RawSource::Device, DeviceRing(on_device, 3 * n, 3500),
+              std::to_string(on_device) + " device frames rotated");
+    time_loop("raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", RawSource::Staging,
+              PageableFrames(count, 3 * n, 4000),
+              std::to_string(count) + " pageable frames rotated; one memcpy thread");
   } catch (const std::exception &e) {  // allocation or setup
     record(
         rows,
@@ -340,9 +298,8 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
 
 void raw_latency_row(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   const size_t n = size.pixels();
-  Row row(size, "latency", "raw:latency", "raw CUDA single frame, pinned, 1 stream, synchronised",
-          "RGB", 4.0 * n);
-  row.versus_videoconvert = false;
+  const Row row(size, "latency", "raw:latency",
+                "raw CUDA single frame, pinned, 1 stream, synchronised", "RGB", 4.0 * n);
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in(count, 3 * n, 5000), host_out(count, n);

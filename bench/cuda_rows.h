@@ -19,9 +19,9 @@
 
 namespace bench {
 
-// Makes options.device current. False, with a reason, when it cannot be used;
-// otherwise *description names the GPU.
-bool cuda_open(int device, std::string *description, std::string *reason);
+// Makes device current and describes the GPU; throws why when it cannot be
+// used.
+std::string cuda_open(int device);
 
 // Per size: same-traffic device copies, pinned H2D and D2H (group "copy"),
 // and the cudagray kernel alone for each of options.formats ("kernel").
@@ -38,9 +38,6 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
 
 // nppiRGBToGray (C3C1R and AC4C1R) loaded at run time; npp.cpp.
 void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
-
-// What CUDA knows of a host pointer: "pinned", "pageable", "device", ...
-std::string host_memory_kind(const void *pointer);
 
 // ---- shared by cuda_rows.cpp and npp.cpp ----------------------------------
 
@@ -60,13 +57,6 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
 // Device bytes to rotate over so that nothing stays in L2.
 size_t device_rotation_bytes(const Options &options);
 
-// The key of the device copy with the traffic of the kernel on frames of
-// bytes_per_pixel: "copy:3B" (the kernel's and NPP's ceiling).
-std::string copy_key(int bytes_per_pixel);
-
-// Random bytes from seed into device or pinned memory.
-void fill_random_cuda(void *memory, size_t bytes, uint64_t seed);
-
 // count equal frames of bytes each from Make, picked by a rotating index;
 // with a seed, frame i holds random bytes from seed + i.
 template <class Owner, Owner (*Make)(size_t)>
@@ -76,7 +66,9 @@ class Ring {
     for (size_t i = 0; i < count; ++i) frames_.push_back(Make(bytes));
   }
   Ring(size_t count, size_t bytes, uint64_t seed) : Ring(count, bytes) {
-    for (size_t i = 0; i < count; ++i) fill_random_cuda(frames_[i].get(), bytes, seed + i);
+    for (size_t i = 0; i < count; ++i)
+      CHECK_CUDA(
+          cudaMemcpy(at(i), PageableFrames(1, bytes, seed + i).at(0), bytes, cudaMemcpyDefault));
   }
   uint8_t *at(long i) const {
     return static_cast<uint8_t *>(frames_[static_cast<size_t>(i) % frames_.size()].get());

@@ -2,8 +2,8 @@
 // cudagray-bench: cudagray against its peers and ceilings, in one process
 // and one run. bench/run is the command people use: it runs this, then plots.
 #include <gst/gst.h>
+#include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -17,44 +17,29 @@ namespace {
 
 const FrameSize kLatencySize = {"1080p", 1920, 1080};
 
-// The value of the first "key : value" line of a /proc file with that key.
-std::string proc_value(const char *file, const std::string &key) {
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos ||
-        line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1) != key)
-      continue;
-    const size_t start = line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? "" : line.substr(start);
-  }
-  return "";
-}
-
 std::string cpu_description() {
-  std::string model = proc_value("/proc/cpuinfo", "model name");
-  if (model.empty()) model = "unknown CPU";
-  std::string text = model + ", " +
-                     std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-                     " hardware threads";
-  const std::string mem = proc_value("/proc/meminfo", "MemTotal");  // "131072000 kB"
-  if (!mem.empty())
-    text += ", " + format_double(std::atof(mem.c_str()) / (1 << 20), 1) + " GiB memory";
-  return text;
+  char model[256] = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (std::sscanf(line.c_str(), "model name : %255[^\n]", model) == 1) break;
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  return std::string(model) + ", " +
+         std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " hardware threads, " +
+         format_double(memory / (1 << 30), 1) + " GiB memory";
 }
 
 // The rows measured with CUDA directly at one size, or, without a usable
 // GPU, one row per group saying why.
-void direct_cuda_rows(const FrameSize &size, const Options &options, const CudaState &cuda,
+void direct_cuda_rows(const FrameSize &size, const Options &options, const std::string &no_cuda,
                       std::vector<Row> *rows) {
 #ifdef CUDAGRAY_HAVE_CUDA
-  if (cuda.usable) {
+  if (no_cuda.empty()) {
     device_rows(size, options, rows);
     if (options.wants("raw")) raw_rows(size, options, rows);
     return;
   }
 #endif
-  const std::string why = "skipped: " + cuda.reason;
+  const std::string why = "skipped: " + no_cuda;
   const std::string kernels =
       "cudagray kernel alone (" + std::to_string(options.formats.size()) + " formats)";
   if (options.wants("copy"))
@@ -72,20 +57,23 @@ int run(int argc, char **argv) {
     std::fprintf(stderr, "cudagray-bench: %s\n\n%s", e.what(), kUsage);
     return 2;
   }
-  CudaState cuda;
-  std::string gpu;
+  std::string gpu, no_cuda;  // no_cuda: why the CUDA rows cannot run ("" when they can)
 #ifdef CUDAGRAY_HAVE_CUDA
-  cuda.usable = cuda_open(options.device, &gpu, &cuda.reason);
+  try {
+    gpu = cuda_open(options.device);
+  } catch (const std::exception &e) {
+    no_cuda = std::string("no usable CUDA device: ") + e.what();
+  }
 #else
-  cudagray::cuda_device_count(&cuda.reason);
-  cuda.reason = "no usable CUDA device: " + cuda.reason;
+  cudagray::cuda_device_count(&no_cuda);
+  no_cuda = "no usable CUDA device: " + no_cuda;
 #endif
   const Elements elements = inspect_elements();
 
   gchar *gst_version = gst_version_string();
   std::printf("cudagray-bench\nCPU:       %s\nGPU:       %s\nGStreamer: %s; cudagray %s",
               cpu_description().c_str(),
-              cuda.usable ? gpu.c_str() : ("none: " + cuda.reason).c_str(), gst_version,
+              no_cuda.empty() ? gpu.c_str() : ("none: " + no_cuda).c_str(), gst_version,
               elements.cudagray ? ("from " + elements.cudagray_file).c_str()
                                 : "NOT FOUND (set GST_PLUGIN_PATH)");
   g_free(gst_version);
@@ -102,14 +90,14 @@ int run(int argc, char **argv) {
       "MiB\n",
       join(sizes, ", ").c_str(), join(options.groups, ", ").c_str(), join(formats, ", ").c_str(),
       options.seconds, options.rotate_bytes >> 20);
-  if (!cuda.usable) std::printf("CUDA rows skipped: %s\n", cuda.reason.c_str());
+  if (!no_cuda.empty()) std::printf("CUDA rows skipped: %s\n", no_cuda.c_str());
   std::fflush(stdout);
 
   std::vector<Row> rows;
   for (const FrameSize &size : options.sizes) {
-    direct_cuda_rows(size, options, cuda, &rows);
-    if (options.wants("element")) element_rows(size, options, elements, cuda, &rows);
-    stream_rows(size, options, elements, cuda, &rows);
+    direct_cuda_rows(size, options, no_cuda, &rows);
+    if (options.wants("element")) element_rows(size, options, elements, no_cuda, &rows);
+    stream_rows(size, options, elements, no_cuda, &rows);
     if (options.wants("cpu")) {
       cpu_rows(size, options, elements, &rows);
       cpu_kernel_rows(size, options, &rows);
@@ -117,20 +105,20 @@ int run(int argc, char **argv) {
   }
   if (options.wants("latency")) {
 #ifdef CUDAGRAY_HAVE_CUDA
-    if (cuda.usable) raw_latency_row(kLatencySize, options, &rows);
+    if (no_cuda.empty()) raw_latency_row(kLatencySize, options, &rows);
 #endif
-    latency_rows(kLatencySize, options, elements, cuda, &rows);
+    latency_rows(kLatencySize, options, elements, no_cuda, &rows);
   }
   // NPP last: a library loaded at run time that goes wrong cannot spoil the
   // rows before it.
   for (const FrameSize &size : options.wants("npp") ? options.sizes : std::vector<FrameSize>{}) {
 #ifdef CUDAGRAY_HAVE_CUDA
-    if (cuda.usable) {
+    if (no_cuda.empty()) {
       npp_rows(size, options, &rows);
       continue;
     }
 #endif
-    record(&rows, Row(size, "npp", "npp:*", "NPP nppiRGBToGray").skip("skipped: " + cuda.reason));
+    record(&rows, Row(size, "npp", "npp:*", "NPP nppiRGBToGray").skip("skipped: " + no_cuda));
   }
 
   print_table(stdout, rows);

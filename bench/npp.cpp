@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
-#include <utility>
 
 #include "cuda_rows.h"
 #include "cudagray/convert_cuda.h"
@@ -91,25 +90,21 @@ Npp load_npp(const Options &options) {
   return npp;
 }
 
+// What NPP asks of the stream and its device, as nppGetStreamContext fills it.
 NppStreamContext stream_context(cudaStream_t stream) {
-  NppStreamContext context{};
-  context.hStream = stream;
-  CHECK_CUDA(cudaGetDevice(&context.nCudaDeviceId));
-  const std::pair<int NppStreamContext::*, cudaDeviceAttr> attributes[] = {
-      {&NppStreamContext::nMultiProcessorCount, cudaDevAttrMultiProcessorCount},
-      {&NppStreamContext::nMaxThreadsPerMultiProcessor, cudaDevAttrMaxThreadsPerMultiProcessor},
-      {&NppStreamContext::nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock},
-      {&NppStreamContext::nCudaDevAttrComputeCapabilityMajor, cudaDevAttrComputeCapabilityMajor},
-      {&NppStreamContext::nCudaDevAttrComputeCapabilityMinor, cudaDevAttrComputeCapabilityMinor},
-  };
-  for (const auto &[member, attribute] : attributes)
-    CHECK_CUDA(cudaDeviceGetAttribute(&(context.*member), attribute, context.nCudaDeviceId));
-  int shared = 0;
-  CHECK_CUDA(
-      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlock, context.nCudaDeviceId));
-  context.nSharedMemPerBlock = static_cast<size_t>(shared);
-  CHECK_CUDA(cudaStreamGetFlags(stream, &context.nStreamFlags));
-  return context;
+  NppStreamContext c{};
+  c.hStream = stream;
+  CHECK_CUDA(cudaGetDevice(&c.nCudaDeviceId));
+  cudaDeviceProp p;
+  CHECK_CUDA(cudaGetDeviceProperties(&p, c.nCudaDeviceId));
+  c.nMultiProcessorCount = p.multiProcessorCount;
+  c.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
+  c.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
+  c.nSharedMemPerBlock = p.sharedMemPerBlock;
+  c.nCudaDevAttrComputeCapabilityMajor = p.major;
+  c.nCudaDevAttrComputeCapabilityMinor = p.minor;
+  CHECK_CUDA(cudaStreamGetFlags(stream, &c.nStreamFlags));
+  return c;
 }
 
 // One NPP conversion on the context's stream; throws on an NPP error.
@@ -157,12 +152,11 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   for (const Conversion &c : npp.conversions) {
     Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout),
             double(c.channels + 1) * n);
-    row.ceiling = copy_key(c.channels);
-    if (!npp.error.empty() || !c.call) {
-      record(rows, row.skip(npp.error.empty() ? "NPP: " + npp.library + " has no " + c.name + "_Ctx"
-                                              : "NPP: not available (" + npp.error + ")"));
-      continue;
-    }
+    row.ceiling = "copy:" + std::to_string(c.channels) + "B";  // same traffic
+    if (!npp.error.empty())
+      row.skipped = "NPP: not available (" + npp.error + ")";
+    else if (!c.call)
+      row.skipped = "NPP: " + npp.library + " has no " + c.name + "_Ctx";
     record(rows, row, [&](Row &r) {
       const size_t count =
           rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));

@@ -2,7 +2,6 @@
 // The command line: what to measure, at which sizes, for how long.
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -98,13 +97,9 @@ std::vector<std::string> parse_groups(const std::string &text) {
 
 // A number in [min, max] for option.
 double number(const std::string &option, const std::string &text, double min, double max) {
-  size_t used = 0;
-  double value = NAN;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception &) {
-  }
-  if (used == 0 || used != text.size())
+  char *end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0')
     throw std::invalid_argument(option + ": '" + text + "' is not a number");
   std::ostringstream range;
   range << min << ".." << max;
@@ -174,10 +169,6 @@ Options parse_options(int argc, char **argv) {
   if (o.sizes.empty() || o.groups.empty() || o.formats.empty())
     throw std::invalid_argument("nothing to measure");
   return o;
-}
-
-bool Options::wants(const std::string &group) const {
-  return std::find(groups.begin(), groups.end(), group) != groups.end();
 }
 
 }  // namespace bench

@@ -29,10 +29,6 @@ LATENCY_NAMES = {
 }
 
 
-def label(row):
-    return row["what"] + (f" {row['format']}" if row["format"] else "")
-
-
 def plot_streams(rows, png_path):
     rows = [r for r in rows if r["group"] == "streams"]
     if not rows:
@@ -67,17 +63,10 @@ def main(argv):
     plot_streams(rows, png_path.removesuffix(".png") + "-streams.png")
     rows = [r for r in rows if r["group"] != "streams"]
 
-    sizes = []
-    for r in rows:
-        if r["size"] not in sizes:
-            sizes.append(r["size"])
-    panels = []
-    for size in sizes:
-        bars = [r for r in rows if r["size"] == size and r["group"] != "latency"]
-        latency = [r for r in rows if r["size"] == size and r["group"] == "latency"]
-        if bars or latency:
-            panels.append((size, bars, latency))
-
+    panels = []  # per size, in order: its bars and its latency rows
+    for size in dict.fromkeys(r["size"] for r in rows):
+        panels.append((size, [r for r in rows if r["size"] == size and r["group"] != "latency"],
+                       [r for r in rows if r["size"] == size and r["group"] == "latency"]))
     if not panels:
         fig, ax = plt.subplots(figsize=(8, 2))
         ax.axis("off")
@@ -90,10 +79,10 @@ def main(argv):
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, (size, bars, latency) in zip(axes[:, 0], panels):
         fps = [float(r["fps"]) for r in bars]
-        y = range(len(bars))
-        ax.barh(list(y), fps, color=[COLOURS.get(r["group"], "tab:olive") for r in bars])
-        ax.set_yticks(list(y))
-        ax.set_yticklabels([label(r) for r in bars], fontsize=8)
+        ax.barh(range(len(bars)), fps, color=[COLOURS.get(r["group"], "tab:olive") for r in bars])
+        ax.set_yticks(range(len(bars)))
+        ax.set_yticklabels([r["what"] + (f" {r['format']}" if r["format"] else "") for r in bars],
+                           fontsize=8)
         ax.invert_yaxis()
         ax.set_xscale("log")
         ax.grid(axis="x", which="both", alpha=0.3)
@@ -101,7 +90,7 @@ def main(argv):
             ax.text(value, i, f" {value:,.0f}", va="center", fontsize=7)
         if fps:
             ax.set_xlim(min(fps) / 2, max(fps) * 4)
-        first = next(r for r in rows if r["size"] == size)
+        first = (bars + latency)[0]
         dims = f"{first['width']}x{first['height']}"
         title = (size if size == dims else f"{size} ({dims})") + ": frames per second, log scale"
         if latency:

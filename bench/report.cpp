@@ -19,34 +19,26 @@ struct Ratios {
 
 const char *kVideoconvertAll = "videoconvert:all";
 
-const Row *find_measured(const std::vector<Row> &rows, const std::string &size,
-                         const std::string &key) {
-  if (key.empty()) return nullptr;
-  for (const Row &r : rows)
-    if (r.size.name == size && r.key == key && r.skipped.empty()) return &r;
-  return nullptr;
-}
-
 Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
-  Ratios ratios;
-  if (!row.skipped.empty()) return ratios;
-  auto versus = [&](const std::string &key) {
-    const Row *other = find_measured(rows, row.size.name, key);
-    return other ? other->us / row.us : NAN;
+  const auto versus = [&](const std::string &key) -> double {
+    for (const Row &r : rows)
+      if (!key.empty() && r.size.name == row.size.name && r.key == key && r.skipped.empty())
+        return r.us / row.us;
+    return NAN;
   };
-  ratios.ceiling = versus(row.ceiling);
-  ratios.peer = versus(row.peer);
-  if (row.versus_videoconvert && row.key != kVideoconvertAll)
-    ratios.videoconvert = versus(kVideoconvertAll);
-  return ratios;
+  if (!row.skipped.empty()) return {};
+  // copies, latencies and many streams at once are not videoconvert's kind of work
+  const bool versus_videoconvert = row.group != "copy" && row.group != "latency" &&
+                                   row.group != "streams" && row.key != kVideoconvertAll;
+  return {versus(row.ceiling), versus_videoconvert ? versus(kVideoconvertAll) : NAN,
+          versus(row.peer)};
 }
 
 bool is_latency(const Row &row) { return row.group == "latency"; }
 double fps_of(const Row &row) { return is_latency(row) ? NAN : 1e6 / row.us; }
 double gbps_of(const Row &row) { return is_latency(row) ? NAN : row.bytes / row.us / 1e3; }
 
-std::string number(double value) {
-  if (std::isnan(value)) return "-";
+std::string number(double value) {  // "-" for NaN, as format_double
   const double a = std::fabs(value);
   return format_double(value, a < 10 ? 2 : a < 1000 ? 1 : 0);
 }
@@ -54,11 +46,6 @@ std::string number(double value) {
 std::string ratio_text(double ratio, const std::string &of) {
   if (std::isnan(ratio)) return "-";
   return format_double(ratio, 2) + (of.empty() ? "" : " " + of);
-}
-
-std::string size_title(const FrameSize &size) {
-  const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
-  return size.name == dims ? dims : dims + " (" + size.name + ")";
 }
 
 std::string csv_field(const std::string &text) {
@@ -75,22 +62,23 @@ std::string csv_number(double value, int decimals) {
 // The streams rows again, with what N streams at once cost and how late
 // their frames are.
 void print_streams_table(std::FILE *out, const std::vector<Row> &rows) {
+  const char *columns = "%-6s %-5s %-3s %-17s %9s %-13s %15s %9s %9s %8s %8s %7s %8s %8s\n";
   bool heading = false;
   for (const Row &r : rows) {
     if (r.group != "streams" || !r.skipped.empty()) continue;
-    if (!heading)
-      std::fprintf(out,
-                   "\n== streams: N pipelines at once ==\n%-6s %-5s %-3s %-17s %9s %-13s %15s "
-                   "%9s %9s %8s %8s %7s %8s %8s\n",
-                   "size", "N", "GPU", "upstream", "fps", "x ceiling", "per stream fps", "p50 ms",
-                   "p99 ms", "GPU MiB", "pin MiB", "threads", "start ms", "dropped");
+    if (!heading) {
+      std::fprintf(out, "\n== streams: N pipelines at once ==\n");
+      std::fprintf(out, columns, "size", "N", "GPU", "upstream", "fps", "x ceiling",
+                   "per stream fps", "p50 ms", "p99 ms", "GPU MiB", "pin MiB", "threads",
+                   "start ms", "dropped");
+    }
     heading = true;
     const Ratios ratios = ratios_of(r, rows);
     const Row::Load &l = r.load;
     const std::string upstream = r.key.substr(8, r.key.find(':', 8) - 8);
     std::fprintf(
-        out, "%-6s %-5d %-3d %-17s %9s %-13s %15s %9s %9s %8s %8s %7s %8s %8s\n",
-        r.size.name.c_str(), l.streams, l.gpus, upstream.c_str(), number(fps_of(r)).c_str(),
+        out, columns, r.size.name.c_str(), std::to_string(l.streams).c_str(),
+        std::to_string(l.gpus).c_str(), upstream.c_str(), number(fps_of(r)).c_str(),
         ratio_text(std::isnan(ratios.ceiling) ? ratios.peer : ratios.ceiling, "").c_str(),
         (number(l.stream_fps_min) + "-" + number(l.stream_fps_max)).c_str(),
         number(l.latency_p50_us / 1e3).c_str(), number(l.latency_p99_us / 1e3).c_str(),
@@ -109,7 +97,7 @@ void print_streams_table(std::FILE *out, const std::vector<Row> &rows) {
 }  // namespace
 
 void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure) {
-  if (measure) {
+  if (measure && row.skipped.empty()) {
     try {
       measure(row);
       if (!(row.us > 0)) row.skipped = "failed: nothing was measured";
@@ -120,11 +108,10 @@ void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &m
     }
   }
   const std::string what = row.what + (row.format.empty() ? "" : " " + row.format);
-  if (row.skipped.empty())
-    std::fprintf(stderr, "[%s] %s: %s us%s\n", row.size.name.c_str(), what.c_str(),
-                 number(row.us).c_str(), is_latency(row) ? " latency" : "/frame");
-  else
-    std::fprintf(stderr, "[%s] %s: %s\n", row.size.name.c_str(), what.c_str(), row.skipped.c_str());
+  const std::string result = !row.skipped.empty() ? row.skipped
+                             : is_latency(row)    ? number(row.us) + " us latency"
+                                                  : number(row.us) + " us/frame";
+  std::fprintf(stderr, "[%s] %s: %s\n", row.size.name.c_str(), what.c_str(), result.c_str());
   rows->push_back(std::move(row));
 }
 
@@ -133,56 +120,52 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
   for (const Row &r : rows)
     if (r.skipped.empty()) what_width = std::max(what_width, r.what.size());
   const int w = static_cast<int>(what_width);
-  std::vector<std::string> sizes;
+  const char *columns = "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n";
+  std::vector<const Row *> firsts;  // the first row of each size
   for (const Row &r : rows)
-    if (std::find(sizes.begin(), sizes.end(), r.size.name) == sizes.end())
-      sizes.push_back(r.size.name);
+    if (std::none_of(firsts.begin(), firsts.end(),
+                     [&](const Row *f) { return f->size.name == r.size.name; }))
+      firsts.push_back(&r);
 
-  for (const std::string &size : sizes) {
-    const Row *first = nullptr;
-    for (const Row &r : rows)
-      if (r.size.name == size && !first) first = &r;
-    std::fprintf(out, "\n== %s ==\n", size_title(first->size).c_str());
-    std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, "what", "format",
-                 "us/frame", "fps", "GB/s", "x ceiling", "x vc-all", "x peer");
+  for (const Row *first : firsts) {
+    const FrameSize &size = first->size;
+    const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
+    std::fprintf(out, "\n== %s ==\n",
+                 (size.name == dims ? dims : dims + " (" + size.name + ")").c_str());
+    std::fprintf(out, columns, w, "what", "format", "us/frame", "fps", "GB/s", "x ceiling",
+                 "x vc-all", "x peer");
     for (const Row &r : rows) {
-      if (r.size.name != size) continue;
+      if (r.size.name != first->size.name) continue;
       if (!r.skipped.empty()) {
         std::fprintf(out, "%-*s  %-6s %s\n", w, r.what.c_str(), r.format.c_str(),
                      r.skipped.c_str());
         continue;
       }
       const Ratios ratios = ratios_of(r, rows);
-      std::fprintf(out, "%-*s  %-6s %10s %10s %8s  %-22s %9s  %-20s\n", w, r.what.c_str(),
-                   r.format.c_str(), number(r.us).c_str(), number(fps_of(r)).c_str(),
-                   number(gbps_of(r)).c_str(), ratio_text(ratios.ceiling, r.ceiling).c_str(),
+      std::fprintf(out, columns, w, r.what.c_str(), r.format.c_str(), number(r.us).c_str(),
+                   number(fps_of(r)).c_str(), number(gbps_of(r)).c_str(),
+                   ratio_text(ratios.ceiling, r.ceiling).c_str(),
                    ratio_text(ratios.videoconvert, "").c_str(),
                    ratio_text(ratios.peer, r.peer).c_str());
     }
   }
 
-  std::fprintf(out,
-               "\nus/frame: mean time per frame in steady state (latency rows: median single-frame "
-               "latency).\n"
-               "GB/s: input plus GRAY8 output bytes per second (copies: bytes read plus written;\n"
-               "transfers: bytes moved).\n"
-               "x ...: reference time / this time, so above 1 is faster than the reference.\n"
-               "  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or "
-               "4-byte pixels\n"
-               "  raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned "
-               "GRAY8, 3 streams\n"
-               "  raw:staging       the same, each frame first memcpy'd from pageable memory into "
-               "pinned staging\n"
-               "  raw:device        the same from RGB frames already on the device: no upload "
-               "(zero-copy's ceiling)\n"
-               "  raw:latency       raw CUDA, one frame at a time, synchronised\n"
-               "  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert "
-               "on all cores\n"
-               "  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R\n"
-               "  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the "
-               "CUDA-memory rows)\n"
-               "  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the "
-               "cpu-kernel:luma rows)\n");
+  std::fputs(R"(
+us/frame: mean time per frame in steady state (latency rows: median single-frame latency).
+GB/s: input plus GRAY8 output bytes per second (copies: bytes read plus written;
+transfers: bytes moved).
+x ...: reference time / this time, so above 1 is faster than the reference.
+  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or 4-byte pixels
+  raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned GRAY8, 3 streams
+  raw:staging       the same, each frame first memcpy'd from pageable memory into pinned staging
+  raw:device        the same from RGB frames already on the device: no upload (zero-copy's ceiling)
+  raw:latency       raw CUDA, one frame at a time, synchronised
+  videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores
+  npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R
+  element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)
+  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the cpu-kernel:luma rows)
+)",
+             out);
 
   print_streams_table(out, rows);
 
