@@ -121,8 +121,7 @@ class CudaBackend final : public Backend {
                                                     std::min(kMaxStrips, height)));
       slots_.resize(std::max(1, max_in_flight));
       for (Slot &s : slots_) {
-        if (!inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
-        if (!outputs_on_device) s.device_out = make_device_memory(out_pitch_ * height);
+        allocate_missing(s, !inputs_on_device, !outputs_on_device, false, false);
         for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
                               &s.download_start, &s.download_end})
           *e = make_event(cudaEventDefault);
@@ -163,7 +162,7 @@ class CudaBackend final : public Backend {
       s.in_staged = !in.on_device && !planes_pinned(in);
       s.out = out;
       s.out_staged = !out.on_device && !is_pinned(out.data);
-      allocate_on_first_use(s);
+      allocate_missing(s, !s.on_device, !out.on_device, s.in_staged, s.out_staged);
       const uint8_t *source[3];
       size_t source_pitch[3];
       for (int p = 0; p < info_->planes; ++p) {
@@ -318,15 +317,17 @@ class CudaBackend final : public Backend {
     return true;
   }
 
-  // The buffers slot s's frame needs that configure left out: device memory
-  // for a host input or output, pinned staging for pageable ones.
-  void allocate_on_first_use(Slot &s) {
-    const bool device_in = !s.on_device && !s.device_in.get();
-    const bool device_out = !s.out.on_device && !s.device_out.get();
-    const bool staging_in = s.in_staged && !s.staging_in.get();
-    const bool staging_out = s.out_staged && !s.staging_out.get();
+  // Allocates those of slot s's buffers asked for that it lacks: device
+  // memory for a host input or output, pinned staging for pageable ones.
+  // configure makes what it expects; a frame unlike that gets the rest here.
+  void allocate_missing(Slot &s, bool device_in, bool device_out, bool staging_in,
+                        bool staging_out) {
+    device_in = device_in && !s.device_in.get();
+    device_out = device_out && !s.device_out.get();
+    staging_in = staging_in && !s.staging_in.get();
+    staging_out = staging_out && !s.staging_out.get();
     if (!(device_in || device_out || staging_in || staging_out)) return;
-    const CudaResourceChange change;
+    const CudaResourceChange change;  // nests in configure's
     if (device_in) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
     if (device_out) s.device_out = make_device_memory(out_pitch_ * height_);
     if (staging_in) s.staging_in = make_pinned_memory(plane_bytes_ * info_->planes);
