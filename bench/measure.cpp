@@ -73,13 +73,13 @@ PageableFrames::PageableFrames(size_t count, size_t bytes, uint64_t seed)
 
 size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
-  return size.pixels() * info.bytes_per_pixel * info.planes;
+  return info.row_bytes(size.width) * size.height * info.planes;
 }
 
 cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
   cudagray::InputFrame frame{layout, size.width, size.height, {}, {}};
-  const size_t row = static_cast<size_t>(size.width) * info.bytes_per_pixel;
+  const size_t row = info.row_bytes(size.width);
   for (int p = 0; p < info.planes; ++p) {
     frame.plane[p] = base + p * row * size.height;
     frame.stride[p] = row;

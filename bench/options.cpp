@@ -77,8 +77,8 @@ std::vector<T> pick(const std::string &text, const std::vector<T> &candidates, M
 }
 
 std::vector<PixelLayout> parse_formats(const std::string &text) {
-  const std::vector<PixelLayout> all(std::begin(cudagray::kAllLayouts),
-                                     std::end(cudagray::kAllLayouts));
+  const std::vector<PixelLayout> all(std::begin(cudagray::kRgb8Layouts),
+                                     std::end(cudagray::kRgb8Layouts));
   return pick(
       text, all,
       [](const std::string &name, PixelLayout l) {

@@ -16,7 +16,9 @@ class CpuBackend final : public Backend {
   const char *name() const override { return "cpu"; }
   // Each frame is converted in submit: nothing to gain from more in flight.
   BackendNeeds needs() const override { return {}; }
-  bool configure(PixelLayout, int, int, int, bool, bool, std::string *) override { return true; }
+  bool configure(PixelLayout, int, int, int, int, bool, bool, std::string *) override {
+    return true;
+  }
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
               std::string *) override {
     const auto start = std::chrono::steady_clock::now();

@@ -99,7 +99,7 @@ class CudaBackend final : public Backend {
   const char *name() const override { return "cuda"; }
   BackendNeeds needs() const override { return {kAutoInFlight, kMaxInFlight, true, true, true}; }
 
-  bool configure(PixelLayout layout, int width, int height, int max_in_flight,
+  bool configure(PixelLayout layout, int width, int height, int out_depth, int max_in_flight,
                  bool inputs_on_device, bool outputs_on_device, std::string *error) override {
     discard_all();
     const CudaResourceChange change;  // one wait for the context's lock, not one per buffer
@@ -109,13 +109,16 @@ class CudaBackend final : public Backend {
       layout_ = layout;
       width_ = width;
       height_ = height;
-      row_bytes_ = static_cast<size_t>(width) * info_->bytes_per_pixel;
+      out_depth_ = out_depth;
+      row_bytes_ = info_->row_bytes(width);
+      out_row_bytes_ = static_cast<size_t>(width) * (out_depth / 8);
       in_pitch_ = align_up(row_bytes_, kPitchAlignment);
-      out_pitch_ = align_up(static_cast<size_t>(width), kPitchAlignment);
+      out_pitch_ = align_up(out_row_bytes_, kPitchAlignment);
       plane_bytes_ = in_pitch_ * height;
       const size_t in_bytes = row_bytes_ * height * info_->planes;
+      // a Bayer pixel reads the rows around it: its frame stays whole
       strips_ =
-          max_in_flight > 1
+          max_in_flight > 1 || info_->family == LayoutFamily::Bayer
               ? 1
               : static_cast<int>(std::clamp<size_t>((in_bytes + kStripBytes - 1) / kStripBytes, 1,
                                                     std::min(kMaxStrips, height)));
@@ -142,7 +145,8 @@ class CudaBackend final : public Backend {
 
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
               std::string *error) override {
-    if (in.layout != layout_ || in.width != width_ || in.height != height_) {
+    if (in.layout != layout_ || in.width != width_ || in.height != height_ ||
+        out.depth != out_depth_) {
       *error = "frame does not match the configured format and size";
       return false;
     }
@@ -170,14 +174,12 @@ class CudaBackend final : public Backend {
         source_pitch[p] = in.stride[p];
       }
       if (s.in_staged) stage_input(s, in, source, source_pitch);
-      const GrayFrame download_to =
-          s.out_staged ? GrayFrame{static_cast<uint8_t *>(s.staging_out.get()), out_pitch_} : out;
+      const GrayFrame download_to = s.out_staged ? staged_gray(s) : out;
 
       const CudaQueueing queueing;
       auto *device_in = static_cast<uint8_t *>(s.device_in.get());
       // where the kernel writes: the result itself when it stays on the device
-      const GrayFrame written =
-          out.on_device ? out : GrayFrame{static_cast<uint8_t *>(s.device_out.get()), out_pitch_};
+      const GrayFrame written = out.on_device ? out : device_gray(s);
       const auto consumer =
           out.on_device ? static_cast<cudaStream_t>(out.consumer_stream) : nullptr;
       if (consumer) CUDAGRAY_CHECK(cudaEventRecord(s.output_free.get(), consumer));
@@ -224,12 +226,14 @@ class CudaBackend final : public Backend {
         if (consumer) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.output_free.get(), 0));
         if (first) record_if_timed(s.kernel_start, work);
         uint8_t *const rows = written.data + strip_start(i) * written.stride;
-        CUDAGRAY_CHECK(convert_cuda(strip, {rows, written.stride}, w, work));
+        GrayFrame strip_out = written;
+        strip_out.data = rows;
+        CUDAGRAY_CHECK(convert_cuda(strip, strip_out, w, work));
         if (last) record_if_timed(s.kernel_end, work);
         if (!out.on_device) {
           if (first) record_if_timed(s.download_start, work);
           CUDAGRAY_CHECK(cudaMemcpy2DAsync(download_to.data + strip_start(i) * download_to.stride,
-                                           download_to.stride, rows, written.stride, width_,
+                                           download_to.stride, rows, written.stride, out_row_bytes_,
                                            strip_height(i), cudaMemcpyDeviceToHost, work));
           if (last) record_if_timed(s.download_end, work);
         }
@@ -298,7 +302,7 @@ class CudaBackend final : public Backend {
       }
       if (s.out_staged) {
         const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
-        copy_rows(result, out_pitch_, s.out.data, s.out.stride, width_, height_);
+        copy_rows(result, out_pitch_, s.out.data, s.out.stride, out_row_bytes_, height_);
       }
       std::lock_guard<std::mutex> hold(lock_);
       stats_.count(s.in_staged, s.out_staged, s.on_device, s.out.on_device);
@@ -309,6 +313,18 @@ class CudaBackend final : public Backend {
       *error = e.what();
       return false;
     }
+  }
+
+  // The slot's staging and device buffers for the result, as gray frames.
+  GrayFrame staged_gray(Slot &s) const {
+    GrayFrame g{static_cast<uint8_t *>(s.staging_out.get()), out_pitch_};
+    g.depth = out_depth_;
+    return g;
+  }
+  GrayFrame device_gray(Slot &s) const {
+    GrayFrame g{static_cast<uint8_t *>(s.device_out.get()), out_pitch_};
+    g.depth = out_depth_;
+    return g;
   }
 
   bool planes_pinned(const InputFrame &in) const {
@@ -355,8 +371,10 @@ class CudaBackend final : public Backend {
   uint64_t submitted_ = 0;  // frames, for picking the timed ones
   const LayoutInfo *info_ = nullptr;
   PixelLayout layout_ = PixelLayout::RGB;
-  int width_ = 0, height_ = 0, strips_ = 1;
-  size_t row_bytes_ = 0, in_pitch_ = 0, out_pitch_ = 0, plane_bytes_ = 0;
+  int width_ = 0, height_ = 0, out_depth_ = 8, strips_ = 1;
+  // bytes of a row: of each input plane read, of the result
+  size_t row_bytes_ = 0, out_row_bytes_ = 0;
+  size_t in_pitch_ = 0, out_pitch_ = 0, plane_bytes_ = 0;
   std::vector<Slot> slots_;
   // Guards first_, count_ and stats_: finish_oldest runs beside submit.
   mutable std::mutex lock_;

@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "bayer.h"
 #include "layouts.h"
 #include "parallel.h"
 
@@ -33,57 +34,78 @@ namespace {
 using RowsFn = void (*)(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0,
                         int y1);
 
-// Portable: pixel by pixel, left to the compiler's vectoriser. The SIMD
-// kernels below use it for the few pixels at the end of a row that their
+// Bytes of the rows being converted, one pointer per plane read.
+struct RowBytes {
+  const uint8_t *row[3];
+  uint32_t at(int plane, int i) const { return row[plane][i]; }
+};
+
+// Every layout read pixel by pixel (layouts.h) into gray of Out (uint8_t or
+// uint16_t), for any op (ToGray): the one loop for every format the SIMD
+// kernels below do not cover. Written so that the compiler vectorises it
+// (fixed layout, fixed output type); CUDAGRAY_AVX2 instantiates it again
+// for AVX2 where the CPU has it.
+#if defined(__GNUC__) || defined(__clang__)
+#define CUDAGRAY_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define CUDAGRAY_ALWAYS_INLINE inline
+#endif
+
+template <class Layout, class Out, class Op>
+CUDAGRAY_ALWAYS_INLINE void pixels_body(const InputFrame &in, const GrayFrame &out, const Op op,
+                                        int y0, int y1) {
+  const int width = in.width;  // a store could alias in.width: read it once
+  for (int y = y0; y < y1; ++y) {
+    RowBytes src;
+    for (int p = 0; p < Layout::kPlanes; ++p) src.row[p] = in.plane[p] + y * in.stride[p];
+    Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
+    for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
+  }
+}
+
+// 8-bit full-range luma to GRAY8 is the luma plane itself: rows copied.
+template <class Layout, class Op>
+constexpr bool kCopiesRows =
+    std::is_same_v<Layout, LumaLayout<>> &&std::is_same_v<Op, ToGray<LumaLayout<>, 8, false>>;
+
+template <class Layout, class Op>
+CUDAGRAY_ALWAYS_INLINE void pixel_rows(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                                       int y0, int y1) {
+  if constexpr (kCopiesRows<Layout, Op>) {
+    for (int y = y0; y < y1; ++y)
+      std::memcpy(out.data + y * out.stride, in.plane[0] + y * in.stride[0], in.width);
+  } else {
+    using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
+    pixels_body<Layout, Out>(in, out, Op{w}, y0, y1);
+  }
+}
+
+template <class Layout, class Op>
+void rows_pixels(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
+  pixel_rows<Layout, Op>(in, out, w, y0, y1);
+}
+
+// Bayer: each pixel demosaicked from its neighbourhood (bayer.h); the
+// output rows are whole, the neighbourhood reaches into any row.
+template <class Layout, int OutDepth>
+void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
+  using Out = std::conditional_t<OutDepth == 16, uint16_t, uint8_t>;
+  const ToGray<Layout, OutDepth, false> op{w};
+  const MosaicRows mosaic{in.plane[0], in.stride[0], in.width, in.height};
+  for (int y = y0; y < y1; ++y) {
+    Out *dst = reinterpret_cast<Out *>(out.data + y * out.stride);
+    for (int x = 0; x < in.width; ++x)
+      dst[x] = static_cast<Out>(op(bayer_pixel<Layout>(mosaic, x, y)));
+  }
+}
+
+// Portable 8-bit RGB: pixel by pixel, left to the compiler's vectoriser. The
+// SIMD kernels below use it for the few pixels at the end of a row that their
 // blocks do not cover.
 template <int Bpp, int R, int G, int B>
 void scalar_pixels(const uint8_t *src, uint8_t *dst, int x0, int x1, const Weights &w) {
   for (int x = x0; x < x1; ++x)
     dst[x] = luma(src[x * Bpp + R], src[x * Bpp + G], src[x * Bpp + B], w);
-}
-
-template <int Bpp, int R, int G, int B>
-void convert_rows(PackedLayout<Bpp, R, G, B>, const InputFrame &in, const GrayFrame &out,
-                  const Weights &w, int y0, int y1) {
-  const Weights weights = w;  // a local copy lets the compiler keep it in registers
-  for (int y = y0; y < y1; ++y)
-    scalar_pixels<Bpp, R, G, B>(in.plane[0] + y * in.stride[0], out.data + y * out.stride, 0,
-                                in.width, weights);
-}
-
-template <int R, int G, int B>
-void convert_rows(PlanarLayout<R, G, B>, const InputFrame &in, const GrayFrame &out,
-                  const Weights &w, int y0, int y1) {
-  const Weights weights = w;
-  for (int y = y0; y < y1; ++y) {
-    const uint8_t *__restrict r = in.plane[R] + y * in.stride[R];
-    const uint8_t *__restrict g = in.plane[G] + y * in.stride[G];
-    const uint8_t *__restrict b = in.plane[B] + y * in.stride[B];
-    uint8_t *__restrict dst = out.data + y * out.stride;
-    for (int x = 0; x < in.width; ++x) dst[x] = luma(r[x], g[x], b[x], weights);
-  }
-}
-
-// Luma: rows copied, or expanded from limited range (expand_limited is written
-// so that the compiler vectorises the loop; the SIMD kernels below have
-// nothing to add).
-void convert_rows(LumaLayout, const InputFrame &in, const GrayFrame &out, const Weights &, int y0,
-                  int y1) {
-  const int width = in.width;  // a byte store could alias in.width: read it once
-  for (int y = y0; y < y1; ++y) {
-    const uint8_t *__restrict src = in.plane[0] + y * in.stride[0];
-    uint8_t *__restrict dst = out.data + y * out.stride;
-    if (!in.limited_range) {
-      std::memcpy(dst, src, width);
-      continue;
-    }
-    for (int x = 0; x < width; ++x) dst[x] = expand_limited(src[x]);
-  }
-}
-
-template <class Layout>
-void rows_scalar(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
-  convert_rows(Layout{}, in, out, w, y0, y1);
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -92,7 +114,6 @@ void rows_scalar(const InputFrame &in, const GrayFrame &out, const Weights &w, i
 // where the CPU running the code has them (detect_simd below).
 #define CUDAGRAY_AVX2 __attribute__((target("avx2")))
 #define CUDAGRAY_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-#define CUDAGRAY_ALWAYS_INLINE inline __attribute__((always_inline))
 
 // pshufb control for 16-byte lanes holding 4 pixels of Bpp bytes: byte
 // j*Bpp + C of the lane goes to the low byte of its 32-bit lane j, the other
@@ -348,6 +369,13 @@ RowsFn avx512_kernel(PlanarLayout<R, G, B>) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+
+// The pixel-by-pixel loop again, vectorised with AVX2.
+template <class Layout, class Op>
+CUDAGRAY_AVX2 void rows_pixels_avx2(const InputFrame &in, const GrayFrame &out, const Weights &w,
+                                    int y0, int y1) {
+  pixel_rows<Layout, Op>(in, out, w, y0, y1);
+}
 #endif  // x86 SIMD
 
 // The instruction sets the kernels may use: the best this CPU has, or less
@@ -370,17 +398,37 @@ Simd detect_simd() {
   return best;
 }
 
-RowsFn rows_kernel(PixelLayout layout) {
+// 8-bit RGB to GRAY8 has hand-written SIMD kernels.
+template <class Layout>
+constexpr bool kHasRgb8Simd = false;
+template <int Bpp, int R, int G, int B>
+constexpr bool kHasRgb8Simd<PackedLayout<Bpp, R, G, B>> = true;
+template <int R, int G, int B>
+constexpr bool kHasRgb8Simd<PlanarLayout<R, G, B, 8>> = true;
+
+RowsFn rows_kernel(const InputFrame &in, int out_depth) {
   static const Simd simd = detect_simd();
-  return dispatch_layout(layout, [](auto l) -> RowsFn {
+  RowsFn rows = nullptr;
+  dispatch_layout(in.layout, [&](auto layout) {
+    using Layout = decltype(layout);
+    if constexpr (Layout::kFamily == LayoutFamily::Bayer) {
+      rows = out_depth == 16 ? &rows_bayer<Layout, 16> : &rows_bayer<Layout, 8>;
+    } else {
+      dispatch_to_gray(layout, out_depth, in.limited_range, Weights{}, [&](auto op) {
+        using Op = decltype(op);
+        rows = &rows_pixels<Layout, Op>;
 #ifdef CUDAGRAY_X86_SIMD
-    if constexpr (!std::is_same_v<decltype(l), LumaLayout>) {
-      if (simd == Simd::kAvx512) return avx512_kernel(l);
-      if (simd == Simd::kAvx2) return avx2_kernel(l);
-    }
+        if constexpr (kHasRgb8Simd<Layout> && Op::kOutDepth == 8) {
+          if (simd == Simd::kAvx512) rows = avx512_kernel(layout);
+          if (simd == Simd::kAvx2) rows = avx2_kernel(layout);
+        } else {
+          if (simd != Simd::kScalar) rows = &rows_pixels_avx2<Layout, Op>;
+        }
 #endif
-    return &rows_scalar<decltype(l)>;
+      });
+    }
   });
+  return rows;
 }
 
 // Work is split into chunks of about this many pixels (whole rows)...
@@ -393,7 +441,7 @@ constexpr long kPixelsPerThread = 1 << 18;
 
 void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w, int threads) {
   if (in.width <= 0 || in.height <= 0) return;
-  const RowsFn rows = rows_kernel(in.layout);
+  const RowsFn rows = rows_kernel(in, out.depth);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const long pixels = static_cast<long>(in.width) * in.height;
   threads = static_cast<int>(

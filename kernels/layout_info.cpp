@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// layout_info: each layout's name, planes and channel positions, derived
-// from dispatch_layout (layouts.h) so that the table and the kernels cannot
-// disagree.
+// layout_info: each layout's name, family, depth and how its pixels are
+// stored, derived from dispatch_layout (layouts.h) so that the table and the
+// kernels cannot disagree.
 #include "cudagray/frame.h"
 #include "layouts.h"
 
@@ -10,26 +10,22 @@ namespace cudagray {
 namespace {
 
 struct LayoutTable {
-  static constexpr int kCount = static_cast<int>(PixelLayout::Luma) + 1;
-  LayoutInfo info[kCount];
+  LayoutInfo info[kLayoutCount];
   LayoutTable() {
-    static const char *const names[kCount] = {"RGB",  "BGR",  "RGBA", "BGRA", "RGBx",
-                                              "BGRx", "xRGB", "xBGR", "ARGB", "ABGR",
-                                              "RGBP", "BGRP", "GBR",  "Luma"};
-    for (int i = 0; i < kCount; ++i) {
-      info[i] = dispatch_layout(static_cast<PixelLayout>(i), [](auto l) { return describe(l); });
-      info[i].name = names[i];
-    }
+    static const char *const names[kLayoutCount] = {
+        "RGB",        "BGR",        "RGBA",       "BGRA",       "RGBx",       "BGRx",
+        "xRGB",       "xBGR",       "ARGB",       "ABGR",       "RGBP",       "BGRP",
+        "GBR",        "GBR_10LE",   "GBR_12LE",   "GBR_16LE",   "RGB10A2_LE", "BGR10A2_LE",
+        "Luma",       "Luma_Y0_2",  "Luma_Y1_2",  "Luma_Y1_4",  "Luma_Y2_4",  "Luma10",
+        "Luma12",     "Luma16",     "Luma10_Msb", "Luma12_Msb", "Luma16_BE",  "Luma_v210",
+        "Bayer_BGGR", "Bayer_GBRG", "Bayer_GRBG", "Bayer_RGGB"};
+    for (int i = 0; i < kLayoutCount; ++i)
+      info[i] = dispatch_layout(static_cast<PixelLayout>(i), [&](auto l) {
+        using L = decltype(l);
+        return LayoutInfo{names[i],       L::kFamily, L::kDepth, L::kPlanes, L::kGroupPixels,
+                          L::kGroupBytes, L::r,       L::g,      L::b};
+      });
   }
-  template <int Bpp, int R, int G, int B>
-  static LayoutInfo describe(PackedLayout<Bpp, R, G, B>) {
-    return {nullptr, 1, Bpp, R, G, B};
-  }
-  template <int R, int G, int B>
-  static LayoutInfo describe(PlanarLayout<R, G, B>) {
-    return {nullptr, 3, 1, R, G, B};
-  }
-  static LayoutInfo describe(LumaLayout) { return {nullptr, 1, 1, 0, 0, 0}; }
 };
 
 }  // namespace

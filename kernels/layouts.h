@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Compile-time pixel layouts shared by the CPU and CUDA kernels, and the one
-// per-pixel formula. Plain C++17 that nvcc and g++ both compile.
+// per-pixel formula (weights.h documents it). Plain C++17 that nvcc and g++
+// both compile.
 #pragma once
 
 #include <cstdint>
@@ -16,41 +17,192 @@
 
 namespace cudagray {
 
-// One pixel: the documented Q16 formula.
+// ------------------------------------------------------------- the formula
+
+// 8-bit RGB to GRAY8: the Q16 formula. It equals round(gray16 / 257) of the
+// 16-bit result below for every input (weights.h shows why), in 32 bits.
 CUDAGRAY_HOST_DEVICE uint8_t luma(uint32_t r, uint32_t g, uint32_t b, const Weights &w) {
   const uint32_t y = (w.r * r + w.g * g + w.b * b + 32768u) >> 16;
   return static_cast<uint8_t>(y > 255u ? 255u : y);
 }
 
-// Limited-range luma (16..235) to full range, exactly as documented in weights.h:
-// clamp(round((Y' - 16) * 255 / 219), 0, 255). A multiply and shift in 16-bit
-// lanes instead of the division, so that the compiler vectorises the CPU loop
-// (plain SSE2 has pmulhuw, no division): 26 * 2935 / 65536 is 255/219 to six
-// digits, and the three constants, found by searching all 16-bit ones, give
-// the division's result for each of the 256 inputs (the tests check every one).
+// 8-bit limited-range luma (16..235) to full range, exactly as documented in
+// weights.h: clamp(round((Y' - 16) * 255 / 219), 0, 255). A multiply and
+// shift in 16-bit lanes instead of the division, so that the compiler
+// vectorises the CPU loop (plain SSE2 has pmulhuw, no division): 26 * 2935 /
+// 65536 is 255/219 to six digits, and the three constants, found by searching
+// all 16-bit ones, give the division's result for each of the 256 inputs (the
+// tests check every one).
 CUDAGRAY_HOST_DEVICE uint8_t expand_limited(uint8_t y) {
   const uint8_t clamped = y < 16 ? 16 : y > 235 ? 235 : y;
   const uint16_t scaled = static_cast<uint16_t>((clamped - 16) * 26 + 11);  // at most 5705
   return static_cast<uint8_t>((uint32_t{scaled} * 2935u) >> 16);
 }
 
-// Bpp bytes per pixel in one plane; R, G, B are byte offsets in the pixel.
+// A Depth-bit code to 16 bits by repeating its bits: v * 65535 / (2^Depth - 1)
+// rounded, for Depth 8, 10, 12 and 16 (as GStreamer unpacks deep formats).
+template <int Depth>
+CUDAGRAY_HOST_DEVICE uint32_t to16(uint32_t v) {
+  if constexpr (Depth == 16)
+    return v;
+  else
+    return (v << (16 - Depth)) | (v >> (2 * Depth - 16));
+}
+
+// RGB of Depth bits to 16-bit gray: each channel to 16 bits, then the Q16
+// formula, min(65535, (wR*R16 + wG*G16 + wB*B16 + 32768) >> 16), in 64 bits
+// (custom weights reach 2^22 each).
+template <int Depth>
+CUDAGRAY_HOST_DEVICE uint32_t rgb_gray16(uint32_t r, uint32_t g, uint32_t b, const Weights &w) {
+  const uint64_t s = uint64_t{w.r} * to16<Depth>(r) + uint64_t{w.g} * to16<Depth>(g) +
+                     uint64_t{w.b} * to16<Depth>(b) + 32768u;
+  const uint64_t y = s >> 16;
+  return static_cast<uint32_t>(y > 65535u ? 65535u : y);
+}
+
+// Luma of Depth bits to 16-bit gray. Full range: to16. Limited range (black
+// 16 * 2^(Depth-8), white 235 * 2^(Depth-8)):
+// clamp(round((Y' - black) * 65535 / (219 * 2^(Depth-8))), 0, 65535), with
+// round half up, in unsigned 32-bit arithmetic (the numerator stays below 2^32
+// at 16 bits). The divisor is a constant: compilers make it a multiply.
+template <int Depth>
+CUDAGRAY_HOST_DEVICE uint32_t luma_gray16(uint32_t y, bool limited) {
+  if (!limited) return to16<Depth>(y);
+  constexpr uint32_t black = 16u << (Depth - 8), range = 219u << (Depth - 8);
+  if (y <= black) return 0;
+  const uint32_t v = ((y - black) * 65535u + range / 2) / range;
+  return v > 65535u ? 65535u : v;
+}
+
+// 16-bit gray to GRAY8: round(g / 257) (65535 = 255 * 257, GStreamer's own
+// GRAY8 <-> GRAY16 scale); the multiply and shift equal it for every g.
+CUDAGRAY_HOST_DEVICE uint8_t reduce8(uint32_t g16) {
+  return static_cast<uint8_t>((g16 * 255u + 32895u) >> 16);
+}
+
+// ----------------------------------------------------------------- layouts
+//
+// Each layout says how many planes it reads, how pixels group in them
+// (kGroupPixels pixels in kGroupBytes bytes of each plane), and reads pixel
+// x through a byte source: Bytes::at(plane, i) is byte i of that plane,
+// counted from the start of the group that holds pixel 0 of the source (a
+// row's start, or a chunk that starts on a group). The CUDA kernel hands it
+// bytes held in registers, the CPU bytes in memory.
+
+struct Rgb {
+  uint32_t r, g, b;
+};
+
+template <class Bytes>
+CUDAGRAY_HOST_DEVICE uint32_t le16(const Bytes &bytes, int plane, int i) {
+  return bytes.at(plane, i) | bytes.at(plane, i + 1) << 8;
+}
+template <class Bytes>
+CUDAGRAY_HOST_DEVICE uint32_t le32(const Bytes &bytes, int plane, int i) {
+  return le16(bytes, plane, i) | le16(bytes, plane, i + 2) << 16;
+}
+
+// RGB, 8 bits, packed: Bpp bytes a pixel; R, G, B are byte offsets.
 template <int Bpp, int R, int G, int B>
 struct PackedLayout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
+  static constexpr int kDepth = 8, kPlanes = 1, kGroupPixels = 1, kGroupBytes = Bpp;
   static constexpr int bytes_per_pixel = Bpp, r = R, g = G, b = B;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
+    return {s.at(0, x * Bpp + R), s.at(0, x * Bpp + G), s.at(0, x * Bpp + B)};
+  }
 };
 
-// One plane per channel; R, G, B are plane indices.
-template <int R, int G, int B>
+// RGB, one plane per channel of Depth-bit codes (8: bytes; more: LSB-aligned
+// little-endian words); R, G, B are plane indices.
+template <int R, int G, int B, int Depth = 8>
 struct PlanarLayout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
+  static constexpr int kDepth = Depth, kPlanes = 3, kGroupPixels = 1;
+  static constexpr int kGroupBytes = Depth > 8 ? 2 : 1;
   static constexpr int r = R, g = G, b = B;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static uint32_t sample(const Bytes &s, int plane, int x) {
+    if constexpr (Depth == 8)
+      return s.at(plane, x);
+    else
+      return le16(s, plane, 2 * x) & ((1u << Depth) - 1);
+  }
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
+    return {sample(s, R, x), sample(s, G, x), sample(s, B, x)};
+  }
 };
 
-// YUV's luma plane: plane 0, one byte per pixel.
-struct LumaLayout {};
+// RGB, 10 bits a channel in one little-endian 32-bit word a pixel; R, G, B
+// are the channels' lowest bits.
+template <int R, int G, int B>
+struct Packed10Layout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
+  static constexpr int kDepth = 10, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 4;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
+    const uint32_t word = le32(s, 0, 4 * x);
+    return {(word >> R) & 0x3FF, (word >> G) & 0x3FF, (word >> B) & 0x3FF};
+  }
+};
+
+// Luma, 8 bits: byte Y of each Bpp-byte pixel of plane 0.
+template <int Bpp = 1, int Y = 0>
+struct LumaLayout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
+  static constexpr int kDepth = 8, kPlanes = 1, kGroupPixels = 1, kGroupBytes = Bpp;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel(const Bytes &s, int x) {
+    return s.at(0, x * Bpp + Y);
+  }
+};
+
+// Luma, Depth-bit codes in 16-bit words of plane 0: LSB-aligned (masked to
+// Depth bits) or MSB-aligned (shifted down), little- or big-endian.
+template <int Depth, bool Msb = false, bool BigEndian = false>
+struct Luma16Layout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
+  static constexpr int kDepth = Depth, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 2;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel(const Bytes &s, int x) {
+    const uint32_t word = BigEndian ? s.at(0, 2 * x) << 8 | s.at(0, 2 * x + 1) : le16(s, 0, 2 * x);
+    return Msb ? word >> (16 - Depth) : word & ((1u << Depth) - 1);
+  }
+};
+
+// v210: 6 pixels in four little-endian 32-bit words of three 10-bit fields,
+// U Y V | Y U Y | V Y U | Y V Y; Y' of pixel k is word kWord[k], field kField[k].
+struct V210Layout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
+  static constexpr int kDepth = 10, kPlanes = 1, kGroupPixels = 6, kGroupBytes = 16;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel(const Bytes &s, int x) {
+    constexpr int kWord[6] = {0, 1, 1, 2, 3, 3}, kField[6] = {1, 0, 2, 1, 0, 2};
+    const int group = x / 6, k = x % 6;
+    return (le32(s, 0, 16 * group + 4 * kWord[k]) >> (10 * kField[k])) & 0x3FF;
+  }
+};
+
+// Bayer, 8 bits: plane 0, one byte a pixel, the colour of pixel (x, y)
+// given by (x & 1, y & 1) within the top-left 2x2 block, whose R and B
+// positions are (RedX, RedY) and (1 - RedX, 1 - RedY). Demosaicked from its
+// neighbours (bayer.h); not read pixel by pixel like the layouts above.
+template <int RedX, int RedY>
+struct BayerLayout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Bayer;
+  static constexpr int kDepth = 8, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 1;
+  static constexpr int r = -1, g = -1, b = -1;
+  static constexpr int kRedX = RedX, kRedY = RedY;
+};
 
 // Calls f with the layout's compile-time description; the single table that
-// says where each format keeps its channels.
+// says how each layout is read.
 template <class F>
 decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
   switch (layout) {
@@ -67,9 +219,73 @@ decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
     case PixelLayout::RGBP: return f(PlanarLayout<0, 1, 2>{});
     case PixelLayout::BGRP: return f(PlanarLayout<2, 1, 0>{});
     case PixelLayout::GBR: return f(PlanarLayout<2, 0, 1>{});
-    case PixelLayout::Luma: return f(LumaLayout{});
+    case PixelLayout::GBR_10LE: return f(PlanarLayout<2, 0, 1, 10>{});
+    case PixelLayout::GBR_12LE: return f(PlanarLayout<2, 0, 1, 12>{});
+    case PixelLayout::GBR_16LE: return f(PlanarLayout<2, 0, 1, 16>{});
+    case PixelLayout::RGB10A2_LE: return f(Packed10Layout<0, 10, 20>{});
+    case PixelLayout::BGR10A2_LE: return f(Packed10Layout<20, 10, 0>{});
+    case PixelLayout::Luma: return f(LumaLayout<>{});
+    case PixelLayout::Luma_Y0_2: return f(LumaLayout<2, 0>{});
+    case PixelLayout::Luma_Y1_2: return f(LumaLayout<2, 1>{});
+    case PixelLayout::Luma_Y1_4: return f(LumaLayout<4, 1>{});
+    case PixelLayout::Luma_Y2_4: return f(LumaLayout<4, 2>{});
+    case PixelLayout::Luma10: return f(Luma16Layout<10>{});
+    case PixelLayout::Luma12: return f(Luma16Layout<12>{});
+    case PixelLayout::Luma16: return f(Luma16Layout<16>{});
+    case PixelLayout::Luma10_Msb: return f(Luma16Layout<10, true>{});
+    case PixelLayout::Luma12_Msb: return f(Luma16Layout<12, true>{});
+    case PixelLayout::Luma16_BE: return f(Luma16Layout<16, false, true>{});
+    case PixelLayout::Luma_v210: return f(V210Layout{});
+    case PixelLayout::Bayer_BGGR: return f(BayerLayout<1, 1>{});
+    case PixelLayout::Bayer_GBRG: return f(BayerLayout<0, 1>{});
+    case PixelLayout::Bayer_GRBG: return f(BayerLayout<1, 0>{});
+    case PixelLayout::Bayer_RGGB: return f(BayerLayout<0, 0>{});
   }
   return f(PackedLayout<3, 0, 1, 2>{});  // unreachable: every enumerator is handled
+}
+
+// ---------------------------------------------------- what a pixel becomes
+
+// A pixel's samples to gray of OutDepth bits (8 or 16). Limited: luma
+// layouts only, the frame's codes are limited range. 8-bit RGB and 8-bit luma
+// keep their 8-bit formulas for GRAY8, which equal round(gray16 / 257).
+template <class Layout, int OutDepth, bool Limited>
+struct ToGray {
+  static constexpr int kOutDepth = OutDepth;
+  Weights w;
+  CUDAGRAY_HOST_DEVICE uint32_t operator()(const Rgb &c) const {
+    if constexpr (OutDepth == 8 && Layout::kDepth == 8)
+      return luma(c.r, c.g, c.b, w);
+    else if constexpr (OutDepth == 8)
+      return reduce8(rgb_gray16<Layout::kDepth>(c.r, c.g, c.b, w));
+    else
+      return rgb_gray16<Layout::kDepth>(c.r, c.g, c.b, w);
+  }
+  CUDAGRAY_HOST_DEVICE uint32_t operator()(uint32_t y) const {
+    if constexpr (OutDepth == 8 && Layout::kDepth == 8)
+      return Limited ? expand_limited(static_cast<uint8_t>(y)) : y;
+    else if constexpr (OutDepth == 8)
+      return reduce8(luma_gray16<Layout::kDepth>(y, Limited));
+    else
+      return luma_gray16<Layout::kDepth>(y, Limited);
+  }
+};
+
+// Calls f with the ToGray for the layout, the output depth and the range.
+template <class Layout, class F>
+void dispatch_to_gray(Layout, int out_depth, bool limited, const Weights &w, F &&f) {
+  const bool lim = Layout::kFamily == LayoutFamily::Luma && limited;
+  if (out_depth == 16) {
+    if (lim)
+      f(ToGray<Layout, 16, true>{w});
+    else
+      f(ToGray<Layout, 16, false>{w});
+  } else {
+    if (lim)
+      f(ToGray<Layout, 8, true>{w});
+    else
+      f(ToGray<Layout, 8, false>{w});
+  }
 }
 
 }  // namespace cudagray

@@ -8,23 +8,24 @@
 
 #include <string>
 
-#include "cudagray/frame.h"
+#include "cudagrayformats.h"
 
 /* The sink template: system memory formats, and the same in CUDA memory when
  * cudagray_cuda_memory_usable (else *cuda_off says why not). */
 GstCaps *cudagray_sink_template_caps(std::string *cuda_off);
-/* The source template: GRAY8 in system memory, then in CUDA memory under the
- * same condition. */
+/* The source template: GRAY8 and GRAY16_LE in system memory, then in CUDA
+ * memory under the same condition. */
 GstCaps *cudagray_src_template_caps(void);
 
 /* The caps on the other side of caps (direction: where caps are), filtered;
  * cuda_input: converted formats may come in CUDA memory; cuda_output: their
- * GRAY8 may leave in CUDA memory (after system memory, which stays first). */
+ * gray may leave in CUDA memory (after system memory, which stays first). */
 GstCaps *cudagray_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
                                  gboolean cuda_input, gboolean cuda_output);
 
-/* Whether format is converted, and with which layout. */
-gboolean cudagray_layout_for_format(GstVideoFormat format, cudagray::PixelLayout *layout);
+/* The input frame that fixed caps describe (video/x-raw or video/x-bayer)
+ * and its row of the format table; FALSE when cudagray does not take it. */
+gboolean cudagray_input_from_caps(GstCaps *caps, GstVideoInfo *info, const CudaGrayFormat **format);
 
 /* Whether caps (fixed) are in CUDA memory. */
 gboolean cudagray_caps_in_cuda_memory(GstCaps *caps);

@@ -327,11 +327,12 @@ void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, G
 #endif
 }
 
-/* The element's pool for GRAY8 in CUDA memory. GStreamer's CUDA allocator
- * lays out no GRAY8 (1.22 asserts, 1.24+ fails), so each frame is asked of
- * it as a packed 4-byte frame ceil(width / 4) pixels wide: one plane of the
- * same height, at least width bytes a row, with no further planes. The
- * GstVideoMeta says what the buffer holds: GRAY8 at the allocation's pitch.
+/* The element's pool for gray (GRAY8, GRAY16_LE) in CUDA memory. GStreamer's
+ * CUDA allocator lays out no gray (1.22 asserts, 1.24+ fails), so each frame
+ * is asked of it as a packed 4-byte frame a quarter of the row's bytes wide:
+ * one plane of the same height, at least a row's bytes a row, with no
+ * further planes. The GstVideoMeta says what the buffer holds: gray at the
+ * allocation's pitch.
  * A GstCudaBufferPool (of the element's context) for whoever checks; it does
  * its own configuring, starting and allocating, and GstBufferPool's rest. */
 typedef struct {
@@ -375,13 +376,15 @@ static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config
   GstVideoInfo gray;
   if (!gst_buffer_pool_config_get_params(config, &caps, &size, &min_buffers, &max_buffers) ||
       !caps || !gst_video_info_from_caps(&gray, caps) ||
-      GST_VIDEO_INFO_FORMAT(&gray) != GST_VIDEO_FORMAT_GRAY8) {
-    GST_WARNING_OBJECT(pool, "takes GRAY8 caps only, not %" GST_PTR_FORMAT, caps);
+      (GST_VIDEO_INFO_FORMAT(&gray) != GST_VIDEO_FORMAT_GRAY8 &&
+       GST_VIDEO_INFO_FORMAT(&gray) != GST_VIDEO_FORMAT_GRAY16_LE)) {
+    GST_WARNING_OBJECT(pool, "takes GRAY8 or GRAY16_LE caps only, not %" GST_PTR_FORMAT, caps);
     return FALSE;
   }
   self->gray = gray;
-  gst_video_info_set_format(&self->standin, GST_VIDEO_FORMAT_RGBA,
-                            (GST_VIDEO_INFO_WIDTH(&gray) + 3) / 4, GST_VIDEO_INFO_HEIGHT(&gray));
+  const gint row_bytes = GST_VIDEO_INFO_WIDTH(&gray) * GST_VIDEO_INFO_COMP_PSTRIDE(&gray, 0);
+  gst_video_info_set_format(&self->standin, GST_VIDEO_FORMAT_RGBA, (row_bytes + 3) / 4,
+                            GST_VIDEO_INFO_HEIGHT(&gray));
 #if GST_CHECK_VERSION(1, 24, 0)
   gst_clear_cuda_stream(&self->stream);
   self->stream = gst_buffer_pool_config_get_cuda_stream(config);
@@ -389,10 +392,9 @@ static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config
   /* one allocation tells the size at the pitch the driver picks */
   GstMemory *probe = device_pool_alloc_memory(self);
   if (!probe) {
-    GST_WARNING_OBJECT(pool,
-                       "cannot allocate a %dx%d GRAY8 frame in CUDA "
-                       "memory",
-                       GST_VIDEO_INFO_WIDTH(&gray), GST_VIDEO_INFO_HEIGHT(&gray));
+    GST_WARNING_OBJECT(pool, "cannot allocate a %dx%d %s frame in CUDA memory",
+                       GST_VIDEO_INFO_WIDTH(&gray), GST_VIDEO_INFO_HEIGHT(&gray),
+                       GST_VIDEO_INFO_NAME(&gray));
     return FALSE;
   }
   gst_buffer_pool_config_set_params(config, caps, probe->size, min_buffers, max_buffers);
@@ -420,9 +422,9 @@ static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **b
       GST_VIDEO_INFO_PLANE_STRIDE(&GST_CUDA_MEMORY_CAST(mem)->info, 0)};
   *buffer = gst_buffer_new();
   gst_buffer_append_memory(*buffer, mem);
-  gst_buffer_add_video_meta_full(*buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_FORMAT_GRAY8,
-                                 GST_VIDEO_INFO_WIDTH(&self->gray),
-                                 GST_VIDEO_INFO_HEIGHT(&self->gray), 1, offset, stride);
+  gst_buffer_add_video_meta_full(
+      *buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&self->gray),
+      GST_VIDEO_INFO_WIDTH(&self->gray), GST_VIDEO_INFO_HEIGHT(&self->gray), 1, offset, stride);
   return GST_FLOW_OK;
 }
 
@@ -476,7 +478,7 @@ gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery 
     *why = "no CUDA context is open";
     return FALSE;
   }
-  /* GStreamer's own GstCudaBufferPool cannot lay out GRAY8 (1.22 aborts on
+  /* GStreamer's own GstCudaBufferPool cannot lay out gray (1.22 aborts on
    * it); another context's memory cannot be written here */
   for (guint i = gst_query_get_n_allocation_pools(query); i-- > 0;) {
     GstBufferPool *pool = NULL;
@@ -487,7 +489,7 @@ gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery 
     if (!usable) {
       GST_DEBUG_OBJECT(context->element,
                        "not using downstream's pool %" GST_PTR_FORMAT
-                       ": not one for GRAY8 CUDA memory of our context",
+                       ": not one for gray CUDA memory of our context",
                        pool);
       gst_query_remove_nth_allocation_pool(query, i);
     }
@@ -518,9 +520,8 @@ gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery 
   if (configured) {
     GST_DEBUG_OBJECT(context->element, "writing into our CUDA pool");
   } else {
-    *why = "no " + std::to_string(info.width) + "x" + std::to_string(info.height) +
-           " GRAY8 frame could be allocated in "
-           "CUDA memory";
+    *why = "no " + std::to_string(info.width) + "x" + std::to_string(info.height) + " " +
+           GST_VIDEO_INFO_NAME(&info) + " frame could be allocated in CUDA memory";
   }
   gst_object_unref(pool);
   return configured;

@@ -9,7 +9,7 @@ gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                               cudagray::PixelLayout layout, std::string *why) {
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   const cudagray::LayoutInfo &layout_desc = cudagray::layout_info(layout);
-  const guint n_planes = layout_desc.planes; /* YUV: the luma plane only */
+  const guint n_planes = layout_desc.planes; /* those read (YUV: the luma plane only) */
   const gsize size = gst_buffer_get_size(buffer);
   const gint height = GST_VIDEO_INFO_HEIGHT(info);
   gchar *text = NULL;
@@ -24,7 +24,7 @@ gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
               std::to_string(GST_VIDEO_INFO_N_PLANES(info));
     return FALSE;
   }
-  const guint64 row_bytes = (guint64)GST_VIDEO_INFO_WIDTH(info) * layout_desc.bytes_per_pixel;
+  const guint64 row_bytes = layout_desc.row_bytes(GST_VIDEO_INFO_WIDTH(info));
   for (guint p = 0; p < n_planes && !text; p++) {
     const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
     const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(info, p);
@@ -81,13 +81,7 @@ gboolean CudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
     return FALSE;
   }
   in_mapped_ = true;
-  input_ =
-      cudagray::InputFrame{layout,
-                           GST_VIDEO_INFO_WIDTH(info),
-                           GST_VIDEO_INFO_HEIGHT(info),
-                           {},
-                           {},
-                           GST_VIDEO_INFO_COLORIMETRY(info).range != GST_VIDEO_COLOR_RANGE_0_255};
+  input_ = cudagray::InputFrame{layout, GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info)};
   for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
     input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
     input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
@@ -95,15 +89,18 @@ gboolean CudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
   return TRUE;
 }
 
-gboolean CudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, GstMapFlags flags,
-                                   gboolean on_device) {
+gboolean CudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, int depth,
+                                   GstMapFlags flags, gboolean on_device) {
   GstVideoInfo info;
-  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  gst_video_info_set_format(
+      &info, depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, width, height);
   out_mapped_ = gst_video_frame_map(&out_, &info, buffer, flags);
-  if (out_mapped_)
+  if (out_mapped_) {
     output_ =
         cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
                             (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), on_device != FALSE};
+    output_.depth = depth;
+  }
   return out_mapped_;
 }
 

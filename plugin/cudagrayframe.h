@@ -33,10 +33,10 @@ class CudaGrayFrame {
    * plus GST_MAP_CUDA for device pointers); FALSE with why otherwise. */
   gboolean map_input(GstBuffer *buffer, const GstVideoInfo *info, cudagray::PixelLayout layout,
                      GstMapFlags flags, std::string *why);
-  /* Maps buffer for writing a width x height GRAY8 frame with flags
-   * (GST_MAP_WRITE, plus GST_MAP_CUDA for the device pointer of CUDA memory:
-   * on_device). */
-  gboolean map_output(GstBuffer *buffer, gint width, gint height, GstMapFlags flags,
+  /* Maps buffer for writing a width x height gray frame of depth bits (8:
+   * GRAY8, 16: GRAY16_LE) with flags (GST_MAP_WRITE, plus GST_MAP_CUDA for
+   * the device pointer of CUDA memory: on_device). */
+  gboolean map_output(GstBuffer *buffer, gint width, gint height, int depth, GstMapFlags flags,
                       gboolean on_device);
 
   /* What the kernels read and write: valid while mapped. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* cudagray: RGB-family and YUV video to GRAY8 on an NVIDIA GPU (or the CPU).
+/* cudagray: RGB-family, YUV, Bayer and gray video to GRAY8 or GRAY16 on an
+ * NVIDIA GPU (or the CPU).
  *
  * The element: start/stop, set_caps, and a frame's way through.
  * The streaming thread maps each input and output buffer (cudagrayframe.cpp)
@@ -8,8 +9,9 @@
  * (Backend::finish_oldest) and pushes it at once, in order. The frames in flight have one owner
  * (cudagrayframequeue.cpp), which also makes upstream wait while
  * max-inflight are out. Serialized events (EOS, caps, segment, gap) wait
- * until the frames before them have left; flushes and stop drop them. GRAY8
- * input passes through untouched. Properties: cudagrayproperties.cpp; caps:
+ * until the frames before them have left; flushes and stop drop them. Gray
+ * input of the output's format passes through untouched. Formats:
+ * cudagrayformats.cpp; properties: cudagrayproperties.cpp; caps:
  * cudagraycaps.cpp; the CUDA context: cudagraycontext.cpp; pinned pools:
  * cudagrayallocation.cpp.
  *
@@ -115,6 +117,7 @@ static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
   s.configure_error.clear();
   s.warned_weights_unused = false;
   gst_video_info_init(&s.in_info);
+  s.format = NULL;
   GST_OBJECT_LOCK(self);
   self->reads_device_memory = self->writes_device_memory = -1;
   GST_OBJECT_UNLOCK(self);
@@ -176,15 +179,22 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
 static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
-  GstVideoInfo in_info;
+  GstVideoInfo in_info, out_info;
+  const CudaGrayFormat *format;
 
-  if (!gst_video_info_from_caps(&in_info, incaps)) {
-    GST_ERROR_OBJECT(self, "invalid caps %" GST_PTR_FORMAT, incaps);
+  if (!cudagray_input_from_caps(incaps, &in_info, &format) ||
+      !gst_video_info_from_caps(&out_info, outcaps)) {
+    GST_ERROR_OBJECT(self, "invalid caps %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT, incaps, outcaps);
     return FALSE;
   }
   s.in_info = in_info;
+  s.format = format;
+  s.out_depth = GST_VIDEO_INFO_FORMAT(&out_info) == GST_VIDEO_FORMAT_GRAY16_LE ? 16 : 8;
+  s.limited_range = format->kind == CUDAGRAY_KIND_CONVERTED &&
+                    cudagray::layout_info(format->layout).family == cudagray::LayoutFamily::Luma &&
+                    in_info.colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255;
 
-  const gboolean passthrough = GST_VIDEO_INFO_FORMAT(&in_info) == GST_VIDEO_FORMAT_GRAY8;
+  const gboolean passthrough = format->format == GST_VIDEO_INFO_FORMAT(&out_info);
   gst_base_transform_set_passthrough(trans, passthrough);
   GST_OBJECT_LOCK(self);
   const guint requested = self->props.max_inflight;
@@ -204,14 +214,13 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
 
   s.cuda_output = cudagray_caps_in_cuda_memory(outcaps);
   if (passthrough && s.cuda_output) {
-    GST_ERROR_OBJECT(self, "GRAY8 passes through in system memory only");
+    GST_ERROR_OBJECT(self, "%s passes through in system memory only", format->name);
     return FALSE;
   }
   if (passthrough) {
-    GST_INFO_OBJECT(self, "GRAY8 input: passthrough");
+    GST_INFO_OBJECT(self, "%s input: passthrough", format->name);
     return TRUE;
   }
-  if (!cudagray_layout_for_format(GST_VIDEO_INFO_FORMAT(&in_info), &s.layout)) return FALSE;
   s.cuda_input = cudagray_caps_in_cuda_memory(incaps);
   if (s.cuda_input && !s.needs.reads_device_memory) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("CUDA memory input needs the CUDA backend"),
@@ -228,23 +237,23 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
 
   CudaGrayScope scope(self->context);
   std::string error;
-  if (!s.backend->configure(s.layout, in_info.width, in_info.height, s.max_in_flight, s.cuda_input,
-                            s.cuda_output, &error)) {
+  if (!s.backend->configure(format->layout, in_info.width, in_info.height, s.out_depth,
+                            s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR(
           self, RESOURCE, NO_SPACE_LEFT,
           ("Could not prepare the %s backend for %dx%d %s frames: %s", s.backend->name(),
-           in_info.width, in_info.height, GST_VIDEO_INFO_NAME(&in_info), error.c_str()),
+           in_info.width, in_info.height, format->name, error.c_str()),
           ("free GPU memory, use smaller frames, or set backend=cpu"));
     s.configure_error = error;
     return FALSE;
   }
   s.configure_error.clear();
   GST_INFO_OBJECT(self,
-                  "converting %dx%d %s (%s) to GRAY8 (%s) on the %s "
+                  "converting %dx%d %s (%s) to %s (%s) on the %s "
                   "backend, up to %d frames in flight",
-                  in_info.width, in_info.height, GST_VIDEO_INFO_NAME(&in_info),
-                  s.cuda_input ? "CUDA memory" : "system memory",
+                  in_info.width, in_info.height, format->name,
+                  s.cuda_input ? "CUDA memory" : "system memory", GST_VIDEO_INFO_NAME(&out_info),
                   s.cuda_output ? "CUDA memory" : "system memory", s.backend->name(),
                   s.max_in_flight);
   return TRUE;
@@ -289,8 +298,8 @@ static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuer
   if (s.cuda_output &&
       !cudagray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                      ("Could not set up GRAY8 output in CUDA memory: %s", why.c_str()),
-                      ("free GPU memory, or ask for video/x-raw,format=GRAY8 in system "
+                      ("Could not set up gray output in CUDA memory: %s", why.c_str()),
+                      ("free GPU memory, or ask for gray video/x-raw in system "
                        "memory after cudagray"));
     return FALSE;
   }
@@ -304,27 +313,25 @@ static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
   const GstVideoInfo *info = &self->streaming->in_info;
   GST_ELEMENT_ERROR(self, STREAM, FORMAT,
                     ("Input buffer does not hold a %dx%d %s frame: %s", info->width, info->height,
-                     GST_VIDEO_INFO_NAME(info), why.c_str()),
+                     self->streaming->format->name, why.c_str()),
                     ("upstream sent a buffer that does not match the caps it negotiated"));
   return GST_FLOW_ERROR;
 }
 
-/* YUV's gray is its luma plane: weights chosen away from the default would
- * silently change nothing, so say so, once per run. */
+/* Luma's gray is the luma itself: weights chosen away from the default
+ * would silently change nothing, so say so, once per run. */
 static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &weights) {
   CudaGrayStreaming &s = *self->streaming;
   const cudagray::Weights standard = cudagray::standard_weights(cudagray::Matrix::BT601);
-  if (s.layout != cudagray::PixelLayout::Luma || s.warned_weights_unused ||
+  if (cudagray::layout_info(s.format->layout).family != cudagray::LayoutFamily::Luma ||
+      s.warned_weights_unused ||
       (weights.r == standard.r && weights.g == standard.g && weights.b == standard.b))
     return;
   s.warned_weights_unused = true;
   GST_ELEMENT_WARNING(
       self, LIBRARY, SETTINGS,
-      ("matrix and weights do not apply to %s input: its gray is the luma "
-       "plane, %s",
-       GST_VIDEO_INFO_NAME(&s.in_info),
-       s.in_info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255 ? "copied"
-                                                                  : "expanded from limited range"),
+      ("matrix and weights do not apply to %s input: its gray is the luma, %s", s.format->name,
+       s.limited_range ? "expanded from limited range" : "taken as it is"),
       ("to apply them, convert to RGB before cudagray: "
        "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
 }
@@ -349,13 +356,14 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
     return GST_FLOW_ERROR;
   }
   CudaGrayFrame frame;
-  if (!frame.map_input(inbuf, &s.in_info, s.layout, flags, &error))
+  if (!frame.map_input(inbuf, &s.in_info, s.format->layout, flags, &error))
     return refuse_input(self, error);
   GstMapFlags out_flags;
   const gboolean out_on_device =
       cudagray_context_writes_on_device(self->context, outbuf, &out_flags);
   if (out_on_device != (gboolean)s.cuda_output ||
-      !frame.map_output(outbuf, s.in_info.width, s.in_info.height, out_flags, out_on_device)) {
+      !frame.map_output(outbuf, s.in_info.width, s.in_info.height, s.out_depth, out_flags,
+                        out_on_device)) {
     GST_ELEMENT_ERROR(
         self, STREAM, FAILED, ("Could not map the output buffer for writing"),
         ("the output buffer is not %s",
@@ -364,6 +372,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   }
   cudagray::InputFrame &in = frame.input();
   in.on_device = on_device;
+  in.limited_range = s.limited_range;
   /* 1.24+: the producer may still be writing on its stream; the kernel waits
    * for it on the GPU, and inbuf stays mapped until the frame is done */
   if (on_device) in.producer_stream = cudagray_pending_writer_stream(inbuf);
@@ -385,17 +394,16 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
 
 /* Called by GstBaseTransform for each input buffer: waits while max-inflight
  * frames are out, then starts converting it. Nothing is handed back here:
- * the output task pushes the result (GRAY8 passes through as it is). */
+ * the output task pushes the result (gray of the output format passes through as it is). */
 static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
   std::string error;
 
   if (gst_base_transform_is_passthrough(trans)) {
-    /* GRAY8 leaves untouched, but only if it holds the frame (its one plane
-     * checked like a luma plane) */
+    /* gray leaves untouched, but only if it holds the frame */
     if (trans->queued_buf &&
-        !cudagray_frame_check(trans->queued_buf, &s.in_info, cudagray::PixelLayout::Luma, &error)) {
+        !cudagray_frame_check(trans->queued_buf, &s.in_info, s.format->layout, &error)) {
       gst_clear_buffer(&trans->queued_buf);
       *outbuf = NULL;
       return refuse_input(self, error);
@@ -523,8 +531,8 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   std::string cuda_off;
   GstCaps *sink_caps = cudagray_sink_template_caps(&cuda_off);
   std::string description =
-      "Converts RGB-family video to GRAY8 on an NVIDIA GPU, or on the CPU; "
-      "YUV video gives its luma plane";
+      "Converts RGB-family and Bayer video to GRAY8 or GRAY16 on an NVIDIA GPU, or on the "
+      "CPU; YUV video gives its luma";
   if (!cuda_off.empty()) description += "; CUDA memory input and output are off: " + cuda_off;
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));

@@ -12,6 +12,7 @@
 
 #include "cudagray/backend.h"
 #include "cudagraycontext.h"
+#include "cudagrayformats.h"
 #include "cudagrayframequeue.h"
 #include "cudagrayproperties.h"
 
@@ -33,15 +34,18 @@ struct CudaGrayStreaming {
   cudagray::BackendNeeds needs;
   CudaGrayFrameQueue frames;
   GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
+  /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info;
-  cudagray::PixelLayout layout = cudagray::PixelLayout::RGB;
-  int max_in_flight = 1;    /* max-inflight with auto resolved */
-  bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
-  bool cuda_output = false; /* src caps say memory:CUDAMemory */
+  const CudaGrayFormat *format = NULL;
+  bool limited_range = false; /* luma codes to expand to full range */
+  int out_depth = 8;          /* 8: GRAY8 out, 16: GRAY16_LE */
+  int max_in_flight = 1;      /* max-inflight with auto resolved */
+  bool cuda_input = false;    /* sink caps say memory:CUDAMemory */
+  bool cuda_output = false;   /* src caps say memory:CUDAMemory */
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;
-  /* the warning that matrix and weights do not apply to YUV was posted */
+  /* the warning that matrix and weights do not apply to luma was posted */
   bool warned_weights_unused = false;
 };
 

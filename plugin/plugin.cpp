@@ -15,6 +15,7 @@ extern "C" GST_PLUGIN_EXPORT void cudagray_inject_cuda_fault(const char *spec) {
 }
 #endif
 
-GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, cudagray,
-                  "Converts RGB-family video to GRAY8 on an NVIDIA GPU", plugin_init, VERSION,
-                  "LGPL", PACKAGE, ORIGIN)
+GST_PLUGIN_DEFINE(
+    GST_VERSION_MAJOR, GST_VERSION_MINOR, cudagray,
+    "Converts RGB-family, YUV and Bayer video to GRAY8 or GRAY16 on an NVIDIA GPU or the CPU",
+    plugin_init, VERSION, "LGPL", PACKAGE, ORIGIN)

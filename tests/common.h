@@ -96,7 +96,7 @@ inline TestFrame random_frame(PixelLayout layout, int width, int height, Rows ro
   const LayoutInfo &info = layout_info(layout);
   TestFrame f{layout, width, height, {}};
   f.planes = info.planes;
-  const size_t row_bytes = static_cast<size_t>(width) * info.bytes_per_pixel;
+  const size_t row_bytes = info.row_bytes(width);
   size_t end = 0;
   for (int p = 0; p < info.planes; ++p) {
     switch (rows) {

@@ -111,7 +111,7 @@ struct FrameChecker {
       if (gst_video_frame_map(&frame, &vinfo, GST_PAD_PROBE_INFO_BUFFER(info), GST_MAP_READ)) {
         const std::string format = GST_VIDEO_INFO_NAME(&vinfo);
         PixelLayout layout = PixelLayout::RGB;
-        for (PixelLayout l : kAllLayouts)
+        for (PixelLayout l : kRgb8Layouts)
           if (format == layout_info(l).name) layout = l;
         InputFrame in{layout, vinfo.width, vinfo.height, {}, {}};
         for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {

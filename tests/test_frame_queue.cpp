@@ -35,7 +35,7 @@ struct Buffers {
     CudaGrayFrame f;
     std::string why;
     EXPECT_TRUE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why)) << why;
-    EXPECT_TRUE(f.map_output(out, kWidth, kHeight, GST_MAP_WRITE, FALSE));
+    EXPECT_TRUE(f.map_output(out, kWidth, kHeight, 8, GST_MAP_WRITE, FALSE));
     return f;
   }
 };

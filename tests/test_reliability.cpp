@@ -38,7 +38,7 @@ GstBuffer *timed(GstBuffer *buf, int index) {
 }
 
 PixelLayout layout_named(const std::string &name) {
-  for (PixelLayout l : kAllLayouts)
+  for (PixelLayout l : kRgb8Layouts)
     if (name == layout_info(l).name) return l;
   ADD_FAILURE() << "no layout " << name;
   return PixelLayout::RGB;

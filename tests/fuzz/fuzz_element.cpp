@@ -206,7 +206,7 @@ struct Session {
                const cudagray::Weights &w) {
     const std::string name = GST_VIDEO_INFO_NAME(&info);
     const cudagray::PixelLayout *layout = nullptr;
-    for (const cudagray::PixelLayout &l : cudagray::kAllLayouts)
+    for (const cudagray::PixelLayout &l : cudagray::kRgb8Layouts)
       if (name == cudagray::layout_info(l).name) layout = &l;
     if (!layout) return;  // YUV: the luma plane, checked by the element tests
     cudagray::InputFrame in{*layout, info.width, info.height, {}, {}};

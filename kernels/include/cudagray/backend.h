@@ -61,17 +61,19 @@ class Backend {
   // For messages only: "cpu" or "cuda".
   virtual const char *name() const = 0;
   virtual BackendNeeds needs() const = 0;
-  // Called when the frame geometry changes, with nothing in flight; sizes
-  // buffers for up to max_in_flight frames at once (at least 1).
+  // Called when the frame format or geometry changes, with nothing in
+  // flight; sizes buffers for up to max_in_flight frames at once (at least
+  // 1) of gray of out_depth bits (8 or 16).
   // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
   // so no upload buffers are reserved; a host frame still works, its upload
   // buffer then being allocated when it first needs one. outputs_on_device:
   // the same for results written into GPU memory (GrayFrame::on_device) and
   // the download buffers.
-  virtual bool configure(PixelLayout layout, int width, int height, int max_in_flight,
-                         bool inputs_on_device, bool outputs_on_device, std::string *error) = 0;
+  virtual bool configure(PixelLayout layout, int width, int height, int out_depth,
+                         int max_in_flight, bool inputs_on_device, bool outputs_on_device,
+                         std::string *error) = 0;
   // Starts converting a frame (in host memory, or on the GPU when
-  // in.on_device) into a GRAY8 frame (in host memory, or on the GPU when
+  // in.on_device) into a gray frame of the configured depth (in host memory, or on the GPU when
   // out.on_device); both must stay valid until the frame is finished. At
   // most max_in_flight unfinished.
   virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,

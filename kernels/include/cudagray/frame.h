@@ -8,12 +8,16 @@
 
 namespace cudagray {
 
-// Where R, G and B live. Packed layouts store a whole pixel in bytes_per_pixel
-// bytes and name each channel's byte offset; planar layouts store one channel
-// per plane and name each channel's plane index.
+// How the kernels read a frame: one enumerator per way of storing the
+// samples they need. RGB-family layouts give R, G and B (gray from the
+// weights); luma layouts give Y' (gray is luma, expanded from limited range
+// when the frame says so); Bayer layouts give a mosaic that is demosaicked
+// first. layout_info() describes each; layouts.h holds how each is read.
 enum class PixelLayout {
+  // RGB, 8 bits a channel, packed: 3 bytes a pixel...
   RGB,
-  BGR,  // 3 bytes per pixel
+  BGR,
+  // ...or 4, the 4th ignored
   RGBA,
   BGRA,
   RGBx,
@@ -21,23 +25,63 @@ enum class PixelLayout {
   xRGB,
   xBGR,
   ARGB,
-  ABGR,  // 4 bytes, 4th ignored
+  ABGR,
+  // RGB, 8 bits, one plane per channel (a 4th plane, if any, ignored)
   RGBP,
   BGRP,
-  GBR,   // 3 planes
-  Luma,  // YUV: gray is the luma plane (plane 0, 1 byte per pixel)
+  GBR,
+  // RGB, 10/12/16 bits in little-endian 16-bit words, one plane per channel
+  GBR_10LE,
+  GBR_12LE,
+  GBR_16LE,
+  // RGB, 10 bits a channel packed in a little-endian 32-bit word, 2 bits alpha
+  RGB10A2_LE,  // R in bits 0-9, G 10-19, B 20-29
+  BGR10A2_LE,  // B in bits 0-9, G 10-19, R 20-29
+  // Luma, 8 bits: plane 0, one byte a pixel (planar and semi-planar YUV, GRAY8)
+  Luma,
+  // Luma, 8 bits, packed with chroma: 2 bytes a pixel, Y' at byte 0 (YUY2,
+  // YVYU) or 1 (UYVY); 4 bytes a pixel, Y' at byte 1 (AYUV) or 2 (VUYA)
+  Luma_Y0_2,
+  Luma_Y1_2,
+  Luma_Y1_4,
+  Luma_Y2_4,
+  // Luma in 16-bit little-endian words of plane 0: LSB-aligned 10/12/16-bit
+  // codes (I420_10LE, Y444_16LE, GRAY16_LE, ...) or MSB-aligned (P010, P012)
+  Luma10,
+  Luma12,
+  Luma16,
+  Luma10_Msb,
+  Luma12_Msb,
+  Luma16_BE,  // big-endian words (GRAY16_BE)
+  // Luma, 10 bits, v210: 6 pixels in four 32-bit words
+  Luma_v210,
+  // Bayer mosaic, 8 bits, named by its top-left 2x2 block
+  Bayer_BGGR,
+  Bayer_GBRG,
+  Bayer_GRBG,
+  Bayer_RGGB,
 };
+constexpr int kLayoutCount = static_cast<int>(PixelLayout::Bayer_RGGB) + 1;
+
+enum class LayoutFamily { Rgb, Luma, Bayer };
 
 struct LayoutInfo {
   const char *name;
-  int planes;           // 1 for packed, 3 for planar
-  int bytes_per_pixel;  // within one plane
-  int r, g, b;          // byte offset (packed) or plane index (planar)
+  LayoutFamily family;
+  int depth;         // bits a sample
+  int planes;        // planes read (YUV: the luma plane only)
+  int group_pixels;  // pixels stored together in...
+  int group_bytes;   // ...this many bytes of each plane read
+  int r, g, b;       // 8-bit RGB: byte offset (packed) or plane index (planar)
+  // Bytes of each plane read that a row of width pixels covers.
+  size_t row_bytes(int width) const {
+    return (static_cast<size_t>(width) + group_pixels - 1) / group_pixels * group_bytes;
+  }
 };
 
 const LayoutInfo &layout_info(PixelLayout layout);
-// Every RGB-family layout (Luma aside).
-constexpr PixelLayout kAllLayouts[] = {
+// Every 8-bit RGB layout, the ones whose name is their GStreamer format's.
+constexpr PixelLayout kRgb8Layouts[] = {
     PixelLayout::RGB,  PixelLayout::BGR,  PixelLayout::RGBA, PixelLayout::BGRA, PixelLayout::RGBx,
     PixelLayout::BGRx, PixelLayout::xRGB, PixelLayout::xBGR, PixelLayout::ARGB, PixelLayout::ABGR,
     PixelLayout::RGBP, PixelLayout::BGRP, PixelLayout::GBR};
@@ -49,8 +93,8 @@ struct InputFrame {
   int width, height;
   const uint8_t *plane[3];
   size_t stride[3];
-  // Luma only: the luma plane holds limited-range values (16..235), which
-  // are expanded to full range; full-range luma is copied as it is.
+  // Luma only: the codes are limited range (16..235, scaled for deeper
+  // codes) and are expanded to full range; full-range luma is taken as it is.
   bool limited_range = false;
   // The planes are device memory of the backend's CUDA context: no upload.
   bool on_device = false;
@@ -60,7 +104,8 @@ struct InputFrame {
   void *producer_stream = nullptr;
 };
 
-// One GRAY8 frame: rows of stride bytes.
+// One gray frame: rows of stride bytes, GRAY8 or GRAY16 (native-endian
+// 16-bit words, GRAY16_LE on every machine cudagray runs on).
 struct GrayFrame {
   uint8_t *data;
   size_t stride;
@@ -73,6 +118,8 @@ struct GrayFrame {
   // and work queued on it after submit waits for the writes, both on the GPU,
   // so that its user need not wait for finish_oldest. nullptr: none.
   void *consumer_stream = nullptr;
+  // 8: GRAY8; 16: GRAY16.
+  int depth = 8;
 };
 
 }  // namespace cudagray

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// Bayer demosaicking, pixel by pixel, for the CPU and CUDA kernels: exactly
+// what GStreamer's bayer2rgb computes, so that gray from a Bayer frame equals
+// bayer2rgb ! RGBx ! cudagray bit for bit (README, "Bayer input").
+//
+// bayer2rgb works in two passes, both with avg(a, b) = (a + b + 1) >> 1:
+// - along each row, every column gets two values: E, the colour of the row's
+//   even columns, and O, that of its odd ones, each the sample itself where
+//   the column has it and the average of its left and right neighbours where
+//   not; at the row's ends, where a neighbour is missing, the one neighbour
+//   there is (columns 0, width - 2 and width - 1);
+// - down the columns, a pixel takes its own colour from its row and the
+//   others from the rows above and below: avg(above, below) for the chroma
+//   its row lacks, and for green at a chroma site avg(avg(above, below),
+//   along the row). Row 0 takes row 1 as the row above; the last row takes
+//   row height - 4 as the row below (bayer2rgb's line buffer still holds it),
+//   or row 1 when the frame has 3 rows.
+// Where bayer2rgb reads memory that is not the frame's (widths that are odd
+// or 2, heights below 3), the values here are defined by the rules above
+// with the missing neighbour replaced as at the other edges; README says
+// which pixels those are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "layouts.h"
+
+namespace cudagray {
+
+// The mosaic, plane 0 of a Bayer frame.
+struct MosaicRows {
+  const uint8_t *data;
+  size_t pitch;
+  int width, height;
+};
+
+CUDAGRAY_HOST_DEVICE uint32_t avg_up(uint32_t a, uint32_t b) { return (a + b + 1) >> 1; }
+
+// The row pass at column x of row y: E (colour of even columns) and O
+// (colour of odd columns).
+struct RowColours {
+  uint32_t even, odd;
+};
+
+CUDAGRAY_HOST_DEVICE RowColours row_colours(const MosaicRows &m, int x, int y) {
+  const uint8_t *s = m.data + static_cast<size_t>(y) * m.pitch;
+  const int w = m.width;
+  const bool even = (x & 1) == 0;
+  if (x >= w - 2) {  // the row's last two columns: the left neighbour only
+    if (even) return {s[x], s[x > 0 ? x - 1 : w > 1 ? 1 : 0]};
+    return {s[x - 1], s[x]};
+  }
+  if (x == 0) return {s[0], s[1]};  // the first: the right neighbour only
+  const uint32_t between = avg_up(s[x - 1], s[x + 1]);
+  return even ? RowColours{s[x], between} : RowColours{between, s[x]};
+}
+
+// R, G and B of pixel (x, y) of a mosaic whose red sample sits at
+// (Layout::kRedX, Layout::kRedY) of each 2x2 block.
+template <class Layout>
+CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
+  const int h = m.height;
+  const int above = y > 0 ? y - 1 : (h > 1 ? 1 : 0);
+  const int below = y < h - 1 ? y + 1 : h >= 4 ? h - 4 : h == 3 ? 1 : above;
+  const RowColours a = row_colours(m, x, above), c = row_colours(m, x, y),
+                   b = row_colours(m, x, below);
+  // Rows whose even columns hold chroma ("X": red when red is in column 0,
+  // else blue) and whose odd ones green; the other rows hold green in their
+  // even columns and the other chroma ("Y") in their odd ones.
+  constexpr int kChromaFirstRow = Layout::kRedX == 0 ? Layout::kRedY : 1 - Layout::kRedY;
+  const bool even = (x & 1) == 0;
+  uint32_t chroma_x, chroma_y, green;
+  if ((y & 1) == kChromaFirstRow) {
+    chroma_x = c.even;
+    chroma_y = avg_up(a.odd, b.odd);
+    green = even ? avg_up(avg_up(a.even, b.even), c.odd) : c.odd;
+  } else {
+    chroma_y = c.odd;
+    chroma_x = avg_up(a.even, b.even);
+    green = even ? c.even : avg_up(avg_up(a.odd, b.odd), c.even);
+  }
+  if (Layout::kRedX == 0) return {chroma_x, green, chroma_y};
+  return {chroma_y, green, chroma_x};
+}
+
+}  // namespace cudagray

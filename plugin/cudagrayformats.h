@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The one format table: every format cudagray takes, with how the kernels
+ * read it and in which memory. The pad templates, transform_caps, set_caps,
+ * the frame bridge, the tests' conformance list and the README's format
+ * table all follow from it. */
+#pragma once
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include "cudagray/frame.h"
+
+/* How a format's frames are treated. */
+typedef enum {
+  CUDAGRAY_KIND_CONVERTED, /* RGB (weights) or YUV (luma) to gray */
+  CUDAGRAY_KIND_GRAY,      /* gray already: kept as it is (range not applied),
+                            * passed through to the same format, else re-scaled */
+  CUDAGRAY_KIND_BAYER,     /* video/x-bayer: demosaicked as bayer2rgb does */
+} CudaGrayFormatKind;
+
+typedef struct {
+  const char *name;      /* the caps' format string */
+  GstVideoFormat format; /* GST_VIDEO_FORMAT_UNKNOWN for Bayer */
+  cudagray::PixelLayout layout;
+  CudaGrayFormatKind kind;
+  gboolean cuda_memory; /* also taken in memory:CUDAMemory (GStreamer's CUDA formats) */
+} CudaGrayFormat;
+
+/* The table, in order of preference; *n_formats rows. */
+const CudaGrayFormat *cudagray_formats(guint *n_formats);
+/* The row of a video/x-raw format, or NULL. */
+const CudaGrayFormat *cudagray_format_for_video(GstVideoFormat format);
+/* The row of a video/x-bayer format string, or NULL. */
+const CudaGrayFormat *cudagray_format_for_bayer(const gchar *name);
+
+/* Gray formats that leave the element, GRAY8 (the default) first. */
+#define CUDAGRAY_OUTPUT_FORMATS "GRAY8, GRAY16_LE"
