@@ -19,12 +19,14 @@ struct LayoutTable {
         "Luma",       "Luma_Y0_2",  "Luma_Y1_2",  "Luma_Y1_4",  "Luma_Y2_4",  "Luma10",
         "Luma12",     "Luma16",     "Luma10_Msb", "Luma12_Msb", "Luma16_BE",  "Luma_v210",
         "Bayer_BGGR", "Bayer_GBRG", "Bayer_GRBG", "Bayer_RGGB"};
-    for (int i = 0; i < kLayoutCount; ++i)
-      info[i] = dispatch_layout(static_cast<PixelLayout>(i), [&](auto l) {
+    for (int i = 0; i < kLayoutCount; ++i) {
+      info[i] = dispatch_layout(static_cast<PixelLayout>(i), [](auto l) {
         using L = decltype(l);
-        return LayoutInfo{names[i],       L::kFamily, L::kDepth, L::kPlanes, L::kGroupPixels,
+        return LayoutInfo{nullptr,        L::kFamily, L::kDepth, L::kPlanes, L::kGroupPixels,
                           L::kGroupBytes, L::r,       L::g,      L::b};
       });
+      info[i].name = names[i];
+    }
   }
 };
 

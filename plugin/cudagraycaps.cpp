@@ -26,21 +26,22 @@ static void set_formats(GstStructure *s, CudaGrayFormatKind kind, gboolean cuda_
   gst_structure_take_value(s, "format", &list);
 }
 
-/* Every input for output of the given sizes and rates (template: s the
- * template's sizes), in order of preference: converted formats already in
- * CUDA memory (an upstream that can keep frames there then does), in system
- * memory, Bayer, then gray (passed through or re-scaled; system memory). */
-static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gboolean gray_too) {
+/* The converted formats GStreamer's CUDA elements carry, in CUDA memory. */
+static GstStructure *cuda_inputs(const GstStructure *sizes) {
+  GstStructure *on_device = gst_structure_copy(sizes);
+  gst_structure_set_name(on_device, "video/x-raw");
+  set_formats(on_device, CUDAGRAY_KIND_CONVERTED, TRUE);
+  return on_device;
+}
+
+/* Every input in system memory for output of the given sizes and rates, in
+ * order of preference: converted formats, Bayer, then (gray_too) gray,
+ * passed through or re-scaled. */
+static GstCaps *system_inputs(const GstStructure *sizes, gboolean gray_too) {
   GstCaps *caps = gst_caps_new_empty();
   GstStructure *converted = gst_structure_copy(sizes);
   gst_structure_set_name(converted, "video/x-raw");
   set_formats(converted, CUDAGRAY_KIND_CONVERTED, FALSE);
-  if (cuda_input) {
-    GstStructure *on_device = gst_structure_copy(converted);
-    set_formats(on_device, CUDAGRAY_KIND_CONVERTED, TRUE);
-    caps = gst_caps_merge_structure_full(
-        caps, on_device, gst_caps_features_new(CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
-  }
   caps = gst_caps_merge_structure(caps, converted);
   GstStructure *bayer = gst_structure_copy(sizes);
   gst_structure_set_name(bayer, "video/x-bayer");
@@ -53,6 +54,16 @@ static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gbool
     caps = gst_caps_merge_structure(caps, gray);
   }
   return caps;
+}
+
+/* Every input for output of the given sizes and rates: those already in
+ * CUDA memory first (an upstream that can keep frames there then does). */
+static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gboolean gray_too) {
+  GstCaps *caps = gst_caps_new_empty();
+  if (cuda_input)
+    caps = gst_caps_merge_structure_full(
+        caps, cuda_inputs(sizes), gst_caps_features_new(CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+  return gst_caps_merge(caps, system_inputs(sizes, gray_too));
 }
 
 /* Gray out for input of the given sizes and rates: system memory, then CUDA
@@ -87,8 +98,12 @@ static GstStructure *template_sizes(void) {
 }
 
 GstCaps *cudagray_sink_template_caps(std::string *cuda_off) {
+  /* system memory first, as in every template */
   GstStructure *sizes = template_sizes();
-  GstCaps *caps = inputs_for(sizes, cudagray_cuda_memory_usable(cuda_off), TRUE);
+  GstCaps *caps = system_inputs(sizes, TRUE);
+  if (cudagray_cuda_memory_usable(cuda_off))
+    caps = gst_caps_merge_structure_full(
+        caps, cuda_inputs(sizes), gst_caps_features_new(CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   gst_structure_free(sizes);
   return caps;
 }

@@ -81,7 +81,8 @@ gboolean CudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
     return FALSE;
   }
   in_mapped_ = true;
-  input_ = cudagray::InputFrame{layout, GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info)};
+  input_ =
+      cudagray::InputFrame{layout, GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), {}, {}};
   for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
     input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
     input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
