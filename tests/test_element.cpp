@@ -5,6 +5,7 @@
 #include <memory>
 #include <thread>
 
+#include "cudagrayformats.h"
 #include "cudagrayweights.h"
 #include "element_harness.h"
 
@@ -116,12 +117,44 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
   EXPECT_TRUE(accepts(caps_string("GRAY8", 64, 48)));
   EXPECT_TRUE(accepts(caps_string("RGB", 16384, 16384)));
   EXPECT_TRUE(accepts(caps_string("RGB", 1, 1)));
-  for (const char *format : {"I420", "YV12", "NV12", "NV21", "Y444", "Y42B"})
+  for (const char *format :
+       {"I420", "YV12", "NV12", "NV21", "Y444", "Y42B", "YUY2", "UYVY", "P010_10LE", "GRAY16_LE"})
     EXPECT_TRUE(accepts(caps_string(format, 64, 48))) << format;
-  for (const char *format : {"YUY2", "UYVY", "P010_10LE", "GRAY16_LE", "RGB16", "ARGB64", "r210"})
+  // every row of the format table, in system memory; in CUDA memory exactly
+  // the rows that say so (on a gstreamer-cuda build), never otherwise
+  guint n_formats = 0;
+  const CudaGrayFormat *formats = cudagray_formats(&n_formats);
+  EXPECT_GT(n_formats, 0u);
+  for (guint i = 0; i < n_formats; ++i) {
+    const CudaGrayFormat &f = formats[i];
+    SCOPED_TRACE(f.name);
+    const std::string sizes = ",width=64,height=48,framerate=30/1";
+    if (f.kind == CUDAGRAY_KIND_BAYER) {
+      EXPECT_TRUE(accepts(std::string("video/x-bayer,format=") + f.name + sizes));
+      EXPECT_FALSE(accepts(std::string("video/x-raw,format=") + f.name + sizes));
+      EXPECT_FALSE(
+          accepts(std::string("video/x-bayer(memory:CUDAMemory),format=") + f.name + sizes));
+      continue;
+    }
+    EXPECT_TRUE(accepts(caps_string(f.name, 64, 48)));
+    EXPECT_FALSE(accepts(std::string("video/x-bayer,format=") + f.name + sizes));
+    const bool in_cuda_memory =
+        accepts(std::string("video/x-raw(memory:CUDAMemory),format=") + f.name + sizes);
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+    EXPECT_EQ(in_cuda_memory, f.cuda_memory != FALSE);
+#else
+    EXPECT_FALSE(in_cuda_memory);
+#endif
+  }
+  for (const char *format : {"RGB16", "BGR16", "ARGB64", "r210", "Y41B", "IYU2", "GRAY10_LE32"})
     EXPECT_FALSE(accepts(caps_string(format, 64, 48))) << format;
+  for (const char *format : {"bggr16le", "rggb10le", "BGGR", "sbggr8"})
+    EXPECT_FALSE(accepts(std::string("video/x-bayer,format=") + format +
+                         ",width=64,height=48,framerate=30/1"))
+        << format;
   EXPECT_FALSE(accepts(caps_string("RGB", 16385, 48)));
   EXPECT_FALSE(accepts(caps_string("RGB", 64, 16385)));
+  EXPECT_FALSE(accepts("video/x-bayer,format=bggr,width=16385,height=48,framerate=30/1"));
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   EXPECT_TRUE(
       accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
@@ -131,7 +164,7 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
   EXPECT_FALSE(
       accepts("video/x-raw(memory:CUDAMemory),format=RGB,width=64,height=48,framerate=30/1"));
 #endif
-  // no passthrough of GRAY8 on the GPU: gray output is always in system memory
+  // no passthrough of GRAY8 on the GPU: gray input is taken in system memory only
   EXPECT_FALSE(
       accepts("video/x-raw(memory:CUDAMemory),format=GRAY8,width=64,height=48,framerate=30/1"));
   EXPECT_FALSE(
@@ -142,7 +175,7 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
 
 TEST(Caps, RefusedFormatIsNotNegotiated) {
   Harness harness({"backend=cpu"});
-  harness.set_caps(caps_string("YUY2", 64, 48));
+  harness.set_caps(caps_string("RGB16", 64, 48));
   std::vector<uint8_t> bytes(64 * 48 * 2);
   fill_random(bytes);
   EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_new_memdup(bytes.data(), bytes.size())),
@@ -150,16 +183,25 @@ TEST(Caps, RefusedFormatIsNotNegotiated) {
 }
 
 // Upstream asked what we take given downstream's GRAY8 caps: every converted
-// format at downstream's size, converted formats before GRAY8.
+// format of the format table at downstream's size first, then Bayer, and the
+// gray formats (passed through or re-scaled) last.
 TEST(Caps, UpstreamQuerySeesConvertedFormatsFirst) {
   Harness harness({"backend=cpu"});
   gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8,width=320,height=240");
   GstCaps *caps = gst_pad_peer_query_caps(harness.h->srcpad, nullptr);
   ASSERT_GE(gst_caps_get_size(caps), 2u);
+  guint n_formats = 0;
+  const CudaGrayFormat *table = cudagray_formats(&n_formats);
+  std::vector<std::string> converted;
+  for (guint i = 0; i < n_formats; ++i)
+    if (table[i].kind == CUDAGRAY_KIND_CONVERTED) converted.push_back(table[i].name);
   const GstStructure *first = gst_caps_get_structure(caps, 0);
+  EXPECT_TRUE(gst_structure_has_name(first, "video/x-raw"));
   const GValue *formats = gst_structure_get_value(first, "format");
   ASSERT_TRUE(GST_VALUE_HOLDS_LIST(formats));
-  EXPECT_EQ(gst_value_list_get_size(formats), 19u);  // 13 RGB-family and 6 YUV
+  ASSERT_EQ(gst_value_list_get_size(formats), converted.size());
+  for (guint i = 0; i < converted.size(); ++i)  // in the table's order of preference
+    EXPECT_STREQ(g_value_get_string(gst_value_list_get_value(formats, i)), converted[i].c_str());
   for (PixelLayout layout : kRgb8Layouts) {
     GValue v = G_VALUE_INIT;
     g_value_init(&v, G_TYPE_STRING);
@@ -171,20 +213,43 @@ TEST(Caps, UpstreamQuerySeesConvertedFormatsFirst) {
   EXPECT_TRUE(gst_structure_get_int(first, "width", &width));
   EXPECT_EQ(width, 320);
   const GstStructure *last = gst_caps_get_structure(caps, gst_caps_get_size(caps) - 1);
-  EXPECT_STREQ(gst_structure_get_string(last, "format"), "GRAY8");
+  EXPECT_TRUE(gst_structure_has_name(last, "video/x-raw"));
+  const GValue *gray = gst_structure_get_value(last, "format");
+  ASSERT_TRUE(gray && GST_VALUE_HOLDS_LIST(gray));
+  std::vector<std::string> gray_formats;
+  for (guint i = 0; i < gst_value_list_get_size(gray); ++i)
+    gray_formats.push_back(g_value_get_string(gst_value_list_get_value(gray, i)));
+  EXPECT_EQ(gray_formats, (std::vector<std::string>{"GRAY8", "GRAY16_LE", "GRAY16_BE"}));
+  EXPECT_TRUE(gst_structure_get_int(last, "width", &width));
+  EXPECT_EQ(width, 320);
   gst_caps_unref(caps);
 }
 
 namespace {
 
 // The caps cudagray's source pad offers, before start (for any input) or
-// once started on RGB input: index of each structure in CUDA memory, and
-// whether every one is GRAY8.
+// once started on RGB input: index of each structure in CUDA memory,
+// whether every one is gray (GRAY8 or GRAY16_LE, each one or a list of both),
+// and the format offered first.
 struct SourceOffer {
   std::vector<guint> cuda_memory;
   guint size = 0;
-  bool all_gray8 = true;
+  bool all_gray = true, gray16 = false;
+  std::string first_format;
 };
+
+// The format names of a structure's format field (a string or a list).
+std::vector<std::string> formats_of(const GstStructure *s) {
+  const GValue *value = gst_structure_get_value(s, "format");
+  std::vector<std::string> names;
+  if (value && G_VALUE_HOLDS_STRING(value)) names.push_back(g_value_get_string(value));
+  if (value && GST_VALUE_HOLDS_LIST(value))
+    for (guint i = 0; i < gst_value_list_get_size(value); ++i) {
+      const GValue *v = gst_value_list_get_value(value, i);
+      names.push_back(G_VALUE_HOLDS_STRING(v) ? g_value_get_string(v) : "?");
+    }
+  return names;
+}
 
 SourceOffer offer_of(GstElement *element) {
   GstCaps *caps = gst_pad_query_caps(GST_BASE_TRANSFORM_SRC_PAD(element), nullptr);
@@ -193,9 +258,13 @@ SourceOffer offer_of(GstElement *element) {
   for (guint i = 0; i < offer.size; ++i) {
     if (gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory"))
       offer.cuda_memory.push_back(i);
-    offer.all_gray8 = offer.all_gray8 &&
-                      g_strcmp0(gst_structure_get_string(gst_caps_get_structure(caps, i), "format"),
-                                "GRAY8") == 0;
+    const std::vector<std::string> formats = formats_of(gst_caps_get_structure(caps, i));
+    offer.all_gray = offer.all_gray && !formats.empty();
+    for (const std::string &format : formats) {
+      offer.all_gray = offer.all_gray && (format == "GRAY8" || format == "GRAY16_LE");
+      offer.gray16 = offer.gray16 || format == "GRAY16_LE";
+    }
+    if (i == 0 && !formats.empty()) offer.first_format = formats[0];
   }
   gst_caps_unref(caps);
   return offer;
@@ -216,7 +285,7 @@ SourceOffer source_offer(const char *backend, bool started) {
 
 }  // namespace
 
-// GRAY8 may leave in CUDA memory (a gstreamer-cuda build, a backend that
+// Gray (GRAY8, GRAY16_LE) may leave in CUDA memory (a gstreamer-cuda build, a backend that
 // may be CUDA before start, that is CUDA once started), offered after system
 // memory so that a downstream that takes both gets system memory as before;
 // backend=cpu never offers it.
@@ -242,7 +311,9 @@ TEST(Caps, CudaMemoryOutputComesAfterSystemMemoryAndNeverFromTheCpu) {
                  (c.started ? ", started" : ", before start"));
     const SourceOffer offer = source_offer(c.backend, c.started);
     EXPECT_GT(offer.size, 0u);
-    EXPECT_TRUE(offer.all_gray8);
+    EXPECT_TRUE(offer.all_gray);
+    EXPECT_EQ(offer.first_format, "GRAY8");  // the default
+    EXPECT_TRUE(offer.gray16);
     EXPECT_EQ(offer.cuda_memory.size(), c.offered ? 1u : 0u);
     if (!offer.cuda_memory.empty()) {
       EXPECT_GT(offer.cuda_memory[0], 0u) << "CUDA memory offered first";
@@ -927,8 +998,8 @@ std::vector<std::string> warnings(Harness &harness) {
 // says so when they are set away from the default, none otherwise.
 TEST(YuvWeights, SetAwayFromTheDefaultTheyWarnOnce) {
   const std::string kLimited =
-      "matrix and weights do not apply to I420 input: its gray is the luma plane, expanded from "
-      "limited range";
+      "matrix and weights do not apply to I420 input: its gray is the luma, expanded from limited "
+      "range";
   for (const std::string setting : {"matrix=bt709", "weights=0.21,0.72,0.07", "matrix=custom"}) {
     SCOPED_TRACE(setting);
     Harness harness({"backend=cpu", setting});
@@ -949,8 +1020,8 @@ TEST(YuvWeights, SetAwayFromTheDefaultTheyWarnOnce) {
   ASSERT_TRUE(push_yuv_frame(harness, 17, 3));
   EXPECT_EQ(warnings(harness),
             std::vector<std::string>{
-                "matrix and weights do not apply to I420 input: its gray is the luma "
-                "plane, copied"});
+                "matrix and weights do not apply to I420 input: its gray is the luma, "
+                "taken as it is"});
 }
 
 // On RGB input they apply, so no warning; the BT.601 weights given as
@@ -977,7 +1048,7 @@ TEST(YuvWeights, DescriptionsMentionYuv) {
     EXPECT_NE(blurb.find("RGB input only"), std::string::npos) << name << ": " << blurb;
   }
   const std::string description = gst_element_get_metadata(e, GST_ELEMENT_METADATA_DESCRIPTION);
-  EXPECT_NE(description.find("YUV video gives its luma plane"), std::string::npos) << description;
+  EXPECT_NE(description.find("YUV video gives its luma"), std::string::npos) << description;
   gst_object_unref(e);
 }
 

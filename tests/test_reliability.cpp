@@ -193,7 +193,7 @@ TEST_P(ByBackend, UnsupportedCapsMidStreamDrainFramesInFlightFirst) {
     frames.push_back(random_frame(PixelLayout::RGB, 64, 48));
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(frames.back()), i)), GST_FLOW_OK);
   }
-  for (const std::string &bad : {caps_string("GRAY16_LE", 64, 48), caps_string("RGB", 0, 48),
+  for (const std::string &bad : {caps_string("RGB16", 64, 48), caps_string("RGB", 0, 48),
                                  std::string("audio/x-raw,format=S16LE,rate=48000,channels=2")}) {
     SCOPED_TRACE(bad);
     harness.set_caps(bad);
