@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -144,20 +145,36 @@ inline int formula_y(const WeightChoice &c, const int rgb[3]) {
   return static_cast<int>(std::min(255.0, y));
 }
 
-// GRAY8 with rows of `stride` bytes; padding holds a sentinel so writes past
-// the row show up.
+// Gray of depth bits (GRAY8, or GRAY16 in native-endian words) with rows of
+// `stride` bytes; padding holds a sentinel so writes past the row show up.
 struct GrayImage {
   int width, height;
   size_t stride;
+  int depth;
   std::vector<uint8_t> bytes;
   static constexpr uint8_t kSentinel = 0xA5;
-  GrayImage(int w, int h, size_t pad = 0)
-      : width(w), height(h), stride(w + pad), bytes(stride * h, kSentinel) {}
-  GrayFrame frame() { return {bytes.data(), stride}; }
-  uint8_t at(int x, int y) const { return bytes[y * stride + x]; }
+  GrayImage(int w, int h, size_t pad = 0, int bits = 8)
+      : width(w),
+        height(h),
+        stride(w * (bits / 8) + pad),
+        depth(bits),
+        bytes(stride * h, kSentinel) {}
+  GrayFrame frame() {
+    GrayFrame f{bytes.data(), stride};
+    f.depth = depth;
+    return f;
+  }
+  size_t row_bytes() const { return static_cast<size_t>(width) * (depth / 8); }
+  unsigned at(int x, int y) const {
+    const uint8_t *p = &bytes[y * stride + x * (depth / 8)];
+    if (depth == 8) return *p;
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
 };
 
-// Compares two GRAY8 images; reports the first few differing pixels.
+// Compares two gray images; reports the first few differing pixels.
 inline ::testing::AssertionResult same_pixels(const GrayImage &a, const GrayImage &b) {
   int bad = 0;
   std::string first;
@@ -168,6 +185,22 @@ inline ::testing::AssertionResult same_pixels(const GrayImage &a, const GrayImag
                  "): " + std::to_string(a.at(x, y)) + " vs " + std::to_string(b.at(x, y));
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << bad << " pixels differ, first:" << first;
+}
+
+// Whether the padding after each row still holds the sentinel.
+inline ::testing::AssertionResult padding_untouched(const GrayImage &g) {
+  for (int y = 0; y < g.height; ++y)
+    for (size_t x = g.row_bytes(); x < g.stride; ++x)
+      if (g.bytes[y * g.stride + x] != GrayImage::kSentinel)
+        return ::testing::AssertionFailure() << "row " << y << " written at byte " << x;
+  return ::testing::AssertionSuccess();
+}
+
+// Every layout the kernels read.
+inline std::vector<PixelLayout> every_layout() {
+  std::vector<PixelLayout> all;
+  for (int i = 0; i < kLayoutCount; ++i) all.push_back(static_cast<PixelLayout>(i));
+  return all;
 }
 
 // Why CUDA tests cannot run here, or "" when a usable GPU exists.
@@ -181,9 +214,13 @@ inline std::string no_gpu_reason() {
     if (!why_skipped.empty()) GTEST_SKIP() << why_skipped;             \
   } while (0)
 
-inline GrayImage cpu_reference(const TestFrame &f, const WeightChoice &c) {
-  GrayImage out(f.width, f.height);
-  convert_cpu(f.view(), out.frame(), weights_of(c));
+// The CPU backend's result, the reference the CUDA tests compare with.
+inline GrayImage cpu_reference(const TestFrame &f, const WeightChoice &c, int depth = 8,
+                               bool limited = false) {
+  GrayImage out(f.width, f.height, 0, depth);
+  InputFrame in = f.view();
+  in.limited_range = limited;
+  convert_cpu(in, out.frame(), weights_of(c));
   return out;
 }
 

@@ -26,8 +26,9 @@ namespace {
   ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
 
 // Runs the kernel on a device copy of f (same offsets and padded strides)
-// into a padded device image, and brings the result back padding and all.
-void convert_on_device(const TestFrame &f, const Weights &w, GrayImage *out) {
+// into a padded device image of out's depth, and brings the result back
+// padding and all.
+void convert_on_device(const TestFrame &f, const Weights &w, GrayImage *out, bool limited = false) {
   void *in_dev = nullptr, *out_dev = nullptr;
   cudaStream_t stream = nullptr;
   ASSERT_CUDA(cudaStreamCreate(&stream));
@@ -35,8 +36,11 @@ void convert_on_device(const TestFrame &f, const Weights &w, GrayImage *out) {
   ASSERT_CUDA(cudaMalloc(&out_dev, out->bytes.size()));
   ASSERT_CUDA(cudaMemcpy(in_dev, f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
   ASSERT_CUDA(cudaMemset(out_dev, GrayImage::kSentinel, out->bytes.size()));
-  const GrayFrame dev_out{static_cast<uint8_t *>(out_dev), out->stride};
-  ASSERT_CUDA(convert_cuda(f.view(static_cast<const uint8_t *>(in_dev)), dev_out, w, stream));
+  GrayFrame dev_out = out->frame();
+  dev_out.data = static_cast<uint8_t *>(out_dev);
+  InputFrame dev_in = f.view(static_cast<const uint8_t *>(in_dev));
+  dev_in.limited_range = limited;
+  ASSERT_CUDA(convert_cuda(dev_in, dev_out, w, stream));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   ASSERT_CUDA(cudaMemcpy(out->bytes.data(), out_dev, out->bytes.size(), cudaMemcpyDeviceToHost));
   ASSERT_CUDA(cudaFree(in_dev));
@@ -52,23 +56,30 @@ class CudaKernel : public ::testing::TestWithParam<PixelLayout> {
 };
 
 // Both kernel paths: pixel by pixel (rows at odd addresses) and wide
-// (16-byte aligned rows), against the CPU, padding included.
+// (16-byte aligned rows), against the CPU, padding included, for GRAY8 and
+// GRAY16 and, for luma, both ranges.
 TEST_P(CudaKernel, BitIdenticalToCpuIncludingPadding) {
+  const bool luma = layout_info(GetParam()).family == LayoutFamily::Luma;
   for (Rows rows : {Rows::Padded, Rows::Aligned16}) {
     for (const Size &size : kSizes) {
       const TestFrame f = random_frame(GetParam(), size.width, size.height, rows);
-      for (const WeightChoice &c : kWeightChoices) {
-        SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " + c.name +
-                     (rows == Rows::Aligned16 ? " aligned" : " padded"));
-        const size_t pad = rows == Rows::Aligned16
-                               ? (16 - size.width % 16) % 16 + 16 * random_int(0, 2)
-                               : random_int(1, 77);
-        GrayImage gpu(size.width, size.height, pad);
-        convert_on_device(f, weights_of(c), &gpu);
-        EXPECT_TRUE(same_pixels(gpu, cpu_reference(f, c)));
-        for (int y = 0; y < size.height; ++y)
-          for (size_t x = size.width; x < gpu.stride; ++x)
-            ASSERT_EQ(gpu.bytes[y * gpu.stride + x], GrayImage::kSentinel) << "row " << y;
+      for (int depth : {8, 16}) {
+        for (bool limited : {false, true}) {
+          if (limited && !luma) continue;
+          for (const WeightChoice &c : kWeightChoices) {
+            SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " " +
+                         c.name + (rows == Rows::Aligned16 ? " aligned" : " padded") + " GRAY" +
+                         std::to_string(depth) + (limited ? " limited" : ""));
+            const size_t row = static_cast<size_t>(size.width) * depth / 8;
+            const size_t pad = rows == Rows::Aligned16
+                                   ? (16 - row % 16) % 16 + 16 * random_int(0, 2)
+                                   : 2 * random_int(1, 38);
+            GrayImage gpu(size.width, size.height, pad, depth);
+            convert_on_device(f, weights_of(c), &gpu, limited);
+            EXPECT_TRUE(same_pixels(gpu, cpu_reference(f, c, depth, limited)));
+            EXPECT_TRUE(padding_untouched(gpu));
+          }
+        }
       }
     }
   }
@@ -108,10 +119,11 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
   const WeightChoice &bt709 = kWeightChoices[1];
   for (int max_in_flight : {1, 3}) {
     for (const Size &size : kSizes) {
+      const int depth = random_int(0, 1) ? 16 : 8;
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
-                   std::to_string(max_in_flight));
-      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, 8, max_in_flight, false,
-                                     false, &error))
+                   std::to_string(max_in_flight) + " GRAY" + std::to_string(depth));
+      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, depth, max_in_flight,
+                                     false, false, &error))
           << error;
       constexpr int kFrames = 7;
       std::vector<TestFrame> frames;
@@ -120,7 +132,7 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
       std::vector<std::unique_ptr<PinnedCopy>> pinned_out;
       for (int i = 0; i < kFrames; ++i) {
         frames.push_back(random_frame(GetParam(), size.width, size.height));
-        outs.emplace_back(size.width, size.height, random_int(0, 9));
+        outs.emplace_back(size.width, size.height, 2 * random_int(0, 9), depth);
       }
       auto input = [&](int i) {  // odd frames come from pinned memory
         if (i % 2 == 0) return frames[i].view();
@@ -131,7 +143,9 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
       auto output = [&](int i) {  // every third frame lands in pinned memory
         if (i % 3 != 0) return outs[i].frame();
         pinned_out.push_back(std::make_unique<PinnedCopy>(outs[i].bytes.size()));
-        return GrayFrame{pinned_out.back()->data, outs[i].stride};
+        GrayFrame pinned = outs[i].frame();
+        pinned.data = pinned_out.back()->data;
+        return pinned;
       };
       std::vector<GrayFrame> targets;
       int finished = 0;
@@ -140,7 +154,7 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
         const GrayFrame &t = targets[finished];
         if (t.data != outs[finished].bytes.data())
           std::memcpy(outs[finished].bytes.data(), t.data, outs[finished].bytes.size());
-        EXPECT_TRUE(same_pixels(outs[finished], cpu_reference(frames[finished], bt709)))
+        EXPECT_TRUE(same_pixels(outs[finished], cpu_reference(frames[finished], bt709, depth)))
             << "frame " << finished;
         ++finished;
       };
@@ -164,7 +178,7 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
   EXPECT_GT(stats.download_us_mean, 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(kRgb8Layouts),
+INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(every_layout()),
                          [](const auto &info) {
                            return std::string(layout_info(info.param).name);
                          });
@@ -566,14 +580,6 @@ struct DeviceGray {
     return img;
   }
 };
-
-::testing::AssertionResult padding_untouched(const GrayImage &img) {
-  for (int y = 0; y < img.height; ++y)
-    for (size_t x = img.width; x < img.stride; ++x)
-      if (img.bytes[y * img.stride + x] != GrayImage::kSentinel)
-        return ::testing::AssertionFailure() << "padding written at (" << x << "," << y << ")";
-  return ::testing::AssertionSuccess();
-}
 
 }  // namespace
 

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The 16-bit formula (weights.h) on the CPU kernels, for every layout but
+// Bayer (tests/test_formats.cpp checks Bayer against bayer2rgb): every code
+// of every depth through each range, RGB on random frames and at the
+// extremes, GRAY8 = round(GRAY16 / 257) everywhere. Where samples sit and
+// what they become are written here from the formats' documentation, apart
+// from kernels/.
+#include <algorithm>
+#include <cstring>
+
+#include "common.h"
+
+using namespace cudagray;
+using namespace cudagray::test;
+
+namespace {
+
+// Where one sample of pixel x sits in its row: plane, first byte, the
+// little- or big-endian word of word_bytes holding it, and its bits there.
+struct Spot {
+  int plane;
+  size_t byte;
+  int word_bytes;
+  bool big_endian;
+  int shift, bits;
+};
+
+// channel: 0, 1, 2 for R, G, B; 0 for luma.
+Spot spot(PixelLayout layout, int x, int channel) {
+  const size_t ux = static_cast<size_t>(x);
+  switch (layout) {
+    case PixelLayout::GBR_10LE:
+    case PixelLayout::GBR_12LE:
+    case PixelLayout::GBR_16LE: {
+      const int bits = layout == PixelLayout::GBR_10LE   ? 10
+                       : layout == PixelLayout::GBR_12LE ? 12
+                                                         : 16;
+      const int plane_of[3] = {2, 0, 1};  // G, B, R planes
+      return {plane_of[channel], 2 * ux, 2, false, 0, bits};
+    }
+    case PixelLayout::RGB10A2_LE: return {0, 4 * ux, 4, false, 10 * channel, 10};
+    case PixelLayout::BGR10A2_LE: return {0, 4 * ux, 4, false, 10 * (2 - channel), 10};
+    case PixelLayout::Luma: return {0, ux, 1, false, 0, 8};
+    case PixelLayout::Luma_Y0_2: return {0, 2 * ux, 1, false, 0, 8};
+    case PixelLayout::Luma_Y1_2: return {0, 2 * ux + 1, 1, false, 0, 8};
+    case PixelLayout::Luma_Y1_4: return {0, 4 * ux + 1, 1, false, 0, 8};
+    case PixelLayout::Luma_Y2_4: return {0, 4 * ux + 2, 1, false, 0, 8};
+    case PixelLayout::Luma10: return {0, 2 * ux, 2, false, 0, 10};
+    case PixelLayout::Luma12: return {0, 2 * ux, 2, false, 0, 12};
+    case PixelLayout::Luma16: return {0, 2 * ux, 2, false, 0, 16};
+    case PixelLayout::Luma10_Msb: return {0, 2 * ux, 2, false, 6, 10};
+    case PixelLayout::Luma12_Msb: return {0, 2 * ux, 2, false, 4, 12};
+    case PixelLayout::Luma16_BE: return {0, 2 * ux, 2, true, 0, 16};
+    case PixelLayout::Luma_v210: {
+      // each 16 bytes: Cb0 Y0 Cr0 | Y1 Cb1 Y2 | Cr1 Y3 Cb2 | Y4 Cr2 Y5, 10 bits
+      // a field from bit 0 of little-endian 32-bit words
+      const int word[6] = {0, 1, 1, 2, 3, 3}, field[6] = {1, 0, 2, 1, 0, 2};
+      return {0, 16 * (ux / 6) + 4 * word[x % 6], 4, false, 10 * field[x % 6], 10};
+    }
+    default: {  // 8-bit RGB, named by where R, G and B are: "xBGR", "GBR" (planes)
+      const std::string name = layout_info(layout).name;
+      const bool planar = name == "RGBP" || name == "BGRP" || name == "GBR";
+      const int at = static_cast<int>(name.find("RGB"[channel]));
+      if (planar) return {at, ux, 1, false, 0, 8};
+      return {0, ux * name.size() + at, 1, false, 0, 8};
+    }
+  }
+}
+
+uint32_t read_word(const uint8_t *p, int bytes, bool big_endian) {
+  uint32_t w = 0;
+  for (int i = 0; i < bytes; ++i) w |= uint32_t{p[big_endian ? bytes - 1 - i : i]} << (8 * i);
+  return w;
+}
+
+void write_word(uint8_t *p, int bytes, bool big_endian, uint32_t w) {
+  for (int i = 0; i < bytes; ++i) p[big_endian ? bytes - 1 - i : i] = (w >> (8 * i)) & 0xFF;
+}
+
+uint8_t *row_of(TestFrame &f, int plane, int y) {
+  return f.bytes.data() + f.offset[plane] + y * f.stride[plane];
+}
+
+uint32_t code_at(const TestFrame &f, int x, int y, int channel) {
+  const Spot s = spot(f.layout, x, channel);
+  const uint8_t *row = f.bytes.data() + f.offset[s.plane] + y * f.stride[s.plane];
+  return (read_word(row + s.byte, s.word_bytes, s.big_endian) >> s.shift) & ((1u << s.bits) - 1);
+}
+
+// Writes code into its bits, leaving the word's other bits as they were
+// (random: the kernels must ignore them).
+void set_code(TestFrame &f, int x, int y, int channel, uint32_t code) {
+  const Spot s = spot(f.layout, x, channel);
+  uint8_t *p = row_of(f, s.plane, y) + s.byte;
+  const uint32_t mask = ((1u << s.bits) - 1) << s.shift;
+  write_word(p, s.word_bytes, s.big_endian,
+             (read_word(p, s.word_bytes, s.big_endian) & ~mask) | (code << s.shift));
+}
+
+// The documented formula. A d-bit code to 16 bits: its bits repeated.
+uint32_t to16(uint32_t v, int d) {
+  return d == 16 ? v : v * (1u << (16 - d)) + (v >> (2 * d - 16));
+}
+
+uint32_t luma16(uint32_t v, int d, bool limited) {
+  if (!limited) return to16(v, d);
+  const uint64_t black = 16u << (d - 8), range = 219u << (d - 8);
+  if (v <= black) return 0;
+  // round half up: floor((2 * n + range) / (2 * range))
+  const uint64_t g = (2 * (v - black) * 65535u + range) / (2 * range);
+  return static_cast<uint32_t>(std::min<uint64_t>(g, 65535));
+}
+
+uint32_t rgb16(const Weights &w, const uint32_t c[3], int d) {
+  const uint64_t s = uint64_t{w.r} * to16(c[0], d) + uint64_t{w.g} * to16(c[1], d) +
+                     uint64_t{w.b} * to16(c[2], d) + 32768;
+  return static_cast<uint32_t>(std::min<uint64_t>(s / 65536, 65535));
+}
+
+uint32_t to8(uint32_t g16) { return (g16 + 128) / 257; }
+
+// Checks every pixel of f converted to GRAY8 and GRAY16 (and, for luma,
+// both ranges) against the formula, and the row padding.
+void expect_formula(const TestFrame &f, const WeightChoice &c) {
+  const LayoutInfo &info = layout_info(f.layout);
+  const bool luma = info.family == LayoutFamily::Luma;
+  const Weights w = weights_of(c);
+  for (int depth : {8, 16}) {
+    for (bool limited : {false, true}) {
+      if (limited && !luma) continue;
+      SCOPED_TRACE(std::string(info.name) + " " + std::to_string(f.width) + "x" +
+                   std::to_string(f.height) + " " + c.name + " GRAY" + std::to_string(depth) +
+                   (limited ? " limited" : ""));
+      GrayImage out(f.width, f.height, 2 * random_int(1, 17), depth);
+      InputFrame in = f.view();
+      in.limited_range = limited;
+      convert_cpu(in, out.frame(), w);
+      int wrong = 0;
+      for (int y = 0; y < f.height; ++y)
+        for (int x = 0; x < f.width; ++x) {
+          uint32_t g16;
+          if (luma) {
+            g16 = luma16(code_at(f, x, y, 0), info.depth, limited);
+          } else {
+            const uint32_t rgb[3] = {code_at(f, x, y, 0), code_at(f, x, y, 1), code_at(f, x, y, 2)};
+            g16 = rgb16(w, rgb, info.depth);
+          }
+          const uint32_t expected = depth == 16 ? g16 : to8(g16);
+          if (out.at(x, y) != expected && wrong++ < 3)
+            ADD_FAILURE() << "pixel " << x << "," << y << ": " << out.at(x, y) << " expected "
+                          << expected;
+        }
+      EXPECT_EQ(wrong, 0);
+      EXPECT_TRUE(padding_untouched(out));
+    }
+  }
+}
+
+std::vector<PixelLayout> layouts_read_pixel_by_pixel() {
+  std::vector<PixelLayout> all;
+  for (PixelLayout l : every_layout())
+    if (layout_info(l).family != LayoutFamily::Bayer) all.push_back(l);
+  return all;
+}
+
+class Depths : public ::testing::TestWithParam<PixelLayout> {};
+
+}  // namespace
+
+// Random frames with padded rows at every test size and weight choice.
+TEST_P(Depths, EveryPixelOfRandomFrames) {
+  for (const Size &size : kSizes) {
+    const TestFrame f = random_frame(GetParam(), size.width, size.height);
+    for (const WeightChoice &c : kWeightChoices) expect_formula(f, c);
+  }
+}
+
+// Every width up to 100 (each way a row can end for any block of pixels
+// the kernels work in) and the row-aligned layout.
+TEST_P(Depths, EveryWidthUpTo100) {
+  for (int width = 1; width <= 100; ++width)
+    expect_formula(random_frame(GetParam(), width, 2, Rows::Aligned16), kWeightChoices[1]);
+}
+
+// Every code of the layout's depth (256 to 65536 of them), in every channel,
+// through each range; the other bits of each word random.
+TEST_P(Depths, EveryCodeOfTheDepth) {
+  const LayoutInfo &info = layout_info(GetParam());
+  const int codes = 1 << info.depth;
+  const int width = std::min(codes, 256), height = codes / width;
+  TestFrame f = random_frame(GetParam(), width, height);
+  const int channels = info.family == LayoutFamily::Rgb ? 3 : 1;
+  for (int channel = 0; channel < channels; ++channel) {
+    for (int i = 0; i < codes; ++i) set_code(f, i % width, i / width, channel, i);
+    for (const WeightChoice &c : kWeightChoices) expect_formula(f, c);
+    if (::testing::Test::HasFailure()) return;
+    f = random_frame(GetParam(), width, height);
+  }
+}
+
+// The extremes: every sample 0 or the depth's maximum, with the standard
+// and the extreme custom weights (each coefficient 0 or 64).
+TEST_P(Depths, Extremes) {
+  const LayoutInfo &info = layout_info(GetParam());
+  const uint32_t top = (1u << info.depth) - 1;
+  const int channels = info.family == LayoutFamily::Rgb ? 3 : 1;
+  std::vector<WeightChoice> choices = kWeightChoices;
+  for (double r : {0.0, 64.0})
+    for (double g : {0.0, 64.0})
+      for (double b : {0.0, 64.0}) choices.push_back({"extreme", Matrix::Custom, {r, g, b}});
+  TestFrame f = random_frame(GetParam(), 9, 8);  // one row per pattern of the 3 channels
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 9; ++x)
+      for (int c = 0; c < channels; ++c) set_code(f, x, y, c, (y >> c) & 1 ? top : 0);
+  for (const WeightChoice &c : choices) expect_formula(f, c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Depths, ::testing::ValuesIn(layouts_read_pixel_by_pixel()),
+                         [](const auto &info) {
+                           return std::string(layout_info(info.param).name);
+                         });
+
+// GRAY8 of 8-bit RGB keeps the 8-bit formula, which is round(GRAY16 / 257)
+// of the 16-bit one: checked on every pixel of a large random sample (64
+// frames of 1920x1080 and random custom weights), beside the frames above.
+TEST(Gray8, EightBitRgbIsTheSixteenBitFormulaReduced) {
+  long checked = 0;
+  for (int i = 0; i < 64; ++i) {
+    const PixelLayout layout = kRgb8Layouts[i % std::size(kRgb8Layouts)];
+    const TestFrame f = random_frame(layout, 1920, 1080);
+    auto k = [] { return random_int(0, 4 * 65536) / 65536.0; };
+    const WeightChoice c = i % 2 ? kWeightChoices[i % kWeightChoices.size()]
+                                 : WeightChoice{"random", Matrix::Custom, {k(), k(), k()}};
+    GrayImage g8(f.width, f.height, 0, 8), g16(f.width, f.height, 0, 16);
+    convert_cpu(f.view(), g8.frame(), weights_of(c));
+    convert_cpu(f.view(), g16.frame(), weights_of(c));
+    int wrong = 0;
+    for (int y = 0; y < f.height; ++y)
+      for (int x = 0; x < f.width; ++x) wrong += g8.at(x, y) != to8(g16.at(x, y));
+    EXPECT_EQ(wrong, 0) << layout_info(layout).name << " " << c.name;
+    checked += long{f.width} * f.height;
+  }
+  std::printf("%ld pixels: GRAY8 = round(GRAY16 / 257)\n", checked);
+}
+
+// The reduction itself, for every 16-bit value, against the division.
+TEST(Gray8, ReductionIsRoundingDivisionBy257ForEveryValue) {
+  TestFrame f = random_frame(PixelLayout::Luma16, 256, 256, Rows::Tight);
+  for (int v = 0; v < 65536; ++v) set_code(f, v % 256, v / 256, 0, v);
+  GrayImage out(256, 256);
+  convert_cpu(f.view(), out.frame(), standard_weights(Matrix::BT601));
+  for (int v = 0; v < 65536; ++v) {
+    const int rounded = static_cast<int>(std::lround(v / 257.0));
+    ASSERT_EQ(static_cast<int>(out.at(v % 256, v / 256)), rounded) << v;
+  }
+}
