@@ -107,21 +107,24 @@ inline GstBuffer *buffer_for(const TestFrame &f) {
   return buf;
 }
 
-// The GRAY8 picture in buf, honouring its video meta if any.
-inline GrayImage gray_of(GstBuffer *buf, int width, int height) {
+// The GRAY8 (depth 8) or GRAY16_LE (depth 16) picture in buf, honouring
+// its video meta if any.
+inline GrayImage gray_of(GstBuffer *buf, int width, int height, int depth = 8) {
   GstVideoInfo info;
-  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  gst_video_info_set_format(
+      &info, depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, width, height);
   GstVideoFrame frame;
-  GrayImage img(width, height);
+  GrayImage img(width, height, 0, depth);
   if (!gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) {
-    ADD_FAILURE() << "output buffer does not hold a " << width << "x" << height << " GRAY8 frame";
+    ADD_FAILURE() << "output buffer does not hold a " << width << "x" << height << " "
+                  << GST_VIDEO_INFO_NAME(&info) << " frame";
     return img;
   }
   for (int y = 0; y < height; ++y)
     memcpy(&img.bytes[y * img.stride],
            static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)) +
                y * GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0),
-           width);
+           img.row_bytes());
   gst_video_frame_unmap(&frame);
   return img;
 }

@@ -33,12 +33,15 @@ namespace {
 
 constexpr const char *kCudaGray8 = "video/x-raw(memory:CUDAMemory),format=GRAY8";
 
-// The GRAY8 frame a buffer of CUDA memory holds, padding after each row: the
-// buffer must be one CUDA memory with a GRAY8 video meta; on 1.24+ its
-// stream is waited for when it is flagged NEED_SYNC, as a consumer must.
-// The memory's context is returned in *context (transfer none).
-GrayImage download_gray(GstBuffer *buf, int width, int height, GstCudaContext **context = nullptr) {
-  GrayImage img(width, height);
+// The gray frame (depth 8: GRAY8, 16: GRAY16_LE) a buffer of CUDA memory
+// holds: the buffer must be one CUDA memory with a video meta of that
+// format; on 1.24+ its stream is waited for when it is flagged NEED_SYNC, as
+// a consumer must. The memory's context is returned in *context (transfer
+// none).
+GrayImage download_gray(GstBuffer *buf, int width, int height, GstCudaContext **context = nullptr,
+                        int depth = 8) {
+  const GstVideoFormat format = depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8;
+  GrayImage img(width, height, 0, depth);
   GstMemory *mem = gst_buffer_n_memory(buf) == 1 ? gst_buffer_peek_memory(buf, 0) : nullptr;
   if (!mem || !gst_is_cuda_memory(mem)) {
     ADD_FAILURE() << "the output buffer is not one CUDA memory";
@@ -49,22 +52,22 @@ GrayImage download_gray(GstBuffer *buf, int width, int height, GstCudaContext **
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buf);
   EXPECT_NE(meta, nullptr) << "no video meta: the pitch is unknown";
   if (meta) {
-    EXPECT_EQ(meta->format, GST_VIDEO_FORMAT_GRAY8);
+    EXPECT_EQ(meta->format, format);
   }
 #if GST_CHECK_VERSION(1, 24, 0)
   if (GST_MEMORY_FLAG_IS_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC)) gst_cuda_memory_sync(cmem);
 #endif
   GstVideoInfo info;
-  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_GRAY8, width, height);
+  gst_video_info_set_format(&info, format, width, height);
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &info, buf, GstMapFlags(GST_MAP_READ | GST_MAP_CUDA))) {
     ADD_FAILURE() << "the output buffer cannot be mapped for CUDA";
     return img;
   }
   EXPECT_TRUE(gst_cuda_context_push(cmem->context));
-  const cudaError_t copied =
-      cudaMemcpy2D(img.bytes.data(), img.stride, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
-                   GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), width, height, cudaMemcpyDeviceToHost);
+  const cudaError_t copied = cudaMemcpy2D(
+      img.bytes.data(), img.stride, GST_VIDEO_FRAME_PLANE_DATA(&frame, 0),
+      GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0), img.row_bytes(), height, cudaMemcpyDeviceToHost);
   gst_cuda_context_pop(nullptr);
   EXPECT_EQ(copied, cudaSuccess) << cudaGetErrorString(copied);
   gst_video_frame_unmap(&frame);
@@ -554,6 +557,117 @@ TEST(CudaOutput, OwnPoolLaysOutGray8) {
   }
   gst_object_unref(pool);
   gst_object_unref(context);
+}
+
+namespace {
+
+// An HEVC stream NVDEC decodes into one of its CUDA-memory formats.
+struct HevcClip {
+  const char *name;
+  const char *encoded_from;  // the raw format x265enc is given: its depth and chroma
+  int width, height, frames;
+};
+
+// Every gray frame a decoding pipeline ends in, read back from system or
+// CUDA memory.
+std::vector<GrayImage> decoded_gray(const std::string &description, const HevcClip &clip, int depth,
+                                    bool on_device, uint64_t *device_inputs) {
+  std::vector<GrayImage> frames;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
+  EXPECT_NE(pipeline, nullptr) << description;
+  if (!pipeline) return frames;
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 30 * GST_SECOND)) {
+    GstBuffer *buf = gst_sample_get_buffer(s);
+    frames.push_back(on_device ? download_gray(buf, clip.width, clip.height, nullptr, depth)
+                               : gray_of(buf, clip.width, clip.height, depth));
+    gst_sample_unref(s);
+  }
+  GstBus *bus = gst_element_get_bus(pipeline);
+  EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "") << description;
+  gst_object_unref(bus);
+  if (GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "gray")) {
+    *device_inputs = stat_of(gray, "device-inputs");
+    gst_object_unref(gray);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  return frames;
+}
+
+}  // namespace
+
+// NVDEC's outputs of 10- and 12-bit and 4:4:4 HEVC (P010_10LE, P012_LE or
+// P016_LE, Y444, Y444_16LE) read where they are, with no copy: GRAY8 and
+// GRAY16_LE, in system and in CUDA memory, equal the CPU backend's of the
+// same frames downloaded (nvh265dec ! cudadownload ! cudagray backend=cpu),
+// one pipeline alone and four at once.
+TEST(CudaOutput, NvdecHevcOutputsReadInPlaceEqualTheCpuPath) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("nvh265dec");
+  SKIP_WITHOUT_ELEMENT("x265enc");
+  const HevcClip clips[] = {{"main10", "I420_10LE", 1920, 1080, 30},
+                            {"main12", "I420_12LE", 640, 360, 12},
+                            {"main444", "Y444", 641, 361, 12},
+                            {"main444-10", "Y444_10LE", 641, 361, 12},
+                            {"main444-12", "Y444_12LE", 320, 240, 12}};
+  char dir_template[] = "/tmp/cudagray-hevc-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  for (const HevcClip &clip : clips) {
+    SCOPED_TRACE(clip.name);
+    const std::string file = dir + "/" + clip.name + ".mkv";
+    const PipelineRun encode = run_pipeline(
+        "videotestsrc num-buffers=" + std::to_string(clip.frames) +
+            " pattern=snow ! video/x-raw,format=" + clip.encoded_from +
+            ",width=" + std::to_string(clip.width) + ",height=" + std::to_string(clip.height) +
+            ",framerate=30/1 ! x265enc speed-preset=ultrafast bitrate=20000 key-int-max=10 ! "
+            "h265parse ! matroskamux ! filesink location=" +
+            file,
+        120 * GST_SECOND);
+    ASSERT_TRUE(encode.errors.empty()) << encode.errors[0];
+    const std::string decode =
+        "filesrc location=" + file + " ! matroskademux ! h265parse ! nvh265dec ! ";
+    for (int depth : {8, 16}) {
+      const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
+      uint64_t ignored = 0;
+      const std::vector<GrayImage> reference =
+          decoded_gray(decode + "cudadownload ! cudagray backend=cpu ! video/x-raw,format=" + gray +
+                           " ! appsink name=sink sync=false",
+                       clip, depth, false, &ignored);
+      ASSERT_EQ(reference.size(), size_t(clip.frames)) << gray;
+      for (bool on_device : {false, true}) {
+        const std::string tail =
+            "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! video/x-raw" +
+            std::string(on_device ? "(memory:CUDAMemory)" : "") + ",format=" + gray +
+            " ! appsink name=sink sync=false";
+        for (int parallel : {1, 4}) {
+          SCOPED_TRACE(gray + (on_device ? " in CUDA memory, " : " in system memory, ") +
+                       std::to_string(parallel) + " pipeline(s)");
+          std::vector<std::vector<GrayImage>> results(parallel);
+          std::vector<uint64_t> device_inputs(parallel, 0);
+          std::vector<std::thread> runs;
+          for (int i = 0; i < parallel; ++i)
+            runs.emplace_back([&, i] {
+              results[i] = decoded_gray(decode + tail, clip, depth, on_device, &device_inputs[i]);
+            });
+          for (std::thread &t : runs) t.join();
+          for (int i = 0; i < parallel; ++i) {
+            EXPECT_EQ(device_inputs[i], uint64_t(clip.frames)) << "frames read in place";
+            ASSERT_EQ(results[i].size(), reference.size());
+            int wrong = 0;
+            for (size_t f = 0; f < reference.size(); ++f)
+              wrong += !same_pixels(results[i][f], reference[f]);
+            EXPECT_EQ(wrong, 0) << wrong << " of " << reference.size() << " frames differ";
+          }
+        }
+      }
+    }
+    std::remove(file.c_str());
+  }
+  rmdir(dir.c_str());
 }
 
 #else
