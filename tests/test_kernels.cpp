@@ -76,7 +76,7 @@ void expect_formula(const TestFrame &f, const WeightChoice &c) {
     for (int x = 0; x < f.width; ++x) {
       int rgb[3];
       pixel_rgb(f, x, y, rgb);
-      if (out.at(x, y) != formula_y(c, rgb) && wrong++ < 3)
+      if (static_cast<int>(out.at(x, y)) != formula_y(c, rgb) && wrong++ < 3)
         ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y)) << " expected "
                       << formula_y(c, rgb);
     }
@@ -237,7 +237,7 @@ TEST(Luma, EveryPixelOfPaddedFramesFullAndLimited) {
       for (int y = 0; y < size.height; ++y) {
         for (int x = 0; x < size.width; ++x) {
           const int v = f.bytes[f.offset[0] + y * f.stride[0] + x];
-          wrong += out.at(x, y) != (limited ? expanded(v) : v);
+          wrong += static_cast<int>(out.at(x, y)) != (limited ? expanded(v) : v);
         }
         for (size_t x = size.width; x < out.stride; ++x)
           ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
