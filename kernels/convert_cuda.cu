@@ -101,9 +101,11 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
     }
   }
   {
+    // the bytes start at the group holding pixel x0, which is pixel
+    // x0 % kGroupPixels of it
     const MemoryBytes bytes{{start[0], start[1], start[2]}};
-    const int n = min(Chunk, width - x0);
-    for (int x = 0; x < n; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(bytes, x)));
+    const int first = x0 % Layout::kGroupPixels, n = min(Chunk, width - x0);
+    for (int x = 0; x < n; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(bytes, first + x)));
   }
 }
 
