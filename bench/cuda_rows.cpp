@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "cudagray/convert_cuda.h"
 
@@ -192,8 +193,9 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
   if (!options.wants("copy") && !kernels && !options.wants("npp")) return;
   const size_t n = size.pixels();
   try {
-    const size_t count = rotation_count(5 * n, device_rotation_bytes(options));
-    const DeviceRing in(count, 4 * n, 1000), gray(count, n), copies_to(count, n * 5 / 2);
+    // the largest frame in (GBR_16LE: 6 bytes a pixel) and out (GRAY16)
+    const size_t count = rotation_count(8 * n, device_rotation_bytes(options));
+    const DeviceRing in(count, 6 * n, 1000), gray(count, 2 * n), copies_to(count, 4 * n);
     const cudagray::StreamOwner stream = cudagray::make_stream();
     // Times op on the stream into row, over every frame of the rings.
     const auto time_row = [&](const Row &row, const Operation &op, bool best_of_both = false) {
@@ -217,13 +219,20 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
           device_copy);
     };
 
-    // The kernel reads bpp*N and writes N bytes; a copy of (bpp+1)/2*N bytes
-    // reads and writes as much.
-    for (int bpp : {3, 4})
-      time_copy("copy:" + std::to_string(bpp) + "B",
-                "device copy, same traffic as a " + std::to_string(bpp) + "-byte-per-pixel frame",
-                bpp == 3 ? "RGB" : "RGBx", copies_to, in, n * (bpp + 1) / 2,
-                cudaMemcpyDeviceToDevice);
+    // A kernel reads its frame and writes N or 2N bytes of gray; its ceiling
+    // is a device copy of half that many bytes, which reads and writes as
+    // much. One copy row for each traffic the kernel rows need, keyed by it.
+    const auto copy_key = [&](size_t traffic) { return "copy:" + std::to_string(traffic) + "B"; };
+    std::set<size_t> traffics;
+    if (kernels)
+      for (PixelLayout layout : options.formats)
+        for (int depth : options.gray_depths)
+          traffics.insert(frame_bytes(layout, size) + n * depth / 8);
+    for (size_t traffic : traffics)
+      time_copy(copy_key(traffic),
+                "device copy, same traffic as a kernel reading and writing " +
+                    std::to_string(traffic) + " bytes",
+                "", copies_to, in, traffic / 2, cudaMemcpyDeviceToDevice);
     if (options.wants("copy")) {
       const size_t host_count = rotation_count(3 * n, options.rotate_bytes);
       const PinnedRing host_in(host_count, 3 * n, 2000), host_out(host_count, n);
@@ -236,15 +245,23 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     if (kernels) {
       const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
       for (PixelLayout layout : options.formats) {
-        const int bpp = static_cast<int>(frame_bytes(layout, size) / n);
-        Row row(size, "kernel", std::string("kernel:") + layout_name(layout),
-                "cudagray kernel alone", layout_name(layout), double(bpp + 1) * n);
-        row.ceiling = "copy:" + std::to_string(bpp) + "B";
-        if (cudagray::layout_info(layout).planes == 1) row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
-        time_row(row, [&](long i, cudaStream_t s) {
-          const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width)};
-          CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
-        });
+        for (int depth : options.gray_depths) {
+          const size_t traffic = frame_bytes(layout, size) + n * depth / 8;
+          const std::string suffix = depth == 16 ? ":GRAY16" : "";
+          Row row(size, "kernel", std::string("kernel:") + layout_name(layout) + suffix,
+                  "cudagray kernel alone" + std::string(depth == 16 ? ", GRAY16 out" : ""),
+                  layout_name(layout), double(traffic));
+          row.ceiling = copy_key(traffic);
+          const int bpp = static_cast<int>(frame_bytes(layout, size) / n);
+          if (depth == 8 && cudagray::layout_info(layout).family == cudagray::LayoutFamily::Rgb &&
+              cudagray::layout_info(layout).depth == 8 && cudagray::layout_info(layout).planes == 1)
+            row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
+          time_row(row, [&](long i, cudaStream_t s) {
+            cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
+            out.depth = depth;
+            CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
+          });
+        }
       }
     }
   } catch (const std::exception &e) {  // allocation or setup; record() keeps per-row failures

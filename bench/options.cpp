@@ -15,7 +15,9 @@ const char kUsage[] =
     "usage: cudagray-bench [options]\n"
     "  --sizes LIST     frame sizes: 640x480 (vga), 1080p, 4k, 8k, or WxH (default: all four)\n"
     "  --rows LIST      what to measure: kernel copy raw element latency cpu npp (default: all)\n"
-    "  --formats LIST   kernel rows: format names, 'packed' or 'all' (default: all)\n"
+    "  --formats LIST   kernel rows: layout names (RGB, Luma10_Msb, Luma_v210, Bayer_RGGB, ...),\n"
+    "                   'packed' or 'all' (8-bit RGB), 'every' (every layout) (default: all)\n"
+    "  --gray LIST      kernel rows: gray out, 8 and/or 16 bits (default: 8)\n"
     "  --seconds S      measured time per row, after warm-up (default 0.5)\n"
     "  --quick          --seconds 0.2 and kernel formats RGB,RGBx,RGBP unless given\n"
     "  --rotate-mb M    frames rotated per row add up to at least M MiB (default 256)\n"
@@ -77,12 +79,18 @@ std::vector<T> pick(const std::string &text, const std::vector<T> &candidates, M
 }
 
 std::vector<PixelLayout> parse_formats(const std::string &text) {
-  const std::vector<PixelLayout> all(std::begin(cudagray::kRgb8Layouts),
-                                     std::end(cudagray::kRgb8Layouts));
+  std::vector<PixelLayout> every;
+  for (int i = 0; i < cudagray::kLayoutCount; ++i) every.push_back(static_cast<PixelLayout>(i));
+  const std::vector<PixelLayout> rgb8(std::begin(cudagray::kRgb8Layouts),
+                                      std::end(cudagray::kRgb8Layouts));
+  const auto in_rgb8 = [&](PixelLayout l) {
+    return std::find(rgb8.begin(), rgb8.end(), l) != rgb8.end();
+  };
   return pick(
-      text, all,
-      [](const std::string &name, PixelLayout l) {
-        return name == "all" || (name == "packed" && cudagray::layout_info(l).planes == 1) ||
+      text, every,
+      [&](const std::string &name, PixelLayout l) {
+        return name == "every" || (name == "all" && in_rgb8(l)) ||
+               (name == "packed" && in_rgb8(l) && cudagray::layout_info(l).planes == 1) ||
                lower(name) == lower(layout_name(l));
       },
       "format");
@@ -135,6 +143,12 @@ Options parse_options(int argc, char **argv) {
     } else if (arg == "--formats") {
       o.formats = parse_formats(next());
       formats_given = true;
+    } else if (arg == "--gray") {
+      o.gray_depths.clear();
+      for (const std::string &d : split(next()))
+        o.gray_depths.push_back(static_cast<int>(number("--gray", d, 8, 16)));
+      for (int d : o.gray_depths)
+        if (d != 8 && d != 16) throw std::invalid_argument("--gray takes 8 and 16");
     } else if (arg == "--seconds") {
       o.seconds = number(arg, next(), 1e-3, 3600);
       seconds_given = true;

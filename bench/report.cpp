@@ -155,7 +155,7 @@ us/frame: mean time per frame in steady state (latency rows: median single-frame
 GB/s: input plus GRAY8 output bytes per second (copies: bytes read plus written;
 transfers: bytes moved).
 x ...: reference time / this time, so above 1 is faster than the reference.
-  copy:3B, copy:4B  device-to-device copy with the kernel's traffic for 3- or 4-byte pixels
+  copy:NB           device-to-device copy of N/2 bytes: the traffic of a kernel row moving N bytes
   raw:pinned        raw CUDA loop, pinned host RGB -> device -> kernel -> pinned GRAY8, 3 streams
   raw:staging       the same, each frame first memcpy'd from pageable memory into pinned staging
   raw:device        the same from RGB frames already on the device: no upload (zero-copy's ceiling)
