@@ -581,6 +581,85 @@ std::vector<bool> bayer2rgb_defined(int width, int height) {
   return defined;
 }
 
+// bayer2rgb's picture as its source describes it, in its own two passes
+// (independent of kernels/bayer.h, which works pixel by pixel): each row is
+// split into E (the colour of its even columns) and O (of its odd ones),
+// each the sample where the column has it, else the average of its left and
+// right neighbours, with columns 0, width - 2 and width - 1 taking the one
+// neighbour on their side; then each pixel takes its own colour from its
+// row and the others from the rows above and below (row 0: row 1 above; the
+// last row: row height - 4 below, or row 1 at height 3), all with
+// avg(a, b) = (a + b + 1) >> 1. Phases are BGGR with the row parity flipped
+// (grbg, gbrg) and R and B swapped (rggb, gbrg). R, G, B per pixel; only
+// the pixels bayer2rgb_defined() marks are meaningful.
+std::vector<uint32_t> bayer2rgb_model(const std::vector<uint8_t> &mosaic, int stride, int width,
+                                      int height, const std::string &phase) {
+  auto avg = [](uint32_t a, uint32_t b) { return (a + b + 1) >> 1; };
+  std::vector<uint32_t> even(static_cast<size_t>(width) * height),
+      odd(static_cast<size_t>(width) * height);
+  for (int y = 0; y < height; ++y) {
+    const uint8_t *s = &mosaic[static_cast<size_t>(y) * stride];
+    uint32_t *e = &even[static_cast<size_t>(y) * width], *o = &odd[static_cast<size_t>(y) * width];
+    auto at = [&](int x) { return uint32_t{s[std::clamp(x, 0, width - 1)]}; };
+    for (int x = 0; x < width; ++x) {
+      if (x % 2 == 0) {
+        e[x] = at(x);
+        o[x] = avg(at(x - 1), at(x + 1));
+      } else {
+        o[x] = at(x);
+        e[x] = avg(at(x - 1), at(x + 1));
+      }
+    }
+    if (width >= 2) o[0] = at(1);
+    for (int x = std::max(0, width - 2); x < width; ++x) {
+      if (x % 2 == 0)
+        o[x] = at(x - 1);
+      else
+        e[x] = at(x - 1);
+    }
+  }
+  const bool flip = phase == "grbg" || phase == "gbrg", swap = phase == "rggb" || phase == "gbrg";
+  std::vector<uint32_t> rgb(static_cast<size_t>(width) * height * 3);
+  for (int y = 0; y < height; ++y) {
+    const int above = y == 0 ? std::min(1, height - 1) : y - 1;
+    const int below = y < height - 1 ? y + 1 : height >= 4 ? height - 4 : height == 3 ? 1 : above;
+    for (int x = 0; x < width; ++x) {
+      auto E = [&](int row) { return even[static_cast<size_t>(row) * width + x]; };
+      auto O = [&](int row) { return odd[static_cast<size_t>(row) * width + x]; };
+      uint32_t r, g, b;
+      if ((y + flip) % 2 == 0) {  // a B G row of BGGR
+        b = E(y);
+        r = avg(O(above), O(below));
+        g = x % 2 == 0 ? avg(avg(E(above), E(below)), O(y)) : O(y);
+      } else {  // a G R row
+        r = O(y);
+        b = avg(E(above), E(below));
+        g = x % 2 == 0 ? E(y) : avg(avg(O(above), O(below)), E(y));
+      }
+      if (swap) std::swap(r, b);
+      uint32_t *p = &rgb[(static_cast<size_t>(y) * width + x) * 3];
+      p[0] = r, p[1] = g, p[2] = b;
+    }
+  }
+  return rgb;
+}
+
+// bayer2rgb 1.24.0 to 1.24.12 and 1.26.0 to 1.26.2 leave every output frame
+// unfilled (fixed in 1.24.13 and 1.26.3): there the element is not run and
+// the model above stands in for it. Empty when this one works.
+std::string bayer2rgb_broken() {
+  GstPlugin *plugin = gst_registry_find_plugin(gst_registry_get(), "bayer");
+  if (!plugin) return "bayer2rgb is not installed";
+  guint major = 0, minor = 0, micro = 0;
+  sscanf(gst_plugin_get_version(plugin), "%u.%u.%u", &major, &minor, &micro);
+  const std::string version = gst_plugin_get_version(plugin);
+  gst_object_unref(plugin);
+  const bool broken = major == 1 && ((minor == 24 && micro <= 12) || (minor == 26 && micro <= 2));
+  return broken ? "bayer2rgb " + version +
+                      " leaves its output frames unfilled (fixed in 1.24.13 and 1.26.3)"
+                : "";
+}
+
 std::string bayer_caps(const std::string &phase, int width, int height) {
   return "video/x-bayer,format=" + phase + ",width=" + std::to_string(width) +
          ",height=" + std::to_string(height) + ",framerate=30/1";
@@ -592,8 +671,9 @@ class Bayer : public ::testing::TestWithParam<const char *> {};
 
 // Random mosaics (rows of GST_ROUND_UP_4(width) bytes, padding random too)
 // of every phase and many sizes: gray straight from the mosaic equals gray
-// from bayer2rgb's RGBx bit for bit, for GRAY8 and GRAY16_LE and three
-// choices of weights, wherever bayer2rgb's output is defined.
+// from bayer2rgb's RGBx bit for bit, and the formula on the model of
+// bayer2rgb above, for GRAY8 and GRAY16_LE and three choices of weights,
+// wherever bayer2rgb's output is defined.
 TEST_P(Bayer, EqualsBayer2rgbThenCudagray) {
   const std::string phase = GetParam();
   std::vector<Size> sizes = {{640, 480}, {641, 481}, {4097, 3}, {4096, 3}, {1920, 1080}, {2, 2},
@@ -614,9 +694,12 @@ TEST_P(Bayer, EqualsBayer2rgbThenCudagray) {
     // ORC's JIT as said at the top: there only cudagray runs, and must give
     // a frame without an error.
     const bool jit_breaks = !kOrcBackupCode && (size.width % 2 == 1 || size.width == 2);
+    const std::string broken = bayer2rgb_broken();
     GstBuffer *rgbx = nullptr;
     std::string rgbx_caps_string;
-    if (size.width >= 2 && !jit_breaks) {
+    if (!broken.empty()) {
+      std::printf("%s: %s; compared with the model only\n", trace.c_str(), broken.c_str());
+    } else if (size.width >= 2 && !jit_breaks) {
       GstHarness *demosaic = gst_harness_new("bayer2rgb");
       ASSERT_NE(demosaic, nullptr);
       gst_harness_set_src_caps_str(demosaic, caps.c_str());
@@ -637,6 +720,8 @@ TEST_P(Bayer, EqualsBayer2rgbThenCudagray) {
     }
 
     const std::vector<bool> defined = bayer2rgb_defined(size.width, size.height);
+    const std::vector<uint32_t> model =
+        bayer2rgb_model(mosaic, stride, size.width, size.height, phase);
     for (const WeightChoice &weights : choices) {
       SCOPED_TRACE(weights.name);
       std::vector<uint32_t> direct8;
@@ -648,6 +733,14 @@ TEST_P(Bayer, EqualsBayer2rgbThenCudagray) {
         ASSERT_TRUE(direct.came_out) << direct.error;
         EXPECT_EQ(direct.error, "");
         EXPECT_EQ(direct.padding, "");
+        std::vector<uint32_t> formula(model.size() / 3);
+        for (size_t i = 0; i < formula.size(); ++i) {
+          const uint32_t g16 =
+              rgb_to_16(model[3 * i], model[3 * i + 1], model[3 * i + 2], 8, q16_of(weights));
+          formula[i] = out_format == GST_VIDEO_FORMAT_GRAY8 ? gray8_of(g16) : g16;
+        }
+        EXPECT_TRUE(same_gray(direct.pixels, formula, size.width, defined))
+            << "against the model of bayer2rgb";
         if (rgbx) {
           const GrayResult via = convert(rgbx_caps_string, gst_buffer_ref(rgbx), out_format,
                                          size.width, size.height, weight_settings(weights));
