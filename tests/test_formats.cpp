@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <tuple>
+
 #include "cudagrayformats.h"
 #include "element_harness.h"
 
@@ -287,6 +289,7 @@ void read_gray(GstBuffer *buf, GstVideoFormat format, int width, int height, boo
 // Pushes in (transfer full) with these caps through a new cudagray with
 // these settings whose downstream takes only out_format, and reads what
 // comes out.
+// backend=cpu unless settings say otherwise.
 GrayResult convert(const std::string &caps, GstBuffer *in, GstVideoFormat out_format, int width,
                    int height, const std::vector<std::string> &settings) {
   std::vector<std::string> all = {"backend=cpu"};
@@ -369,15 +372,20 @@ std::vector<const CudaGrayFormat *> video_rows() {
 
 // ------------------------------------------------ every video/x-raw format
 
-// The test's parameter is the row's name (a readable test name and
-// GetParam()); the row itself comes from the table.
-class EveryFormat : public ::testing::TestWithParam<const char *> {
+// The test's parameters are the row's name (a readable test name) and the
+// backend; the row itself comes from the table. The CUDA backend's cases
+// need a GPU (skipped with the reason without one).
+class EveryFormat : public ::testing::TestWithParam<std::tuple<const char *, const char *>> {
  protected:
+  void SetUp() override {
+    if (backend() == "cuda") SKIP_WITHOUT_GPU();
+  }
   const CudaGrayFormat &row() const {
     for (const CudaGrayFormat *f : video_rows())
-      if (std::strcmp(f->name, GetParam()) == 0) return *f;
+      if (std::strcmp(f->name, std::get<0>(GetParam())) == 0) return *f;
     throw std::runtime_error("no row");
   }
+  std::string backend() const { return std::get<1>(GetParam()); }
 };
 
 // A random frame of the format at each size, tight and padded, in limited,
@@ -430,8 +438,9 @@ TEST_P(EveryFormat, GrayIsTheFormulaOnEveryPixel) {
         const GstVideoFormat out_formats[2] = {GST_VIDEO_FORMAT_GRAY8, GST_VIDEO_FORMAT_GRAY16_LE};
         for (int i = 0; i < 2; ++i) {
           SCOPED_TRACE(gst_video_format_to_string(out_formats[i]));
-          out[i] = convert(caps, in.buffer(), out_formats[i], size.width, size.height,
-                           weight_settings(weights));
+          std::vector<std::string> settings = weight_settings(weights);
+          settings.push_back("backend=" + backend());
+          out[i] = convert(caps, in.buffer(), out_formats[i], size.width, size.height, settings);
           ASSERT_TRUE(out[i].came_out) << "no output; error: " << out[i].error;
           EXPECT_EQ(out[i].error, "");
           EXPECT_EQ(out[i].format, gst_video_format_to_string(out_formats[i]));
@@ -458,8 +467,13 @@ std::vector<const char *> video_row_names() {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(FormatTable, EveryFormat, ::testing::ValuesIn(video_row_names()),
-                         [](const auto &info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(FormatTable, EveryFormat,
+                         ::testing::Combine(::testing::ValuesIn(video_row_names()),
+                                            ::testing::Values("cpu", "cuda")),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
 
 // ------------------------------------------------ gray in: passthrough and re-scaling
 
