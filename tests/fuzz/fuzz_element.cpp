@@ -50,12 +50,20 @@ struct Reader {
   }
 };
 
-const char *const kFormats[] = {"RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA",
-                                "ARGB", "ABGR", "RGBP", "BGRP", "GBR", "I420", "YV12", "NV12",
-                                "NV21", "Y444", "Y42B", "GRAY8",
-                                // refused: cudagray must not negotiate these
-                                "GRAY16_LE", "RGB16", "v210", "AYUV64"};
+// Indices are the corpus's: new formats go at the end.
+const char *const kFormats[] = {
+    "RGB",       "BGR",       "RGBx",      "BGRx",       "xRGB",       "xBGR",      "RGBA",
+    "BGRA",      "ARGB",      "ABGR",      "RGBP",       "BGRP",       "GBR",       "I420",
+    "YV12",      "NV12",      "NV21",      "Y444",       "Y42B",       "GRAY8",     "GRAY16_LE",
+    "RGB16",  // refused: cudagray must not negotiate it
+    "v210",
+    "AYUV64",  // refused
+    "YUY2",      "UYVY",      "YVYU",      "AYUV",       "VUYA",       "P010_10LE", "P012_LE",
+    "P016_LE",   "I420_10LE", "I420_12LE", "I422_10LE",  "I422_12LE",  "Y444_10LE", "Y444_12LE",
+    "Y444_16LE", "GBR_10LE",  "GBR_12LE",  "RGB10A2_LE", "BGR10A2_LE", "GBRA",      "GRAY16_BE",
+    "r210"};  // refused
 constexpr int kFormatCount = sizeof(kFormats) / sizeof(kFormats[0]);
+const char *const kBayer[] = {"bggr", "gbrg", "grbg", "rggb"};
 
 // Mostly small sizes, sometimes the edges: 0, 1, 16384 (with the other side
 // kept small so that a frame stays small), past the limit, and absurd.
@@ -268,6 +276,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           case 1: caps += ",colorimetry=1:4:0:0"; break;
           case 2: caps += ",colorimetry=(string)bt601"; break;
           case 3: caps = "audio/x-raw,format=S16LE,rate=48000,channels=2"; break;
+          case 4:  // a Bayer mosaic of the same size (its buffers: case 4 below)
+            caps = std::string("video/x-bayer,format=") + kBayer[w % 4] +
+                   ",width=" + std::to_string(w) + ",height=" + std::to_string(hgt) +
+                   ",framerate=30/1";
+            break;
           default: break;
         }
         s.send_caps(caps);

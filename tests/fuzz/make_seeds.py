@@ -7,7 +7,10 @@ import os
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 FORMATS = ["RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB", "ABGR", "RGBP", "BGRP",
-           "GBR", "I420", "YV12", "NV12", "NV21", "Y444", "Y42B", "GRAY8", "GRAY16_LE", "RGB16", "v210", "AYUV64"]
+           "GBR", "I420", "YV12", "NV12", "NV21", "Y444", "Y42B", "GRAY8", "GRAY16_LE", "RGB16", "v210", "AYUV64",
+           "YUY2", "UYVY", "YVYU", "AYUV", "VUYA", "P010_10LE", "P012_LE", "P016_LE", "I420_10LE",
+           "I420_12LE", "I422_10LE", "I422_12LE", "Y444_10LE", "Y444_12LE", "Y444_16LE", "GBR_10LE",
+           "GBR_12LE", "RGB10A2_LE", "BGR10A2_LE", "GBRA", "GRAY16_BE", "r210"]
 
 
 def caps(fmt, w, h, colorimetry=4):
@@ -38,7 +41,12 @@ def seeds():
     yield "state-cycle", [2] + caps("RGBA", 32, 32) + frame() + [8, 1] + frame() + [8, 0] + frame()
     yield "caps-change", [4] + caps("RGB", 64, 48) + frame() + caps("GRAY8", 64, 48) + frame() \
         + caps("GBR", 7, 3) + frame() + caps("NV21", 10, 6) + frame()
-    yield "refused-caps", [4] + caps("RGB", 8, 8) + frame() + caps("GRAY16_LE", 8, 8) + frame()
+    yield "refused-caps", [4] + caps("RGB", 8, 8) + frame() + caps("RGB16", 8, 8) + frame()
+    yield "bayer-short-buffers", [1] + caps("RGB", 33, 17, 4) + [4, 0xF0, 3, 4, 0x10, 5] + caps("RGB", 8, 8, 4) \
+        + [4, 0x01, 1]
+    yield "v210-short-buffer", [1] + caps("v210", 13, 5) + [4, 0xFB, 3, 5] + frame()
+    yield "caps-change-depths", [4] + caps("P010_10LE", 64, 48) + frame() + caps("GRAY16_BE", 7, 3) + frame() \
+        + caps("YUY2", 9, 5) + frame() + caps("BGR10A2_LE", 10, 6) + frame()
     yield "audio-caps", [1] + [0, 0, 7, 7, 3] + frame()
     yield "width-16384", [1, 0, FORMATS.index("RGBx"), 202, 3, 4] + frame()
     yield "width-16385", [1, 0, FORMATS.index("RGB"), 203, 3, 4] + frame()
