@@ -59,7 +59,20 @@ CUDAGRAY_ALWAYS_INLINE void pixels_body(const InputFrame &in, const GrayFrame &o
     RowBytes src;
     for (int p = 0; p < Layout::kPlanes; ++p) src.row[p] = in.plane[p] + y * in.stride[p];
     Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
-    for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
+    constexpr int G = Layout::kGroupPixels;
+    if constexpr (G == 1) {
+      for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
+    } else {
+      // group by group (v210: 6 pixels in 16 bytes), so that each pixel's
+      // place in its group is a constant; the ragged end pixel by pixel
+      const int groups = width / G;
+      for (int g = 0; g < groups; ++g) {
+        RowBytes group = src;
+        for (int p = 0; p < Layout::kPlanes; ++p) group.row[p] += g * Layout::kGroupBytes;
+        for (int k = 0; k < G; ++k) dst[g * G + k] = static_cast<Out>(op(Layout::pixel(group, k)));
+      }
+      for (int x = groups * G; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
+    }
   }
 }
 
@@ -85,17 +98,99 @@ void rows_pixels(const InputFrame &in, const GrayFrame &out, const Weights &w, i
   pixel_rows<Layout, Op>(in, out, w, y0, y1);
 }
 
-// Bayer: each pixel demosaicked from its neighbourhood (bayer.h); the
-// output rows are whole, the neighbourhood reaches into any row.
+// Bayer, a row at a time, in loops the compiler vectorises: bayer.h's row
+// pass over whole rows (E and O of every column), kept for the next output
+// row, which needs two of the same rows; then the chroma at even columns
+// (X), the other chroma (Y) and green of every column, which is
+// bayer_pixel's arithmetic with its choices made per row and per column
+// parity; then gray, as from planar RGB. The edge columns come from
+// row_colours itself.
+struct RowPass {
+  int row = -1;
+  std::vector<uint8_t> even, odd;
+};
+
+inline void row_pass(const MosaicRows &m, int y, RowPass *pass) {
+  const int w = m.width;
+  pass->row = y;
+  pass->even.resize(w);
+  pass->odd.resize(w);
+  const uint8_t *__restrict s = m.data + static_cast<size_t>(y) * m.pitch;
+  uint8_t *__restrict e = pass->even.data();
+  uint8_t *__restrict o = pass->odd.data();
+  // the middle columns: the sample, and the average of its two neighbours
+  for (int x = 1; x < w - 2; ++x) {
+    const uint8_t sample = s[x], between = static_cast<uint8_t>(avg_up(s[x - 1], s[x + 1]));
+    e[x] = x & 1 ? between : sample;
+    o[x] = x & 1 ? sample : between;
+  }
+  for (int x : {0, 1, 2, w - 2, w - 1})  // the edges, and every column of a narrow row
+    if (x >= 0 && x < w && (x == 0 || x >= w - 2 || w < 4)) {
+      const RowColours c = row_colours(m, x, y);
+      e[x] = static_cast<uint8_t>(c.even), o[x] = static_cast<uint8_t>(c.odd);
+    }
+}
+
+// The row passes of rows a, b and c (in that order), made from those of the
+// last call where they were there.
+inline void row_passes(const MosaicRows &m, const int (&rows)[3], RowPass (&cache)[3],
+                       const RowPass *(&found)[3]) {
+  bool kept[3] = {false, false, false};
+  for (int i = 0; i < 3; ++i) {
+    found[i] = nullptr;
+    for (int k = 0; k < 3 && !found[i]; ++k)  // the first copy (a row may be there twice)
+      if (cache[k].row == rows[i]) found[i] = &cache[k], kept[k] = true;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (found[i]) continue;
+    int k = 0;
+    while (kept[k]) ++k;
+    row_pass(m, rows[i], &cache[k]);
+    kept[k] = true;
+    for (int j = i; j < 3; ++j)
+      if (rows[j] == rows[i]) found[j] = &cache[k];
+  }
+}
+
 template <class Layout, int OutDepth>
 void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
   using Out = std::conditional_t<OutDepth == 16, uint16_t, uint8_t>;
   const ToGray<Layout, OutDepth, false> op{w};
   const MosaicRows mosaic{in.plane[0], in.stride[0], in.width, in.height};
+  const int h = in.height, width = in.width;
+  constexpr int kChromaFirstRow = Layout::kRedX == 0 ? Layout::kRedY : 1 - Layout::kRedY;
+  RowPass cache[3];
+  std::vector<uint8_t> chroma_x(width), chroma_y(width), green(width);
   for (int y = y0; y < y1; ++y) {
-    Out *dst = reinterpret_cast<Out *>(out.data + y * out.stride);
-    for (int x = 0; x < in.width; ++x)
-      dst[x] = static_cast<Out>(op(bayer_pixel<Layout>(mosaic, x, y)));
+    const int above = y > 0 ? y - 1 : (h > 1 ? 1 : 0);
+    const int below = y < h - 1 ? y + 1 : h >= 4 ? h - 4 : h == 3 ? 1 : above;
+    const RowPass *pass[3];
+    row_passes(mosaic, {above, y, below}, cache, pass);
+    const uint8_t *__restrict ae = pass[0]->even.data(), *__restrict ao = pass[0]->odd.data();
+    const uint8_t *__restrict ce = pass[1]->even.data(), *__restrict co = pass[1]->odd.data();
+    const uint8_t *__restrict be = pass[2]->even.data(), *__restrict bo = pass[2]->odd.data();
+    uint8_t *__restrict cx = chroma_x.data(), *__restrict cy = chroma_y.data(),
+                        *__restrict g = green.data();
+    if ((y & 1) == kChromaFirstRow) {  // X at even columns, green at odd
+      for (int x = 0; x < width; ++x) {
+        cx[x] = ce[x];
+        cy[x] = static_cast<uint8_t>(avg_up(ao[x], bo[x]));
+        const uint8_t across = static_cast<uint8_t>(avg_up(avg_up(ae[x], be[x]), co[x]));
+        g[x] = x & 1 ? co[x] : across;
+      }
+    } else {  // green at even columns, Y at odd
+      for (int x = 0; x < width; ++x) {
+        cy[x] = co[x];
+        cx[x] = static_cast<uint8_t>(avg_up(ae[x], be[x]));
+        const uint8_t across = static_cast<uint8_t>(avg_up(avg_up(ao[x], bo[x]), ce[x]));
+        g[x] = x & 1 ? across : ce[x];
+      }
+    }
+    // X is red when red sits in column 0
+    const uint8_t *__restrict r = Layout::kRedX == 0 ? cx : cy;
+    const uint8_t *__restrict b = Layout::kRedX == 0 ? cy : cx;
+    Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
+    for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Rgb{r[x], g[x], b[x]}));
   }
 }
 

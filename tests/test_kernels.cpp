@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "bayer.h"
 #include "common.h"
 #include "layouts.h"
 #include "timing.h"
@@ -323,4 +324,41 @@ TEST(CpuBackend, NeedsOneFrameInFlightAndNoPinnedMemory) {
   EXPECT_FALSE(needs.pinned_host_memory);
   EXPECT_FALSE(needs.reads_device_memory);
   EXPECT_FALSE(needs.writes_device_memory);
+}
+
+// ------------------------------------------------ Bayer: the CPU's row passes
+
+// The CPU demosaicks a row at a time (bayer.h's passes over whole rows);
+// every pixel must equal bayer_pixel, which the CUDA kernel runs pixel by
+// pixel: every phase, every size up to 12x8 (narrow rows and short frames
+// take the edge rules everywhere) and a few large ones, GRAY8 and GRAY16.
+TEST(Bayer, RowPassesEqualPixelByPixel) {
+  std::vector<Size> sizes = {{641, 481}, {4097, 3}, {1920, 1080}};
+  for (int w = 1; w <= 12; ++w)
+    for (int h = 1; h <= 8; ++h) sizes.push_back({w, h});
+  const Weights wt = standard_weights(Matrix::BT709);
+  for (PixelLayout layout : {PixelLayout::Bayer_BGGR, PixelLayout::Bayer_GBRG,
+                             PixelLayout::Bayer_GRBG, PixelLayout::Bayer_RGGB}) {
+    for (const Size &size : sizes) {
+      const TestFrame f = random_frame(layout, size.width, size.height);
+      const MosaicRows m{f.bytes.data() + f.offset[0], f.stride[0], size.width, size.height};
+      for (int depth : {8, 16}) {
+        SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) +
+                     "x" + std::to_string(size.height) + " GRAY" + std::to_string(depth));
+        GrayImage cpu(size.width, size.height, 0, depth);
+        convert_cpu(f.view(), cpu.frame(), wt);
+        int wrong = 0;
+        dispatch_layout(layout, [&](auto l) {
+          if constexpr (decltype(l)::kFamily == LayoutFamily::Bayer)
+            for (int y = 0; y < size.height; ++y)
+              for (int x = 0; x < size.width; ++x) {
+                const Rgb c = bayer_pixel<decltype(l)>(m, x, y);
+                const uint32_t g16 = rgb_gray16<8>(c.r, c.g, c.b, wt);
+                wrong += cpu.at(x, y) != (depth == 16 ? g16 : luma(c.r, c.g, c.b, wt));
+              }
+        });
+        EXPECT_EQ(wrong, 0);
+      }
+    }
+  }
 }
