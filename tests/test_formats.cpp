@@ -402,15 +402,25 @@ TEST_P(EveryFormat, GrayIsTheFormulaOnEveryPixel) {
   const Family family = family_of(finfo);
   EXPECT_EQ(family == Family::Gray, row.kind == CUDAGRAY_KIND_GRAY)
       << "GStreamer and the format table class " << row.name << " differently";
-  const Size sizes[] = {{1, 1}, {2, 2}, {641, 481}, {4097, 3}, {1920, 1080}};
+  // The CUDA backend's kernels meet the CPU on every layout, size, range and
+  // row alignment in test_cuda; here each format's frames through the
+  // element on CUDA (upload of its planes, GRAY16 download) at two sizes,
+  // padded and not, limited and full range: every case starts a CUDA
+  // backend, which takes long enough to keep to these.
+  const bool cuda = backend() == "cuda";
+  const std::vector<Size> sizes =
+      cuda ? std::vector<Size>{{641, 481}, {4097, 3}}
+           : std::vector<Size>{{1, 1}, {2, 2}, {641, 481}, {4097, 3}, {1920, 1080}};
   size_t case_index = 0;
   for (const Size &size : sizes) {
     const bool once = size.width == 1920;
     std::vector<const char *> colorimetries = {"bt709"};  // limited
     if (!once) colorimetries = {"", "bt709", "1:3:5:1"};  // default, limited, full
+    if (cuda) colorimetries = {size.width == 641 ? "bt709" : "1:3:5:1"};
     for (const char *colorimetry : colorimetries) {
       for (bool padded : {false, true}) {
         if (once && !padded) continue;
+        if (cuda && padded != (size.width == 641)) continue;  // 641x481 padded, 4097x3 not
         const WeightChoice &weights = kWeightChoices[case_index++ % kWeightChoices.size()];
         const std::string trace = size_text(size.width, size.height) +
                                   " colorimetry=" + (*colorimetry ? colorimetry : "(none)") +
