@@ -9,8 +9,9 @@
 #     bayer2rgb ! videoconvert on every core;
 #   - the CPU backend on the new layouts.
 # Each row runs its pipeline to the end (fakesink sync=false) and reports the
-# wall time per frame, best of 3 runs. Rows whose elements are missing (no
-# NVDEC, no x265enc) say so.
+# wall time per frame, best of 3 runs, start-up included (short runs: compare
+# rows, not absolute figures). Rows whose elements are missing (no NVDEC, no
+# x265enc) say so.
 #
 #   bench/format_pipelines.sh [FRAMES] [CSV]      (default 300, bench-formats.csv)
 #
@@ -77,10 +78,14 @@ else
   skip hevc "nvh265dec or x265enc not available"
 fi
 
-# --- YUY2 (webcams) against I420, system memory: one frame made once,
-# handed on again and again by imagefreeze
+# --- YUY2 (webcams) against I420, system memory: random frames made once
+# into a file (in the page cache after the first run), read and parsed
 frozen() {
-  echo "videotestsrc num-buffers=1 pattern=snow ! video/x-raw,format=$1,$size ! imagefreeze num-buffers=$frames"
+  local file=$scratch/$1.raw nick
+  nick=$(echo "$1" | tr 'A-Z_' 'a-z-')
+  [ -f "$file" ] || gst-launch-1.0 -q videotestsrc num-buffers="$frames" pattern=snow ! \
+    "video/x-raw,format=$1,$size" ! filesink location="$file"
+  echo "filesrc location=$file ! rawvideoparse format=$nick width=1920 height=1080 framerate=30/1"
 }
 for backend in cuda cpu; do
   row "I420:$backend" "I420 1080p, system memory, backend=$backend" "" \
@@ -88,7 +93,7 @@ for backend in cuda cpu; do
   row "YUY2:$backend" "YUY2 1080p, system memory, backend=$backend" "I420:$backend" \
     $(frozen YUY2) ! cudagray backend=$backend ! $sink
 done
-row "freeze" "the source alone (imagefreeze)" "" $(frozen I420) ! $sink
+row "source" "the source alone (file, rawvideoparse)" "" $(frozen I420) ! $sink
 
 # --- the CPU backend on the new layouts, against videoconvert to GRAY8
 for format in UYVY v210 P010_10LE I420_10LE Y444_16LE GBR_12LE BGR10A2_LE GRAY16_BE; do
