@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "cudagrayformats.h"
 #include "element_harness.h"
 #include "slow_writer.h"
 
@@ -124,6 +125,98 @@ TEST(CudaMemory, UploadedFramesConvertOnTheGpuInOneContext) {
     GstObject *theirs = cuda_context_of(upload, "src");
     EXPECT_NE(ours, nullptr);
     EXPECT_EQ(ours, theirs) << "cudaupload and cudagray use different CUDA contexts";
+  }
+  EXPECT_GT(formats_tested, 0);
+}
+
+namespace {
+
+// The gray frames (depth 8 or 16) that a pipeline of the shape
+// "appsrc name=src ... ! appsink name=sink" makes of frames, pushed in turn.
+std::vector<GrayImage> gray_through(const std::string &description,
+                                    const std::vector<GstBuffer *> &frames, int width, int height,
+                                    int depth) {
+  std::vector<GrayImage> out;
+  const Pipeline pipeline(description);
+  if (pipeline.play() == GST_STATE_CHANGE_FAILURE) {
+    ADD_FAILURE() << "does not start: " << description;
+    return out;
+  }
+  for (size_t i = 0; i < frames.size(); ++i) {
+    GstBuffer *buf = gst_buffer_copy(frames[i]);  // a new buffer over the same memory
+    GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+    EXPECT_EQ(pipeline.push("src", buf), GST_FLOW_OK);
+  }
+  pipeline.end_of_stream("src");
+  for (size_t i = 0; i < frames.size(); ++i) {
+    GstSample *sample = pipeline.pull("sink", 10 * GST_SECOND);
+    if (!sample) {
+      ADD_FAILURE() << "frame " << i << " did not reach the sink: " << description;
+      break;
+    }
+    out.push_back(gray_of(gst_sample_get_buffer(sample), width, height, depth));
+    gst_sample_unref(sample);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Every format of the format table taken in CUDA memory, as cudaupload
+// carries it (GStreamer's own layout of the format, random bytes in every
+// plane): GRAY8 and GRAY16_LE read where the frames are equal the CPU
+// backend's of the same frames in system memory, which test_formats holds to
+// the formula.
+TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  guint n = 0;
+  const CudaGrayFormat *table = cudagray_formats(&n);
+  int formats_tested = 0;
+  for (guint row = 0; row < n; ++row) {
+    if (!table[row].cuda_memory) continue;
+    const char *format = table[row].name;
+    SCOPED_TRACE(format);
+    const int width = 641, height = 481;
+    const std::string caps = caps_string(format, width, height);
+    GstElement *upload = gst_element_factory_make("cudaupload", nullptr);
+    GstPad *up_sink = gst_element_get_static_pad(upload, "sink");
+    GstCaps *wanted = gst_caps_from_string(caps.c_str());
+    GstCaps *taken = gst_pad_get_pad_template_caps(up_sink);
+    const bool supported = gst_caps_can_intersect(wanted, taken);
+    gst_caps_unref(wanted);
+    gst_caps_unref(taken);
+    gst_object_unref(up_sink);
+    gst_object_unref(upload);
+    if (!supported) {
+      std::printf("cudaupload does not take %s: not tested through CUDA memory\n", format);
+      continue;
+    }
+    ++formats_tested;
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, table[row].format, width, height);
+    std::vector<GstBuffer *> frames;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+      fill_random(bytes);
+      frames.push_back(gst_buffer_new_memdup(bytes.data(), bytes.size()));
+    }
+    for (int depth : {8, 16}) {
+      const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
+      SCOPED_TRACE(gray);
+      const std::string src = "appsrc name=src format=time caps=\"" + caps + "\" ! ";
+      const std::string sink = " ! video/x-raw,format=" + gray + " ! appsink name=sink";
+      const std::vector<GrayImage> cpu =
+          gray_through(src + "cudagray backend=cpu" + sink, frames, width, height, depth);
+      const std::vector<GrayImage> gpu = gray_through(
+          src + "cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda" + sink,
+          frames, width, height, depth);
+      ASSERT_EQ(cpu.size(), frames.size());
+      ASSERT_EQ(gpu.size(), frames.size());
+      for (size_t i = 0; i < frames.size(); ++i)
+        EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
+    }
+    for (GstBuffer *b : frames) gst_buffer_unref(b);
   }
   EXPECT_GT(formats_tested, 0);
 }
