@@ -86,7 +86,14 @@ gboolean cudagray_cuda_memory_usable(std::string *why) {
                 std::to_string(running) + " (" + library +
                 "); its CUDA memory ABI differs between minor versions: rebuild "
                 "cudagray against this GStreamer";
-    GST_INFO("CUDA memory %s%s", reason->empty() ? "usable" : "not offered: ", reason->c_str());
+    /* this decides the caps only; whether a GPU is there is known at start */
+    if (reason->empty())
+      GST_INFO(
+          "CUDA memory caps offered: the running gstreamer-cuda (%s) is the 1.%d built "
+          "against",
+          library.c_str(), running);
+    else
+      GST_INFO("CUDA memory caps not offered: %s", reason->c_str());
     g_once_init_leave(&decided, 1);
   }
   *why = *reason;

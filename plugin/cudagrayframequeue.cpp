@@ -11,7 +11,14 @@ GstFlowReturn CudaGrayFrameQueue::wait_for_room(guint limit) {
   std::unique_lock<std::mutex> hold(lock_);
   changed_.wait(hold,
                 [&] { return frames_.size() + pushing_ < limit || stopped_flow() != GST_FLOW_OK; });
+  /* returned to upstream from the chain function: upstream reports it */
+  if (output_flow_ != GST_FLOW_OK && !flushing_) upstream_told_ = true;
   return stopped_flow();
+}
+
+gboolean CudaGrayFrameQueue::upstream_told() {
+  std::lock_guard<std::mutex> hold(lock_);
+  return upstream_told_;
 }
 
 void CudaGrayFrameQueue::push(CudaGrayFrame &&frame) {
@@ -69,6 +76,7 @@ void CudaGrayFrameQueue::reset() {
   discard_all();
   std::lock_guard<std::mutex> hold(lock_);
   output_flow_ = GST_FLOW_OK;
+  upstream_told_ = false;
   flushing_ = false;
 }
 

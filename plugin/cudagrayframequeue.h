@@ -27,6 +27,9 @@ class CudaGrayFrameQueue {
   /* Blocks until every frame held has been pushed; the same returns as
    * wait_for_room (not OK: frames may be left, see discard_all). */
   GstFlowReturn drain();
+  /* Whether wait_for_room has returned the output's failed flow return,
+   * which upstream then got from its push and reports itself. */
+  gboolean upstream_told();
 
   /* Output task. Blocks until a frame is queued: TRUE, or FALSE when
    * flushing or when a push failed (the task then pauses). */
@@ -54,4 +57,5 @@ class CudaGrayFrameQueue {
   bool pushing_ = false;
   bool flushing_ = false;
   GstFlowReturn output_flow_ = GST_FLOW_OK;
+  bool upstream_told_ = false;
 };

@@ -125,7 +125,9 @@ void cudagray_properties_install(GObjectClass *klass) {
   g_object_class_install_property(
       klass, PROP_STATS,
       g_param_spec_boxed("stats", "Statistics",
-                         "Running figures since start: frames, gpu-time-mean-us / -min-us / "
+                         "Running figures since start: frames, timed-frames (the frames the "
+                         "times are over: every frame on the CPU, the first and every 16th "
+                         "after it on CUDA), gpu-time-mean-us / -min-us / "
                          "-max-us (kernel time measured with CUDA events; conversion time on "
                          "the CPU backend), upload-time-mean-us (frames that were uploaded), "
                          "download-time-mean-us, "

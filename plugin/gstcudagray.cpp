@@ -433,7 +433,8 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
 
 /* Serialized events leave after the frames before them. When that fails
  * (flushing, or downstream refused a frame) the frames left are dropped; an
- * EOS then posts the flow error no later buffer will report. */
+ * EOS then posts the flow error, unless upstream got it from a push (and
+ * reports it itself). */
 static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
@@ -460,8 +461,10 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
         gst_event_unref(event);
         return FALSE;
       }
+      /* upstream reports a flow return it got; one it never got, cudagray */
       if (GST_EVENT_TYPE(event) == GST_EVENT_EOS &&
-          (drained == GST_FLOW_NOT_LINKED || drained == GST_FLOW_NOT_NEGOTIATED))
+          (drained == GST_FLOW_NOT_LINKED || drained == GST_FLOW_NOT_NEGOTIATED) &&
+          !s.frames.upstream_told())
         GST_ELEMENT_FLOW_ERROR(self, drained);
       break;
   }
@@ -542,7 +545,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
       element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps));
   gst_caps_unref(src_caps);
   gst_element_class_set_metadata(element_class, "CUDA grayscale converter",
-                                 "Filter/Converter/Video/Hardware", description.c_str(),
+                                 "Filter/Converter/Video/Colorspace/Hardware", description.c_str(),
                                  "cudagray developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_gray_change_state);

@@ -1204,3 +1204,56 @@ TEST(Qos, OnByDefaultLateFramesAreDroppedBeforeConversion) {
     if (message) gst_message_unref(message);
   }
 }
+
+// What gst-inspect-1.0 shows: the klass of GStreamer's converters plus
+// Hardware, a description that names the CPU path, and a stats blurb that
+// names every field the structure has.
+TEST(Metadata, KlassDescriptionAndStatsBlurb) {
+  GstElement *e = gst_element_factory_make("cudagray", nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_STREQ(gst_element_get_metadata(e, GST_ELEMENT_METADATA_KLASS),
+               "Filter/Converter/Video/Colorspace/Hardware");
+  const std::string description = gst_element_get_metadata(e, GST_ELEMENT_METADATA_DESCRIPTION);
+  EXPECT_NE(description.find("or on the CPU"), std::string::npos) << description;
+  const std::string blurb =
+      g_param_spec_get_blurb(g_object_class_find_property(G_OBJECT_GET_CLASS(e), "stats"));
+  GstStructure *stats = nullptr;
+  g_object_get(e, "stats", &stats, nullptr);
+  ASSERT_NE(stats, nullptr);
+  for (int i = 0; i < gst_structure_n_fields(stats); ++i) {
+    const std::string field = gst_structure_nth_field_name(stats, i);
+    // the blurb may name -min-us and -max-us after -mean-us
+    const std::string named = field.size() > 7 && (field.rfind("-min-us") == field.size() - 7 ||
+                                                   field.rfind("-max-us") == field.size() - 7)
+                                  ? field.substr(field.size() - 7)
+                                  : field;
+    EXPECT_NE(blurb.find(named), std::string::npos) << field << " is not in the blurb";
+  }
+  gst_structure_free(stats);
+  gst_object_unref(e);
+}
+
+// Output not linked (a tee without branches): one error on the bus, the
+// source's, as with videoconvert; cudagray's own only where upstream never
+// got the flow return (its last frames' pushes failed after upstream's
+// last buffer).
+TEST(Errors, NotLinkedIsReportedOnceAsVideoconvertDoes) {
+  for (const char *buffers : {"30", "1"})  // 1: cudagray's push fails after upstream's last
+    for (const char *element : {"videoconvert", "cudagray backend=cpu"}) {
+      SCOPED_TRACE(std::string(element) + ", num-buffers=" + buffers);
+      GstElement *pipeline = gst_parse_launch(
+          (std::string("videotestsrc num-buffers=") + buffers + " ! " + element + " ! tee").c_str(),
+          nullptr);
+      ASSERT_NE(pipeline, nullptr);
+      GstBus *bus = gst_element_get_bus(pipeline);
+      gst_element_set_state(pipeline, GST_STATE_PLAYING);
+      GstMessage *first = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
+      ASSERT_NE(first, nullptr) << "no error";
+      gst_message_unref(first);
+      g_usleep(500 * 1000);  // time for a second one
+      EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "") << "a second error";
+      gst_element_set_state(pipeline, GST_STATE_NULL);
+      gst_object_unref(bus);
+      gst_object_unref(pipeline);
+    }
+}
