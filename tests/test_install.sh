@@ -68,6 +68,9 @@ else
 fi
 same "gst-inspect Filename: the installed file" "$(field Filename)" "$destdir$installed"
 same "gst-inspect Version: the meson project version" "$(field Version)" "$version"
+# the Debian package's version is the same (debian/changelog's newest entry)
+same "debian/changelog's version: the meson project version" \
+  "$(sed -n '1s/^cudagray (\([^)]*\)).*/\1/p' "$source/debian/changelog")" "$version"
 same "gst-inspect License: LGPL" "$(field License)" "LGPL"
 same "gst-inspect Source module: cudagray" "$(field 'Source module')" "cudagray"
 same "gst-inspect Binary package: cudagray" "$(field 'Binary package')" "cudagray"

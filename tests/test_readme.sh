@@ -19,7 +19,8 @@
 #     (nvh264dec, a display); it says so on stderr, shown below as comments;
 #   - a command ending in & runs in the background until its block ends;
 #   - `./dev test` is not run again from inside itself: CI runs it (.ci/run),
-#     which is checked;
+#     which is checked; `./dev package` and the apt install of what it
+#     makes are not run either (a package build runs the tests once more);
 #   - a block fails when cudagray warns that matrix and weights do not apply
 #     (YUV input): the README's examples that set them must use them.
 #
@@ -51,7 +52,10 @@ for block in "$tmp"/block[0-9][0-9]; do
   {
     echo 'set -e'
     echo 'trap '\''status=$?; jobs -p | xargs -r kill 2>/dev/null; wait; exit $status'\'' EXIT'
-    sed -E 's|^\./dev test( .*)?$|echo "(./dev test: run by CI, .ci/run)"|' "$block"
+    sed -E -e 's|^\./dev test( .*)?$|echo "(./dev test: run by CI, .ci/run)"|' \
+      -e 's|^\./dev package( .*)?$|echo "(./dev package: builds and tests the package; not run here)"|' \
+      -e 's|^sudo apt install \./build-package/.*$|echo "(apt install of the package: not run here)"|' \
+      "$block"
   } >"$block.sh"
   if (cd "$work" && env -u GST_PLUGIN_PATH_1_0 -u GST_REGISTRY_1_0 -u CUDAGRAY_DEV_BUILD_DIR \
         PATH="$bin:/usr/bin:$PATH" HOME="$tmp/home" DESTDIR="$tmp/destdir" \
