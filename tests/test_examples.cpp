@@ -263,6 +263,23 @@ TEST(PythonExample, NumpyRoundTripMatchesTheFormula) {
             2);
 }
 
+// ---- examples/opencv_gray.py
+
+// OpenCV's VideoCapture (CAP_GSTREAMER) reads cudagray's GRAY8 into numpy,
+// every pixel the formula; where OpenCV is missing, skipped saying so.
+TEST(OpenCvExample, VideoCaptureReadsTheFormula) {
+  const std::string python = env("CUDAGRAY_PYTHON", "python3");
+  const std::string example = source_dir() + "/examples/opencv_gray.py";
+  std::string log;
+  const int status = shell(quote(python) + " " + quote(example) + " backend=cpu", &log);
+  if (status == 3) GTEST_SKIP() << log;
+  ASSERT_EQ(status, 0) << log;
+  EXPECT_TRUE(contains(
+      log, "10 frames of 320x240 read by OpenCV; all 768000 gray pixels match the formula"))
+      << log;
+  EXPECT_EQ(shell(quote(python) + " " + quote(example) + " matrix=bt709", &log), 2) << log;
+}
+
 // A python3 that cannot import gi (here: any python3 without its site
 // packages, -S) gets one line saying what to install and which python3 to use.
 TEST(PythonExample, WithoutGiSaysWhatToInstallInOneLine) {
