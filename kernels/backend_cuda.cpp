@@ -174,12 +174,12 @@ class CudaBackend final : public Backend {
         source_pitch[p] = in.stride[p];
       }
       if (s.in_staged) stage_input(s, in, source, source_pitch);
-      const GrayFrame download_to = s.out_staged ? staged_gray(s) : out;
+      const GrayFrame download_to = s.out_staged ? slot_gray(s.staging_out.get()) : out;
 
       const CudaQueueing queueing;
       auto *device_in = static_cast<uint8_t *>(s.device_in.get());
       // where the kernel writes: the result itself when it stays on the device
-      const GrayFrame written = out.on_device ? out : device_gray(s);
+      const GrayFrame written = out.on_device ? out : slot_gray(s.device_out.get());
       const auto consumer =
           out.on_device ? static_cast<cudaStream_t>(out.consumer_stream) : nullptr;
       if (consumer) CUDAGRAY_CHECK(cudaEventRecord(s.output_free.get(), consumer));
@@ -315,14 +315,9 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // The slot's staging and device buffers for the result, as gray frames.
-  GrayFrame staged_gray(Slot &s) const {
-    GrayFrame g{static_cast<uint8_t *>(s.staging_out.get()), out_pitch_};
-    g.depth = out_depth_;
-    return g;
-  }
-  GrayFrame device_gray(Slot &s) const {
-    GrayFrame g{static_cast<uint8_t *>(s.device_out.get()), out_pitch_};
+  // One of the slot's result buffers (staging or device), as a gray frame.
+  GrayFrame slot_gray(void *data) const {
+    GrayFrame g{static_cast<uint8_t *>(data), out_pitch_};
     g.depth = out_depth_;
     return g;
   }

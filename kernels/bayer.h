@@ -56,22 +56,36 @@ CUDAGRAY_HOST_DEVICE RowColours row_colours(const MosaicRows &m, int x, int y) {
   return even ? RowColours{s[x], between} : RowColours{between, s[x]};
 }
 
+// The rows a pixel of row y takes as its rows above and below, in a mosaic
+// of height rows (the edge rules above).
+struct NeighbourRows {
+  int above, below;
+};
+
+CUDAGRAY_HOST_DEVICE NeighbourRows neighbour_rows(int y, int height) {
+  const int above = y > 0 ? y - 1 : (height > 1 ? 1 : 0);
+  const int below = y < height - 1 ? y + 1 : height >= 4 ? height - 4 : height == 3 ? 1 : above;
+  return {above, below};
+}
+
+// Whether row y's even columns hold chroma ("X": red when red is in column
+// 0, else blue) and its odd ones green; the other rows hold green in their
+// even columns and the other chroma ("Y") in their odd ones.
+template <class Layout>
+CUDAGRAY_HOST_DEVICE bool chroma_first(int y) {
+  return (y & 1) == (Layout::kRedX == 0 ? Layout::kRedY : 1 - Layout::kRedY);
+}
+
 // R, G and B of pixel (x, y) of a mosaic whose red sample sits at
 // (Layout::kRedX, Layout::kRedY) of each 2x2 block.
 template <class Layout>
 CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
-  const int h = m.height;
-  const int above = y > 0 ? y - 1 : (h > 1 ? 1 : 0);
-  const int below = y < h - 1 ? y + 1 : h >= 4 ? h - 4 : h == 3 ? 1 : above;
-  const RowColours a = row_colours(m, x, above), c = row_colours(m, x, y),
-                   b = row_colours(m, x, below);
-  // Rows whose even columns hold chroma ("X": red when red is in column 0,
-  // else blue) and whose odd ones green; the other rows hold green in their
-  // even columns and the other chroma ("Y") in their odd ones.
-  constexpr int kChromaFirstRow = Layout::kRedX == 0 ? Layout::kRedY : 1 - Layout::kRedY;
+  const NeighbourRows rows = neighbour_rows(y, m.height);
+  const RowColours a = row_colours(m, x, rows.above), c = row_colours(m, x, y),
+                   b = row_colours(m, x, rows.below);
   const bool even = (x & 1) == 0;
   uint32_t chroma_x, chroma_y, green;
-  if ((y & 1) == kChromaFirstRow) {
+  if (chroma_first<Layout>(y)) {
     chroma_x = c.even;
     chroma_y = avg_up(a.odd, b.odd);
     green = even ? avg_up(avg_up(a.even, b.even), c.odd) : c.odd;

@@ -157,21 +157,19 @@ void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, in
   using Out = std::conditional_t<OutDepth == 16, uint16_t, uint8_t>;
   const ToGray<Layout, OutDepth, false> op{w};
   const MosaicRows mosaic{in.plane[0], in.stride[0], in.width, in.height};
-  const int h = in.height, width = in.width;
-  constexpr int kChromaFirstRow = Layout::kRedX == 0 ? Layout::kRedY : 1 - Layout::kRedY;
+  const int width = in.width;
   RowPass cache[3];
   std::vector<uint8_t> chroma_x(width), chroma_y(width), green(width);
   for (int y = y0; y < y1; ++y) {
-    const int above = y > 0 ? y - 1 : (h > 1 ? 1 : 0);
-    const int below = y < h - 1 ? y + 1 : h >= 4 ? h - 4 : h == 3 ? 1 : above;
+    const NeighbourRows rows = neighbour_rows(y, in.height);
     const RowPass *pass[3];
-    row_passes(mosaic, {above, y, below}, cache, pass);
+    row_passes(mosaic, {rows.above, y, rows.below}, cache, pass);
     const uint8_t *__restrict ae = pass[0]->even.data(), *__restrict ao = pass[0]->odd.data();
     const uint8_t *__restrict ce = pass[1]->even.data(), *__restrict co = pass[1]->odd.data();
     const uint8_t *__restrict be = pass[2]->even.data(), *__restrict bo = pass[2]->odd.data();
     uint8_t *__restrict cx = chroma_x.data(), *__restrict cy = chroma_y.data(),
                         *__restrict g = green.data();
-    if ((y & 1) == kChromaFirstRow) {  // X at even columns, green at odd
+    if (chroma_first<Layout>(y)) {  // X at even columns, green at odd
       for (int x = 0; x < width; ++x) {
         cx[x] = ce[x];
         cy[x] = static_cast<uint8_t>(avg_up(ao[x], bo[x]));
