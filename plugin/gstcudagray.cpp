@@ -546,7 +546,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   gst_caps_unref(src_caps);
   gst_element_class_set_metadata(element_class, "CUDA grayscale converter",
                                  "Filter/Converter/Video/Colorspace/Hardware", description.c_str(),
-                                 "cudagray developers");
+                                 PACKAGE_AUTHOR);
 
   element_class->change_state = GST_DEBUG_FUNCPTR(gst_cuda_gray_change_state);
   element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_gray_set_context);

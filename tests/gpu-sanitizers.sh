@@ -3,7 +3,8 @@
 # The GPU half of issue 5's checks, for a machine with an NVIDIA GPU:
 #   1. the reliability and stress tests at full scale, CUDA cases included;
 #   2. compute-sanitizer memcheck (with leak check), racecheck, synccheck and
-#      initcheck over every CUDA test: test_cuda, test_cuda_memory,
+#      initcheck over every CUDA test: test_cuda (and its every-layout case
+#      alone, as "formats", for a quick run over the formats), test_cuda_memory,
 #      test_cuda_output (but its 10^4-frame and 8K cases), test_faults, the
 #      CUDA cases of test_element, test_reliability and
 #      test_stress (stress at 1/20: the sanitizers slow every CUDA call down
@@ -81,6 +82,7 @@ ELEMENT_CUDA='*cuda*:CudaBackend.*:PinnedPool.*:InFlightAuto.*:TwoGpus.*'
 sanitize() {  # TOOL NAME
   case $2 in
     cuda) run "$1" cuda -- "$T/test_cuda" ;;
+    formats) run "$1" formats -- "$T/test_cuda" --gtest_filter='AllLayouts/CudaKernel.BitIdenticalToCpuIncludingPadding/*' ;;
     cuda_memory) run "$1" cuda_memory -- "$T/test_cuda_memory" ;;
     cuda_output) run "$1" cuda_output -- "$T/test_cuda_output" --gtest_filter='-*PoolIsReused*:*EightK*' ;;
     element) run "$1" element CUDAGRAY_TEST_SEED=1 -- "$T/test_element" --gtest_filter="$ELEMENT_CUDA" ;;

@@ -160,7 +160,10 @@ std::vector<GrayImage> gray_through(const std::string &description,
   for (size_t i = 0; i < frames.size(); ++i) {
     GstSample *sample = pipeline.pull("sink", 10 * GST_SECOND);
     if (!sample) {
-      ADD_FAILURE() << "frame " << i << " did not reach the sink: " << description;
+      ADD_FAILURE() << "frame " << i << " did not reach the sink: " << description << "\n"
+                    << harness::describe(harness::pop_messages(
+                           pipeline.bus(),
+                           GstMessageType(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING)));
       break;
     }
     out.push_back(gray_of(gst_sample_get_buffer(sample), width, height, depth));
@@ -169,13 +172,29 @@ std::vector<GrayImage> gray_through(const std::string &description,
   return out;
 }
 
+// Whether GStreamer's cudaupload itself carries frame (of caps) into CUDA
+// memory: 1.26's fails on some formats at odd sizes ("Failed to copy SYSTEM
+// -> CUDA" for NV21 at 641x481) with no cudagray in the pipeline.
+bool cudaupload_uploads(const std::string &caps, GstBuffer *frame) {
+  const Pipeline pipeline("appsrc name=src format=time caps=\"" + caps +
+                          "\" ! cudaupload ! video/x-raw(memory:CUDAMemory) ! fakesink");
+  if (pipeline.play() == GST_STATE_CHANGE_FAILURE) return false;
+  GstBuffer *copy = gst_buffer_copy(frame);
+  GST_BUFFER_PTS(copy) = 0;
+  pipeline.push("src", copy);
+  pipeline.end_of_stream("src");
+  return pipeline.wait_end(10 * GST_SECOND) == GST_MESSAGE_EOS;
+}
+
 }  // namespace
 
 // Every format of the format table taken in CUDA memory, as cudaupload
 // carries it (GStreamer's own layout of the format, random bytes in every
-// plane): GRAY8 and GRAY16_LE read where the frames are equal the CPU
-// backend's of the same frames in system memory, which test_formats holds to
-// the formula.
+// plane), at an odd and an even size: GRAY8 and GRAY16_LE read where the
+// frames are equal the CPU backend's of the same frames in system memory,
+// which test_formats holds to the formula. A size that cudaupload itself
+// cannot upload is left out with its reason, but every format is tested at
+// one size at least.
 TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
   SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
@@ -186,37 +205,47 @@ TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
     if (!table[row].cuda_memory) continue;
     const char *format = table[row].name;
     SCOPED_TRACE(format);
-    const int width = 641, height = 481;
-    const std::string caps = caps_string(format, width, height);
-    if (!cudaupload_takes(caps)) {
+    if (!cudaupload_takes(caps_string(format, 64, 64))) {
       std::printf("cudaupload does not take %s: not tested through CUDA memory\n", format);
       continue;
     }
     ++formats_tested;
-    GstVideoInfo info;
-    gst_video_info_set_format(&info, table[row].format, width, height);
-    std::vector<GstBuffer *> frames;
-    for (int i = 0; i < 3; ++i) {
-      std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
-      fill_random(bytes);
-      frames.push_back(gst_buffer_new_memdup(bytes.data(), bytes.size()));
+    int sizes_tested = 0;
+    for (const auto &[width, height] : {std::pair{641, 481}, std::pair{640, 480}}) {
+      SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
+      const std::string caps = caps_string(format, width, height);
+      GstVideoInfo info;
+      gst_video_info_set_format(&info, table[row].format, width, height);
+      std::vector<GstBuffer *> frames;
+      for (int i = 0; i < 3; ++i) {
+        std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+        fill_random(bytes);
+        frames.push_back(gst_buffer_new_memdup(bytes.data(), bytes.size()));
+      }
+      if (cudaupload_uploads(caps, frames[0])) {
+        ++sizes_tested;
+        for (int depth : {8, 16}) {
+          const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
+          SCOPED_TRACE(gray);
+          const std::string src = "appsrc name=src format=time caps=\"" + caps + "\" ! ";
+          const std::string sink = " ! video/x-raw,format=" + gray + " ! appsink name=sink";
+          const std::vector<GrayImage> cpu =
+              gray_through(src + "cudagray backend=cpu" + sink, frames, width, height, depth);
+          const std::vector<GrayImage> gpu = gray_through(
+              src + "cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda" + sink,
+              frames, width, height, depth);
+          EXPECT_EQ(cpu.size(), frames.size());
+          EXPECT_EQ(gpu.size(), frames.size());
+          for (size_t i = 0; i < std::min(cpu.size(), gpu.size()); ++i)
+            EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
+        }
+      } else {
+        std::printf("cudaupload itself fails on %s %dx%d: not tested through CUDA memory at that size\n",
+                    format, width, height);
+      }
+      for (GstBuffer *b : frames) gst_buffer_unref(b);
     }
-    for (int depth : {8, 16}) {
-      const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
-      SCOPED_TRACE(gray);
-      const std::string src = "appsrc name=src format=time caps=\"" + caps + "\" ! ";
-      const std::string sink = " ! video/x-raw,format=" + gray + " ! appsink name=sink";
-      const std::vector<GrayImage> cpu =
-          gray_through(src + "cudagray backend=cpu" + sink, frames, width, height, depth);
-      const std::vector<GrayImage> gpu = gray_through(
-          src + "cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda" + sink,
-          frames, width, height, depth);
-      ASSERT_EQ(cpu.size(), frames.size());
-      ASSERT_EQ(gpu.size(), frames.size());
-      for (size_t i = 0; i < frames.size(); ++i)
-        EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
-    }
-    for (GstBuffer *b : frames) gst_buffer_unref(b);
+    EXPECT_GT(sizes_tested, 0) << "cudaupload carried " << format << " at no size";
   }
   EXPECT_GT(formats_tested, 0);
 }

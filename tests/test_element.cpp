@@ -1206,8 +1206,9 @@ TEST(Qos, OnByDefaultLateFramesAreDroppedBeforeConversion) {
 }
 
 // What gst-inspect-1.0 shows: the klass of GStreamer's converters plus
-// Hardware, a description that names the CPU path, and a stats blurb that
-// names every field the structure has.
+// Hardware, a description that names the CPU path, an author as
+// "Name <address>", and a stats blurb that names every field the structure
+// has.
 TEST(Metadata, KlassDescriptionAndStatsBlurb) {
   GstElement *e = gst_element_factory_make("cudagray", nullptr);
   ASSERT_NE(e, nullptr);
@@ -1215,6 +1216,10 @@ TEST(Metadata, KlassDescriptionAndStatsBlurb) {
                "Filter/Converter/Video/Colorspace/Hardware");
   const std::string description = gst_element_get_metadata(e, GST_ELEMENT_METADATA_DESCRIPTION);
   EXPECT_NE(description.find("or on the CPU"), std::string::npos) << description;
+  const char *author = gst_element_get_metadata(e, GST_ELEMENT_METADATA_AUTHOR);
+  EXPECT_TRUE(g_regex_match_simple("^[^<>@]+ <[^<>@ ]+@[^<>@ ]+\\.[^<>@ ]+>$", author,
+                                   GRegexCompileFlags(0), GRegexMatchFlags(0)))
+      << author;
   const std::string blurb =
       g_param_spec_get_blurb(g_object_class_find_property(G_OBJECT_GET_CLASS(e), "stats"));
   GstStructure *stats = nullptr;
