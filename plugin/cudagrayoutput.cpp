@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The element's output task: waits for the oldest frame's conversion and
- * pushes it on the source pad, in order, and reports the backend's figures
- * to the stats property. */
+/* The element's output task, the one thread that pushes on the source pad:
+ * frames (each when its conversion is done), buffers and serialized events
+ * from the output queue, in order; it reports the backend's figures to the
+ * stats property. */
 #include "cudagrayoutput.h"
 
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -23,17 +24,13 @@ void gst_cuda_gray_discard_in_flight(GstCudaGray *self) {
     CudaGrayScope scope(self->context);
     s.backend->discard_all(); /* the GPU lets go of the buffers first */
   }
-  const gsize dropped = s.frames.discard_all();
+  const gsize dropped = s.output.discard_all(GST_BASE_TRANSFORM_SRC_PAD(self));
   if (dropped > 0)
     GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
 }
 
 void gst_cuda_gray_stop_output(GstCudaGray *self, GstFlowReturn ret) {
-  CudaGrayStreaming &s = *self->streaming;
-  if (ret == GST_FLOW_FLUSHING)
-    s.frames.set_flushing(TRUE);
-  else
-    s.frames.pushed(ret);
+  self->streaming->output.stop(ret);
   gst_pad_pause_task(GST_BASE_TRANSFORM_SRC_PAD(self));
   gst_cuda_gray_discard_in_flight(self);
 }
@@ -72,35 +69,71 @@ static gboolean finish_oldest(GstCudaGray *self) {
   return converted;
 }
 
-/* The output task: pushes the oldest frame as soon as its conversion is
- * done, or, when its CUDA memory carries a stream that waits for the
- * conversion (1.24+), as soon as it is queued, flagged so that downstream
- * waits; its input is let go when the conversion is done. Pauses when
- * flushing or when a push fails. */
-static void gst_cuda_gray_output_loop(GstCudaGray *self) {
-  CudaGrayStreaming &s = *self->streaming;
-  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
-  if (!s.frames.wait_for_frame()) {
-    gst_pad_pause_task(srcpad);
-    return;
+/* Pushes a buffer, remembering where it ends for the POSITION query (as
+ * GstBaseTransform does for the buffers it pushes). */
+static GstFlowReturn push_buffer(GstCudaGray *self, GstBuffer *buffer) {
+  if (GST_BUFFER_PTS_IS_VALID(buffer)) {
+    GstClockTime end = GST_BUFFER_PTS(buffer);
+    if (GST_BUFFER_DURATION_IS_VALID(buffer)) end += GST_BUFFER_DURATION(buffer);
+    GST_OBJECT_LOCK(self);
+    self->position_out = end;
+    GST_OBJECT_UNLOCK(self);
   }
-  CudaGrayFrame frame = s.frames.take_oldest();
-  GstFlowReturn ret;
+  return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), buffer);
+}
+
+/* Pushes a converted frame as soon as its conversion is done, or, when its
+ * CUDA memory carries a stream that waits for the conversion (1.24+), as
+ * soon as it is queued, flagged so that downstream waits. */
+static GstFlowReturn push_converted(GstCudaGray *self, CudaGrayFrame &frame) {
   if (frame.output().consumer_stream) {
     GstBuffer *outbuf = frame.release_output();
     cudagray_mark_output_pending(outbuf);
-    ret = gst_pad_push(srcpad, outbuf);
-    if (!finish_oldest(self)) ret = GST_FLOW_ERROR;
-  } else if (finish_oldest(self)) {
-    ret = gst_pad_push(srcpad, frame.release_output());
-  } else {
-    gst_buffer_unref(frame.release_output());
-    ret = GST_FLOW_ERROR;
+    const GstFlowReturn ret = push_buffer(self, outbuf);
+    return finish_oldest(self) ? ret : GST_FLOW_ERROR;
   }
-  frame = CudaGrayFrame(); /* the input goes back upstream */
-  s.frames.pushed(ret);
+  if (!finish_oldest(self)) return GST_FLOW_ERROR; /* the frame unrefs its output */
+  return push_buffer(self, frame.release_output());
+}
+
+/* Pushes a serialized event, in its place among the frames. */
+static void push_event(GstCudaGray *self, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEGMENT) {
+    GST_OBJECT_LOCK(self);
+    gst_event_copy_segment(event, &self->out_segment);
+    self->position_out = GST_CLOCK_TIME_NONE;
+    GST_OBJECT_UNLOCK(self);
+  }
+  const GstEventType type = GST_EVENT_TYPE(event);
+  if (!gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self), event))
+    GST_DEBUG_OBJECT(self, "downstream refused %s", gst_event_type_get_name(type));
+}
+
+/* The output task, the one thread that pushes on the source pad: takes the
+ * output queue's items in order and pushes each (a frame when its
+ * conversion is done); its input is let go once pushed. Pauses when
+ * flushing or when a push fails. */
+static void gst_cuda_gray_output_loop(GstCudaGray *self) {
+  GstCudaGrayOutputQueue &output = self->streaming->output;
+  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
+  if (!output.wait_for_item()) {
+    gst_pad_pause_task(srcpad);
+    return;
+  }
+  GstCudaGrayOutputItem item = output.take_oldest();
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (item.is_event())
+    push_event(self, item.take_event());
+  else if (item.converting())
+    ret = push_converted(self, item.frame());
+  else
+    ret = push_buffer(self, item.take_buffer());
+  item = GstCudaGrayOutputItem(); /* the input goes back upstream */
+  output.pushed(ret);
   if (ret != GST_FLOW_OK) {
     GST_DEBUG_OBJECT(self, "output stopped: %s", gst_flow_get_name(ret));
+    GstFlowReturn unreported;
+    if (output.take_unreported_failure(&unreported)) GST_ELEMENT_FLOW_ERROR(self, unreported);
     gst_pad_pause_task(srcpad);
   }
 }

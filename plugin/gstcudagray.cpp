@@ -92,10 +92,13 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   s.backend = std::move(backend);
   if (s.needs.pinned_host_memory)
     s.pinned = gst_cuda_gray_pinned_allocator_new(cudagray_context_object(self->context));
-  s.frames.reset();
+  s.output.reset();
+  s.discont_pending = false;
   GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
                   s.backend->device_id());
   GST_OBJECT_LOCK(self);
+  gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
+  self->position_out = GST_CLOCK_TIME_NONE;
   self->props.stats_device_id = s.backend->device_id();
   self->reads_device_memory = s.needs.reads_device_memory;
   self->writes_device_memory = s.needs.writes_device_memory;
@@ -142,13 +145,40 @@ static GstCaps *gst_cuda_gray_transform_caps(GstBaseTransform *trans, GstPadDire
   return result;
 }
 
-/* Adds the frames we may hold back to the latency upstream reports: a frame
- * can wait behind max-inflight - 1 others when the GPU falls behind. */
+/* The position of the last buffer the output task pushed, in stream time,
+ * as GstBaseTransform answers for the buffers it pushes itself; FALSE before
+ * the first one. */
+static gboolean answer_position(GstCudaGray *self, GstQuery *query) {
+  GstFormat format;
+  gst_query_parse_position(query, &format, NULL);
+  if (format != GST_FORMAT_TIME) return FALSE;
+  GST_OBJECT_LOCK(self);
+  const gboolean known =
+      self->out_segment.format == GST_FORMAT_TIME && GST_CLOCK_TIME_IS_VALID(self->position_out);
+  const guint64 position =
+      known ? gst_segment_to_stream_time(&self->out_segment, GST_FORMAT_TIME, self->position_out)
+            : 0;
+  GST_OBJECT_UNLOCK(self);
+  if (known) gst_query_set_position(query, format, position);
+  return known;
+}
+
+/* Serialized queries from upstream (ALLOCATION, DRAIN, ...) come after the
+ * frames before them have left, as they would through any element. POSITION
+ * says where the output is. Adds the frames we may hold back to the latency
+ * upstream reports: a frame can wait behind max-inflight - 1 others when the
+ * GPU falls behind. */
 static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection direction,
                                     GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   /* neighbours asking for a CUDA context get ours, so that one is shared */
   if (cudagray_context_query(self->context, query)) return TRUE;
+  if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query) &&
+      self->streaming->output.drain() == GST_FLOW_FLUSHING)
+    return FALSE;
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_POSITION &&
+      answer_position(self, query))
+    return TRUE;
   if (!GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query)) return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
     gboolean live;
@@ -174,13 +204,21 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
   return live;
 }
 
-/* Sizes the backend for the new caps, with nothing in flight (the caps
- * event waited for the frames before it). */
+/* Sizes the backend for the new caps. New input caps, and new output caps
+ * that downstream asked for (a RECONFIGURE: GStreamer calls this before it
+ * sends the CAPS event and the ALLOCATION query), take effect at a frame
+ * boundary: everything queued leaves first, as it was negotiated, and the
+ * backend then frees nothing a frame still holds. */
 static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
   GstVideoInfo in_info, out_info;
   const CudaGrayFormat *format;
+
+  const GstFlowReturn drained = s.output.drain();
+  if (drained == GST_FLOW_FLUSHING) return FALSE;
+  if (drained != GST_FLOW_OK) /* the output stopped: what it held goes */
+    gst_cuda_gray_stop_output(self, drained);
 
   if (!cudagray_input_from_caps(incaps, &in_info, &format) ||
       !gst_video_info_from_caps(&out_info, outcaps)) {
@@ -358,6 +396,10 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   CudaGrayFrame frame;
   if (!frame.map_input(inbuf, &s.in_info, s.format->layout, flags, &error))
     return refuse_input(self, error);
+  if (s.discont_pending) { /* outbuf is ours alone, from the pool */
+    GST_BUFFER_FLAG_SET(outbuf, GST_BUFFER_FLAG_DISCONT);
+    s.discont_pending = false;
+  }
   GstMapFlags out_flags;
   const gboolean out_on_device =
       cudagray_context_writes_on_device(self->context, outbuf, &out_flags);
@@ -388,34 +430,38 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
     gst_cuda_gray_stop_output(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;
   }
-  s.frames.push(std::move(frame));
+  s.output.push(GstCudaGrayOutputItem(std::move(frame)));
   return GST_FLOW_OK;
 }
 
 /* Called by GstBaseTransform for each input buffer: waits while max-inflight
- * frames are out, then starts converting it. Nothing is handed back here:
- * the output task pushes the result (gray of the output format passes through as it is). */
+ * frames are out, then starts converting it, or queues it as it is when gray
+ * of the output format passes through. Nothing is handed back here: the
+ * output task pushes it. */
 static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
-  std::string error;
-
-  if (gst_base_transform_is_passthrough(trans)) {
-    /* gray leaves untouched, but only if it holds the frame */
-    if (trans->queued_buf &&
-        !cudagray_frame_check(trans->queued_buf, &s.in_info, s.format->layout, &error)) {
-      gst_clear_buffer(&trans->queued_buf);
-      *outbuf = NULL;
-      return refuse_input(self, error);
-    }
-    return GST_BASE_TRANSFORM_CLASS(parent_class)->generate_output(trans, outbuf);
-  }
-
   *outbuf = NULL;
   GstBuffer *inbuf = trans->queued_buf;
   if (!inbuf) return GST_FLOW_OK;
   trans->queued_buf = NULL;
-  GstFlowReturn ret = s.frames.wait_for_room(s.max_in_flight);
+  const gboolean passthrough = gst_base_transform_is_passthrough(trans);
+  std::string error;
+  /* gray leaves untouched, but only if it holds the frame */
+  if (passthrough && !cudagray_frame_check(inbuf, &s.in_info, s.format->layout, &error)) {
+    gst_buffer_unref(inbuf);
+    return refuse_input(self, error);
+  }
+  GstFlowReturn ret = s.output.wait_for_room(s.max_in_flight);
+  if (ret == GST_FLOW_OK && passthrough) {
+    if (s.discont_pending) {
+      inbuf = gst_buffer_make_writable(inbuf);
+      GST_BUFFER_FLAG_SET(inbuf, GST_BUFFER_FLAG_DISCONT);
+      s.discont_pending = false;
+    }
+    s.output.push(GstCudaGrayOutputItem::ready(inbuf));
+    return GST_FLOW_OK;
+  }
   if (ret == GST_FLOW_OK) {
     GstBuffer *out = NULL;
     ret = GST_BASE_TRANSFORM_CLASS(parent_class)->prepare_output_buffer(trans, inbuf, &out);
@@ -431,42 +477,62 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   return ret;
 }
 
-/* Serialized events leave after the frames before them. When that fails
- * (flushing, or downstream refused a frame) the frames left are dropped; an
- * EOS then posts the flow error, unless upstream got it from a push (and
- * reports it itself). */
+/* A frame late at the sink is dropped by GstBaseTransform's QoS before it
+ * reaches generate_output; the next frame that leaves is flagged DISCONT. */
+static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans,
+                                                       gboolean is_discont, GstBuffer *input) {
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  const GstFlowReturn ret =
+      GST_BASE_TRANSFORM_CLASS(parent_class)->submit_input_buffer(trans, is_discont, input);
+  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED) self->streaming->discont_pending = true;
+  return ret;
+}
+
+/* Serialized events join the output queue behind the frames before them and
+ * return at once; the output task pushes them. CAPS is GstBaseTransform's
+ * (set_caps lets the frames before it leave first); a SEGMENT is also kept
+ * for QoS, as GstBaseTransform keeps it. A flush drops what is queued. An
+ * EOS that finds the output stopped posts the flow error that upstream never
+ * got from a push (it reports the ones it got itself). */
 static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
 
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START:
-      s.frames.set_flushing(TRUE); /* wakes both threads */
+      s.output.set_flushing(TRUE); /* wakes both threads */
       break;
     case GST_EVENT_FLUSH_STOP: {
       gst_cuda_gray_stop_output(self, GST_FLOW_FLUSHING);
-      s.frames.reset();
+      s.output.reset();
+      s.discont_pending = true;
+      GST_OBJECT_LOCK(self);
+      gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
+      self->position_out = GST_CLOCK_TIME_NONE;
+      GST_OBJECT_UNLOCK(self);
       const gboolean ret = GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
       gst_cuda_gray_start_output(self);
       return ret;
     }
-    default:
-      if (!GST_EVENT_IS_SERIALIZED(event)) break;
-      const GstFlowReturn drained = s.frames.drain();
-      if (drained == GST_FLOW_OK) break;
-      GST_DEBUG_OBJECT(self, "%s: the frames before it could not leave (%s)",
-                       GST_EVENT_TYPE_NAME(event), gst_flow_get_name(drained));
-      gst_cuda_gray_stop_output(self, drained);
-      if (drained == GST_FLOW_FLUSHING) {
-        gst_event_unref(event);
-        return FALSE;
-      }
-      /* upstream reports a flow return it got; one it never got, cudagray */
-      if (GST_EVENT_TYPE(event) == GST_EVENT_EOS &&
-          (drained == GST_FLOW_NOT_LINKED || drained == GST_FLOW_NOT_NEGOTIATED) &&
-          !s.frames.upstream_told())
-        GST_ELEMENT_FLOW_ERROR(self, drained);
+    case GST_EVENT_CAPS:
       break;
+    default: {
+      if (!GST_EVENT_IS_SERIALIZED(event)) break;
+      const GstEventType type = GST_EVENT_TYPE(event);
+      if (type == GST_EVENT_SEGMENT) {
+        gst_event_copy_segment(event, &trans->segment);
+        trans->have_segment = TRUE;
+      }
+      if (type == GST_EVENT_GAP) s.discont_pending = true;
+      const GstFlowReturn stopped = s.output.push(GstCudaGrayOutputItem::serialized(event));
+      if (stopped == GST_FLOW_OK) return TRUE;
+      GST_DEBUG_OBJECT(self, "%s dropped: the output stopped (%s)", gst_event_type_get_name(type),
+                       gst_flow_get_name(stopped));
+      GstFlowReturn unreported;
+      if (type == GST_EVENT_EOS && s.output.take_unreported_failure(&unreported))
+        GST_ELEMENT_FLOW_ERROR(self, unreported);
+      return stopped != GST_FLOW_FLUSHING;
+    }
   }
   return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
 }
@@ -476,7 +542,7 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
                                                        GstStateChange transition) {
   GstCudaGray *self = GST_CUDA_GRAY(element);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
-    self->streaming->frames.set_flushing(TRUE);
+    self->streaming->output.set_flushing(TRUE);
     gst_pad_stop_task(GST_BASE_TRANSFORM_SRC_PAD(self));
   }
   const GstStateChangeReturn ret =
@@ -561,6 +627,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   /* generate_output starts a frame (transform); the output task hands it on */
   trans_class->transform = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform);
   trans_class->generate_output = GST_DEBUG_FUNCPTR(gst_cuda_gray_generate_output);
+  trans_class->submit_input_buffer = GST_DEBUG_FUNCPTR(gst_cuda_gray_submit_input_buffer);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_event);
   trans_class->transform_meta = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_meta);
 
@@ -571,6 +638,8 @@ static void gst_cuda_gray_init(GstCudaGray *self) {
   cudagray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
   self->streaming = new CudaGrayStreaming();
+  gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
+  self->position_out = GST_CLOCK_TIME_NONE;
   self->context = cudagray_context_new(GST_ELEMENT(self));
   gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */

@@ -13,7 +13,7 @@
 #include "cudagray/backend.h"
 #include "cudagraycontext.h"
 #include "cudagrayformats.h"
-#include "cudagrayframequeue.h"
+#include "gstcudagrayoutputqueue.h"
 #include "cudagrayproperties.h"
 
 G_BEGIN_DECLS
@@ -32,7 +32,10 @@ G_END_DECLS
 struct CudaGrayStreaming {
   std::unique_ptr<cudagray::Backend> backend;
   cudagray::BackendNeeds needs;
-  CudaGrayFrameQueue frames;
+  GstCudaGrayOutputQueue output;
+  /* the next frame queued is flagged DISCONT (after a QoS drop, a flush or
+   * a gap); streaming thread only */
+  bool discont_pending = false;
   GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
   /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info;
@@ -58,6 +61,12 @@ struct _GstCudaGray {
   /* whether the backend in use reads / writes CUDA memory; -1 when none is */
   gint reads_device_memory;
   gint writes_device_memory;
+
+  /* What the output task last pushed, for the POSITION query: the segment
+   * it pushed last and the end of the last buffer (guarded by the object
+   * lock). */
+  GstSegment out_segment;
+  GstClockTime position_out;
 
   CudaGrayStreaming *streaming;
   /* the CUDA context every backend call is made in */

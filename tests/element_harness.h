@@ -129,6 +129,15 @@ inline GrayImage gray_of(GstBuffer *buf, int width, int height, int depth = 8) {
   return img;
 }
 
+// Waits until the element has pushed everything it holds: a DRAIN query,
+// which the element answers once the frames and events before it have left
+// (an EOS does not wait: it leaves after them).
+inline void drain_element(Harness &harness) {
+  GstQuery *query = gst_query_new_drain();
+  gst_pad_peer_query(harness.h->srcpad, query);
+  gst_query_unref(query);
+}
+
 // Pushes one frame through the harness and returns what came out (the
 // element pushes it from its output task as soon as it is converted, with
 // no further input).

@@ -308,7 +308,8 @@ GrayResult convert(const std::string &caps, GstBuffer *in, GstVideoFormat out_fo
   GstBuffer *kept = gst_buffer_ref(in);
   GrayResult result;
   gst_harness_push(harness.h, in);
-  gst_harness_push_event(harness.h, gst_event_new_eos());  // waits for the frame to leave
+  drain_element(harness);
+  gst_harness_push_event(harness.h, gst_event_new_eos());
   GstBuffer *out = gst_harness_try_pull(harness.h);
   result.error = harness.pop_message(GST_MESSAGE_ERROR);
   if (out) {

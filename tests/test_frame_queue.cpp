@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "cudagrayframequeue.h"
+#include "gstcudagrayoutputqueue.h"
 #include "element_harness.h"
 
 using namespace cudagray;
@@ -80,37 +80,37 @@ TEST(CudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
 
 // Frames come out in the order they went in; once out and gone, nothing of
 // theirs is held (the output buffer handed over, the input let go).
-TEST(CudaGrayFrameQueue, PopsInOrderAndLetsGo) {
+TEST(OutputQueue, PopsInOrderAndLetsGo) {
   Buffers a, b, c;
-  CudaGrayFrameQueue queue;
+  GstCudaGrayOutputQueue queue;
   for (Buffers *x : {&a, &b, &c}) {
-    queue.push(x->map());
+    queue.push(GstCudaGrayOutputItem(x->map()));
     EXPECT_EQ(refcount(x->in), 2);  // the queue's mapping holds it
   }
-  EXPECT_EQ(queue.size(), 3u);
+  EXPECT_EQ(queue.frames(), 3u);
   size_t held = 3;
   for (Buffers *x : {&a, &b, &c}) {
-    ASSERT_TRUE(queue.wait_for_frame());
-    GstBuffer *out = queue.take_oldest().release_output();
+    ASSERT_TRUE(queue.wait_for_item());
+    GstBuffer *out = queue.take_oldest().frame().release_output();
     EXPECT_EQ(out, x->out);
     EXPECT_EQ(refcount(x->in), 1);
     EXPECT_EQ(refcount(x->out), 2);  // ours and the one handed over
     gst_buffer_unref(out);
-    EXPECT_EQ(queue.size(), held) << "held until pushed";
+    EXPECT_EQ(queue.frames(), held) << "held until pushed";
     queue.pushed(GST_FLOW_OK);
-    EXPECT_EQ(queue.size(), --held);
+    EXPECT_EQ(queue.frames(), --held);
   }
-  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_EQ(queue.frames(), 0u);
   EXPECT_EQ(queue.drain(), GST_FLOW_OK);
 }
 
 // Dropping every frame unmaps and lets go of every buffer.
-TEST(CudaGrayFrameQueue, DiscardAllLetsGoOfEveryBuffer) {
+TEST(OutputQueue, DiscardAllLetsGoOfEveryBuffer) {
   Buffers a, b;
-  CudaGrayFrameQueue queue;
-  queue.push(a.map());
-  queue.push(b.map());
-  EXPECT_EQ(queue.discard_all(), 2u);
+  GstCudaGrayOutputQueue queue;
+  queue.push(GstCudaGrayOutputItem(a.map()));
+  queue.push(GstCudaGrayOutputItem(b.map()));
+  EXPECT_EQ(queue.discard_all(nullptr), 2u);
   for (Buffers *x : {&a, &b}) {
     EXPECT_EQ(refcount(x->in), 1);
     EXPECT_EQ(refcount(x->out), 1);
@@ -118,15 +118,15 @@ TEST(CudaGrayFrameQueue, DiscardAllLetsGoOfEveryBuffer) {
     ASSERT_TRUE(gst_buffer_map(x->out, &map, GST_MAP_WRITE));
     gst_buffer_unmap(x->out, &map);
   }
-  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_EQ(queue.frames(), 0u);
 }
 
 // Upstream waits at the limit until the output task has pushed one.
-TEST(CudaGrayFrameQueue, WaitsForRoomUntilAFrameIsPushed) {
+TEST(OutputQueue, WaitsForRoomUntilAFrameIsPushed) {
   Buffers a, b;
-  CudaGrayFrameQueue queue;
-  queue.push(a.map());
-  queue.push(b.map());
+  GstCudaGrayOutputQueue queue;
+  queue.push(GstCudaGrayOutputItem(a.map()));
+  queue.push(GstCudaGrayOutputItem(b.map()));
   std::atomic<bool> returned{false};
   GstFlowReturn ret = GST_FLOW_ERROR;
   std::thread streaming([&] {
@@ -135,34 +135,34 @@ TEST(CudaGrayFrameQueue, WaitsForRoomUntilAFrameIsPushed) {
   });
   g_usleep(50 * 1000);
   EXPECT_FALSE(returned.load()) << "did not wait at the limit";
-  GstBuffer *out = queue.take_oldest().release_output();
+  GstBuffer *out = queue.take_oldest().frame().release_output();
   g_usleep(50 * 1000);
   EXPECT_FALSE(returned.load()) << "a frame being pushed still counts";
   queue.pushed(GST_FLOW_OK);
   streaming.join();
   EXPECT_EQ(ret, GST_FLOW_OK);
   gst_buffer_unref(out);
-  queue.discard_all();
+  queue.discard_all(nullptr);
 }
 
 // Flushing wakes both threads; a failed push stops the output and is what
 // upstream and a drain are told, until reset.
-TEST(CudaGrayFrameQueue, FlushingAndFailedPushesStopTheWaits) {
+TEST(OutputQueue, FlushingAndFailedPushesStopTheWaits) {
   Buffers a;
-  CudaGrayFrameQueue queue;
-  std::thread output([&] { EXPECT_FALSE(queue.wait_for_frame()); });
+  GstCudaGrayOutputQueue queue;
+  std::thread output([&] { EXPECT_FALSE(queue.wait_for_item()); });
   std::thread streaming([&] { EXPECT_EQ(queue.wait_for_room(0), GST_FLOW_FLUSHING); });
   g_usleep(20 * 1000);
   queue.set_flushing(TRUE);
   output.join();
   streaming.join();
   queue.reset();
-  queue.push(a.map());
-  gst_buffer_unref(queue.take_oldest().release_output());
+  queue.push(GstCudaGrayOutputItem(a.map()));
+  gst_buffer_unref(queue.take_oldest().frame().release_output());
   queue.pushed(GST_FLOW_NOT_LINKED);
   EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_NOT_LINKED);
   EXPECT_EQ(queue.drain(), GST_FLOW_NOT_LINKED);
-  EXPECT_FALSE(queue.wait_for_frame());
+  EXPECT_FALSE(queue.wait_for_item());
   queue.reset();
   EXPECT_EQ(queue.drain(), GST_FLOW_OK);
 }

@@ -44,16 +44,10 @@ PixelLayout layout_named(const std::string &name) {
   return PixelLayout::RGB;
 }
 
-// A serialized event that carries no data: the element pushes every frame in
-// flight before it (the CUDA backend holds up to max-inflight).
-void drain(Harness &harness) {
-  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_gap(0, GST_CLOCK_TIME_NONE)));
-}
-
 // Pushes one frame, drains, and returns what came out.
 GrayImage convert_drained(Harness &harness, const TestFrame &f) {
   EXPECT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_OK);
-  drain(harness);
+  drain_element(harness);
   GstBuffer *out = gst_harness_try_pull(harness.h);
   if (!out) {
     ADD_FAILURE() << "no output buffer; errors:"
@@ -89,6 +83,7 @@ void expect_frames(Harness &harness, const std::vector<TestFrame> &frames, size_
 // Ends the stream: every frame still due comes out, and the element posted
 // no error or warning on the way.
 void end_cleanly(Harness &harness, const std::vector<TestFrame> &frames, size_t *next) {
+  drain_element(harness);
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   expect_frames(harness, frames, next);
   EXPECT_EQ(*next, frames.size());
@@ -341,12 +336,12 @@ TEST_P(ByBackend, BuffersThatDoNotHoldTheFrameAreErrors) {
     EXPECT_NE(errors[0].debug.find("upstream sent a buffer that does not match the caps"),
               std::string::npos)
         << errors[0].debug;
-    drain(harness);
+    drain_element(harness);
     expect_frames(harness, good, &next);
     EXPECT_EQ(next, 2u) << "good frames in flight were lost";
     good.push_back(random_frame(PixelLayout::RGBP, 64, 48));
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(good.back()), 3)), GST_FLOW_OK);
-    drain(harness);
+    drain_element(harness);
     expect_frames(harness, good, &next);
     EXPECT_EQ(next, 3u) << "the element did not go on after the bad buffer";
   }
@@ -504,6 +499,7 @@ TEST_P(ByBackend, InvalidWeightsInEveryStateWarnAndChangeNothing) {
     expect_bad_weights_refused(harness.element(), harness.bus);
     expect_frames(harness, frames, &next, bt709);
   }
+  drain_element(harness);
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   expect_frames(harness, frames, &next, bt709);
   EXPECT_EQ(next, frames.size());
@@ -623,6 +619,7 @@ TEST_P(ByBackend, ReadyOnlyPropertiesSetWhilePlayingApplyAtTheNextStart) {
     frames.push_back(random_frame(PixelLayout::RGB, 64, 48));
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(frames.back()), i)), GST_FLOW_OK);
   }
+  drain_element(harness);
   ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_eos()));
   expect_frames(harness, frames, &next);
   EXPECT_EQ(next, frames.size());

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The element's output queue: frames being converted, buffers ready as they
+ * are (passthrough) and serialized events, in arrival order, between the
+ * streaming thread, which queues them, and the output task, the one thread
+ * that pushes on the source pad. It owns what it holds, and carries the
+ * back-pressure and the flow returns between the two threads. */
+#pragma once
+
+#include <gst/gst.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "cudagrayframe.h"
+
+/* One item of the output: exactly one of a frame being converted (mapped), a
+ * buffer ready to push, or a serialized event. Moves, never copies. */
+class GstCudaGrayOutputItem {
+ public:
+  GstCudaGrayOutputItem() = default;
+  explicit GstCudaGrayOutputItem(CudaGrayFrame &&frame) : frame_(std::move(frame)), converting_(true) {}
+  static GstCudaGrayOutputItem ready(GstBuffer *buffer);
+  static GstCudaGrayOutputItem serialized(GstEvent *event);
+  GstCudaGrayOutputItem(GstCudaGrayOutputItem &&other) noexcept;
+  GstCudaGrayOutputItem &operator=(GstCudaGrayOutputItem &&other) noexcept;
+  GstCudaGrayOutputItem(const GstCudaGrayOutputItem &) = delete;
+  GstCudaGrayOutputItem &operator=(const GstCudaGrayOutputItem &) = delete;
+  ~GstCudaGrayOutputItem();
+
+  bool converting() const { return converting_; }
+  bool is_event() const { return event_ != NULL; }
+  /* a frame or a buffer: what max-inflight counts */
+  bool is_frame() const { return converting_ || buffer_ != NULL; }
+  CudaGrayFrame &frame() { return frame_; }
+  /* Transfer full; NULL when the item is not one. */
+  GstBuffer *take_buffer();
+  GstEvent *take_event();
+  const GstEvent *event() const { return event_; }
+
+ private:
+  void clear();
+
+  CudaGrayFrame frame_;
+  bool converting_ = false;
+  GstBuffer *buffer_ = NULL;
+  GstEvent *event_ = NULL;
+};
+
+class GstCudaGrayOutputQueue {
+ public:
+  GstCudaGrayOutputQueue() = default;
+  GstCudaGrayOutputQueue(const GstCudaGrayOutputQueue &) = delete;
+  GstCudaGrayOutputQueue &operator=(const GstCudaGrayOutputQueue &) = delete;
+
+  /* Streaming thread. Blocks while limit frames are held (queued, or being
+   * pushed; events do not count); then GST_FLOW_OK, or what stopped the
+   * output: FLUSHING while flushing, else the flow return of the push that
+   * failed. */
+  GstFlowReturn wait_for_room(guint limit);
+  /* Queues an item; it goes out after everything queued before it. An
+   * event is dropped instead when the output has stopped, and the return
+   * says why (else GST_FLOW_OK). */
+  GstFlowReturn push(GstCudaGrayOutputItem &&item);
+  /* Blocks until everything queued has been pushed; the same returns as
+   * wait_for_room (not OK: items may be left, see discard_all). */
+  GstFlowReturn drain();
+
+  /* Output task. Blocks until an item is queued: TRUE, or FALSE when
+   * flushing or when a push failed (the task then pauses). */
+  gboolean wait_for_item();
+  /* Hands over the oldest item; a frame still counts as held until pushed ()
+   * says how its push went. */
+  GstCudaGrayOutputItem take_oldest();
+  void pushed(GstFlowReturn ret);
+
+  /* Either thread: TRUE once, for the thread that must post the error of a
+   * failed push (NOT_LINKED or NOT_NEGOTIATED, in *ret) that upstream never
+   * got from wait_for_room: the output stopped and an EOS came, so no
+   * further buffer will carry it upstream. */
+  gboolean take_unreported_failure(GstFlowReturn *ret);
+
+  /* Any thread. Flushing wakes and fails every wait until cleared. */
+  void set_flushing(gboolean flushing);
+  /* Stops the output with ret (FLUSHING: as set_flushing), as a failed push
+   * does. */
+  void stop(GstFlowReturn ret);
+  /* Drops everything held; the output task must be paused. Sticky events
+   * other than SEGMENT and EOS are stored on keep_sticky_on (when not NULL),
+   * which sends them before its next buffer, so that a flush loses no stream
+   * start, caps or tags. Returns how many frames there were. */
+  gsize discard_all(GstPad *keep_sticky_on);
+  /* Back to a fresh start: nothing held, output flow OK, not flushing. */
+  void reset();
+  /* Frames held (queued or being pushed). */
+  gsize frames();
+
+ private:
+  GstFlowReturn stopped_flow() const;
+
+  std::mutex lock_;
+  std::condition_variable changed_;
+  std::deque<GstCudaGrayOutputItem> items_;
+  gsize frames_held_ = 0; /* frames among items_, plus the one being pushed */
+  bool pushing_ = false;
+  bool pushing_frame_ = false;
+  bool flushing_ = false;
+  GstFlowReturn output_flow_ = GST_FLOW_OK;
+  bool upstream_told_ = false;
+  bool eos_queued_ = false;
+  bool failure_reported_ = false;
+};
