@@ -200,6 +200,7 @@ struct Gate {
 // reaches downstream right after the frames that came before it.
 TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
   Harness harness({"backend=" + backend(), "max-inflight=" + std::to_string(max_inflight())});
+  gst_harness_set_live(harness.h, FALSE);  // max-inflight=0: 4 on CUDA, not 1
   harness.set_caps(caps_string("BGRx", kWidth, kHeight));
   GstPad *src = gst_element_get_static_pad(harness.element(), "src");
   PadLog log;
@@ -209,18 +210,21 @@ TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
   // CUDA for a non-live source), at most 1 on the CPU and 16 on CUDA
   const bool cuda = backend() == "cuda";
   const int before = max_inflight() == 0 ? (cuda ? 4 : 1) : std::min(max_inflight(), cuda ? 16 : 1);
-  for (int i = 0; i < before; ++i)
-    ASSERT_EQ(gst_harness_push(harness.h,
-                               timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), i)),
-              GST_FLOW_OK);
+  std::atomic<int> pushed{0};
   std::atomic<bool> returned{false};
   std::thread streaming([&] {
+    for (int i = 0; i < before; ++i, ++pushed)
+      EXPECT_EQ(gst_harness_push(harness.h, timed(buffer_for(random_frame(PixelLayout::BGRx,
+                                                                            kWidth, kHeight)),
+                                                   i)),
+                GST_FLOW_OK);
     gst_harness_push_event(
         harness.h, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
                                         gst_structure_new_empty("cudagray-test-marker")));
     returned = true;
   });
-  for (int i = 0; i < 200 && !returned; ++i) g_usleep(10 * 1000);
+  for (int i = 0; i < 300 && !returned; ++i) g_usleep(10 * 1000);
+  EXPECT_EQ(pushed.load(), before) << "the element held fewer frames than max-inflight";
   EXPECT_TRUE(returned.load()) << "the event waited for the frames before it";
   gate.open();
   streaming.join();
