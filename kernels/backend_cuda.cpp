@@ -78,17 +78,18 @@ struct Slot {
 // up to max_in_flight at once; pinned host memory is copied by DMA directly,
 // pageable memory through the slot's pinned staging buffers. Frames on the
 // device skip their upload, results on the device their download. Everything lives
-// in the CUDA context current when it is made; the caller makes that context
-// current around every call.
+// in one CUDA context, which each call enters itself (context_).
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() {
+  explicit CudaBackend(CudaContextSwitch context) : context_(std::move(context)) {
+    const InCudaContext in(context_);
     CUDAGRAY_CHECK(cudaGetDevice(&device_));
     const CudaResourceChange change;  // one wait for the context's lock, not one per stream
     upload_stream_ = make_stream();
     for (auto &s : work_streams_) s = make_stream();
   }
   ~CudaBackend() override {
+    const InCudaContext in(context_);
     discard_all();
     const CudaResourceChange change;  // one wait for the context's lock, not one per buffer
     slots_.clear();
@@ -101,6 +102,7 @@ class CudaBackend final : public Backend {
 
   bool configure(PixelLayout layout, int width, int height, int out_depth, int max_in_flight,
                  bool inputs_on_device, bool outputs_on_device, std::string *error) override {
+    const InCudaContext in_context(context_);
     discard_all();
     const CudaResourceChange change;  // one wait for the context's lock, not one per buffer
     slots_.clear();                   // free before allocating, so that large frames fit
@@ -145,6 +147,7 @@ class CudaBackend final : public Backend {
 
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
               std::string *error) override {
+    const InCudaContext in_context(context_);
     if (in.layout != layout_ || in.width != width_ || in.height != height_ ||
         out.depth != out_depth_) {
       *error = "frame does not match the configured format and size";
@@ -252,6 +255,7 @@ class CudaBackend final : public Backend {
   // The slot stays counted (so submit leaves it alone) until its result is
   // out; submit may fill other slots meanwhile.
   bool finish_oldest(std::string *error) override {
+    const InCudaContext in_context(context_);
     Slot *oldest;
     {
       std::lock_guard<std::mutex> hold(lock_);
@@ -269,6 +273,7 @@ class CudaBackend final : public Backend {
   }
 
   void discard_all() override {
+    const InCudaContext in_context(context_);
     cudaStreamSynchronize(upload_stream_.get());
     for (auto &stream : work_streams_) cudaStreamSynchronize(stream.get());
     cudaGetLastError();
@@ -359,6 +364,7 @@ class CudaBackend final : public Backend {
                 height_);
   }
 
+  const CudaContextSwitch context_;  // first made, last gone
   int device_ = -1;
   StreamOwner upload_stream_;
   StreamOwner work_streams_[kStreams];
@@ -379,9 +385,9 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(std::string *error) {
+std::unique_ptr<Backend> make_cuda_backend(std::string *error, CudaContextSwitch context) {
   try {
-    return std::make_unique<CudaBackend>();
+    return std::make_unique<CudaBackend>(std::move(context));
   } catch (const CudaError &e) {
     *error = e.what();
     return nullptr;

@@ -19,17 +19,17 @@ int open_cuda_device(int, std::string *error) {
   return -1;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(std::string *error) {
+std::unique_ptr<Backend> make_cuda_backend(std::string *error, CudaContextSwitch) {
   *error = kNoCuda;
   return nullptr;
 }
 
-void *alloc_pinned(size_t, std::string *error) {
+void *alloc_pinned(size_t, std::string *error, const CudaContextSwitch &) {
   *error = kNoCuda;
   return nullptr;
 }
 
-void free_pinned(void *) {}
+void free_pinned(void *, const CudaContextSwitch &) {}
 
 bool is_pinned(const void *) { return false; }
 

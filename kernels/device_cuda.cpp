@@ -51,8 +51,9 @@ size_t pinned_bytes_held() {
   return ledger.bytes;
 }
 
-void *alloc_pinned(size_t bytes, std::string *error) {
+void *alloc_pinned(size_t bytes, std::string *error, const CudaContextSwitch &context) {
   void *p = nullptr;
+  const InCudaContext in(context);
   try {
     const CudaResourceChange change;
     CUDAGRAY_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
@@ -64,7 +65,10 @@ void *alloc_pinned(size_t bytes, std::string *error) {
   }
 }
 
-void free_pinned(void *memory) { release_pinned(memory); }
+void free_pinned(void *memory, const CudaContextSwitch &context) {
+  const InCudaContext in(context);
+  release_pinned(memory);
+}
 
 bool is_pinned(const void *memory) {
   cudaPointerAttributes attr;

@@ -17,7 +17,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_pinned_debug);
 
 typedef struct {
   GstAllocator parent;
-  GstObject *cuda_context; /* current around alloc and free, or NULL */
+  cudagray::CudaContextSwitch *context; /* entered around alloc and free */
 } GstCudaGrayPinnedAllocator;
 
 typedef struct {
@@ -26,19 +26,16 @@ typedef struct {
 
 G_DEFINE_TYPE(GstCudaGrayPinnedAllocator, gst_cuda_gray_pinned_allocator, GST_TYPE_ALLOCATOR);
 
-/* What a memory's last unref frees, in the context it was allocated in. */
+/* What a memory's last unref frees, in the context it was allocated in
+ * (the switch's copy keeps that context). */
 struct PinnedBlock {
   void *data;
-  GstObject *cuda_context;
+  cudagray::CudaContextSwitch context;
 };
 
 static void free_pinned_block(gpointer user_data) {
   auto *block = static_cast<PinnedBlock *>(user_data);
-  {
-    CudaGrayScope scope(block->cuda_context);
-    cudagray::free_pinned(block->data);
-  }
-  if (block->cuda_context) gst_object_unref(block->cuda_context);
+  cudagray::free_pinned(block->data, block->context);
   delete block;
 }
 
@@ -48,11 +45,7 @@ static GstMemory *gst_cuda_gray_pinned_alloc(GstAllocator *allocator, gsize size
   const gsize align = params->align | 63; /* at least a cache line */
   const gsize maxsize = params->prefix + size + params->padding + align;
   std::string error;
-  guint8 *data;
-  {
-    CudaGrayScope scope(self->cuda_context);
-    data = static_cast<guint8 *>(cudagray::alloc_pinned(maxsize, &error));
-  }
+  auto *data = static_cast<guint8 *>(cudagray::alloc_pinned(maxsize, &error, *self->context));
   if (!data) {
     GST_WARNING("cannot allocate %" G_GSIZE_FORMAT " pinned bytes: %s", maxsize, error.c_str());
     return NULL;
@@ -62,15 +55,14 @@ static GstMemory *gst_cuda_gray_pinned_alloc(GstAllocator *allocator, gsize size
   if (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) memset(data, 0, offset);
   if (params->flags & GST_MEMORY_FLAG_ZERO_PADDED)
     memset(data + offset + size, 0, maxsize - offset - size);
-  auto *block = new PinnedBlock{
-      data, self->cuda_context ? (GstObject *)gst_object_ref(self->cuda_context) : NULL};
+  auto *block = new PinnedBlock{data, *self->context};
   return gst_memory_new_wrapped((GstMemoryFlags)params->flags, data, maxsize, offset, size, block,
                                 free_pinned_block);
 }
 
 static void gst_cuda_gray_pinned_allocator_finalize(GObject *object) {
   auto *self = reinterpret_cast<GstCudaGrayPinnedAllocator *>(object);
-  gst_clear_object(&self->cuda_context);
+  delete self->context;
   G_OBJECT_CLASS(gst_cuda_gray_pinned_allocator_parent_class)->finalize(object);
 }
 
@@ -88,11 +80,11 @@ static void gst_cuda_gray_pinned_allocator_init(GstCudaGrayPinnedAllocator *self
   GST_OBJECT_FLAG_SET(allocator, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
 }
 
-GstAllocator *gst_cuda_gray_pinned_allocator_new(GstObject *cuda_context) {
+GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwitch &context) {
   auto *self = static_cast<GstCudaGrayPinnedAllocator *>(
       g_object_new(gst_cuda_gray_pinned_allocator_get_type(), NULL));
   gst_object_ref_sink(self);
-  self->cuda_context = cuda_context ? (GstObject *)gst_object_ref(cuda_context) : NULL;
+  self->context = new cudagray::CudaContextSwitch(context);
   return GST_ALLOCATOR(self);
 }
 

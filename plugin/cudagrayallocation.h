@@ -5,14 +5,16 @@
 
 #include <gst/gst.h>
 
+#include "cudagray/device.h"
+
 G_BEGIN_DECLS
 
 #define GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME "CudaGrayPinned"
 
-/* A pinned allocator whose memory is allocated and freed with cuda_context
- * current (a GstCudaContext from cudagray_context_object, or NULL: whatever
- * the calling thread has). Transfer full. */
-GstAllocator *gst_cuda_gray_pinned_allocator_new(GstObject *cuda_context);
+/* A pinned allocator whose memory is allocated and freed in the CUDA
+ * context that context enters (cudagray_context_switch; empty: whatever the
+ * calling thread has). Transfer full. */
+GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwitch &context);
 
 /* Adds to an allocation query a video buffer pool of allocator's pinned
  * memory for its caps, with min_buffers, and puts allocator first among its

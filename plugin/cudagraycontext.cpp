@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <climits>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 
@@ -180,19 +181,13 @@ void cudagray_context_close(CudaGrayContext *context) {
   context->device = -1;
 }
 
-GstObject *cudagray_context_object(CudaGrayContext *context) {
-  return GST_OBJECT_CAST(context->cuda);
-}
-
-CudaGrayScope::CudaGrayScope(GstObject *cuda_context) {
-  if (cuda_context && gst_cuda_context_push(GST_CUDA_CONTEXT(cuda_context))) pushed_ = cuda_context;
-}
-
-CudaGrayScope::CudaGrayScope(CudaGrayContext *context)
-    : CudaGrayScope(cudagray_context_object(context)) {}
-
-CudaGrayScope::~CudaGrayScope() {
-  if (pushed_) gst_cuda_context_pop(NULL);
+cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context) {
+  if (!context->cuda) return {};
+  std::shared_ptr<GstCudaContext> cuda(
+      static_cast<GstCudaContext *>(gst_object_ref(context->cuda)),
+      [](GstCudaContext *c) { gst_object_unref(c); });
+  return {[cuda] { return gst_cuda_context_push(cuda.get()) != FALSE; },
+          [] { gst_cuda_context_pop(NULL); }};
 }
 
 gboolean cudagray_context_reads_on_device(CudaGrayContext *context, GstBuffer *buffer,
@@ -575,18 +570,18 @@ gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::st
 
 void cudagray_context_close(CudaGrayContext *context) { context->device = -1; }
 
-GstObject *cudagray_context_object(CudaGrayContext *) { return NULL; }
-
-CudaGrayScope::CudaGrayScope(GstObject *) {}
-
 /* the primary context is current on the thread that opened it: make it so
- * on this one too (cudaSetDevice; no pop needed) */
-CudaGrayScope::CudaGrayScope(CudaGrayContext *context) {
-  std::string ignored;
-  if (context->device >= 0) cudagray::open_cuda_device(context->device, &ignored);
+ * on the calling one too (cudaSetDevice; nothing to undo) */
+cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context) {
+  if (context->device < 0) return {};
+  const gint device = context->device;
+  return {[device] {
+            std::string ignored;
+            cudagray::open_cuda_device(device, &ignored);
+            return false;
+          },
+          nullptr};
 }
-
-CudaGrayScope::~CudaGrayScope() {}
 
 gboolean cudagray_context_reads_on_device(CudaGrayContext *, GstBuffer *, GstMapFlags *flags,
                                           std::string *) {

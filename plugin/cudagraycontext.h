@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "cudagray/device.h"
+
 G_BEGIN_DECLS
 
 /* The caps feature of frames in GPU memory (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY). */
@@ -42,25 +44,11 @@ gboolean cudagray_context_query(CudaGrayContext *context, GstQuery *query);
  * shared. FALSE with why when there is none. */
 gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::string *why);
 void cudagray_context_close(CudaGrayContext *context);
-/* The GstCudaContext when open with gstreamer-cuda-1.0, else NULL
- * (transfer none); what allocations ref to make it current later. */
-GstObject *cudagray_context_object(CudaGrayContext *context);
-
-/* Makes the element's CUDA context current on the calling thread for the
- * scope's lifetime (nothing when it is not open): every backend call is made
- * inside one. */
-class CudaGrayScope {
- public:
-  explicit CudaGrayScope(CudaGrayContext *context);
-  /* a GstCudaContext from cudagray_context_object, or NULL for nothing */
-  explicit CudaGrayScope(GstObject *cuda_context);
-  ~CudaGrayScope();
-  CudaGrayScope(const CudaGrayScope &) = delete;
-  CudaGrayScope &operator=(const CudaGrayScope &) = delete;
-
- private:
-  GstObject *pushed_ = nullptr;
-};
+/* How the backend and the pinned allocator make the open context current
+ * around their work, on any thread: GstCudaContext push and pop (the switch
+ * holds a reference to it), or without gstreamer-cuda-1.0 the device's
+ * primary context made current. Empty when the context is not open. */
+cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context);
 
 /* Whether the kernel can read buffer where it is: CUDA memory of the
  * element's context. CUDA memory of another context on the same device is

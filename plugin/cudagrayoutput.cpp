@@ -20,10 +20,7 @@ void gst_cuda_gray_post_backend_error(GstCudaGray *self, const char *doing,
 
 void gst_cuda_gray_discard_in_flight(GstCudaGray *self) {
   CudaGrayStreaming &s = *self->streaming;
-  if (s.backend) {
-    CudaGrayScope scope(self->context);
-    s.backend->discard_all(); /* the GPU lets go of the buffers first */
-  }
+  if (s.backend) s.backend->discard_all(); /* the GPU lets go of the buffers first */
   const gsize dropped = s.output.discard_all(GST_BASE_TRANSFORM_SRC_PAD(self));
   if (dropped > 0)
     GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
@@ -57,11 +54,7 @@ static void update_stats(GstCudaGray *self) {
 static gboolean finish_oldest(GstCudaGray *self) {
   CudaGrayStreaming &s = *self->streaming;
   std::string error;
-  gboolean converted;
-  {
-    CudaGrayScope scope(self->context);
-    converted = s.backend->finish_oldest(&error);
-  }
+  const gboolean converted = s.backend->finish_oldest(&error);
   if (converted)
     update_stats(self);
   else

@@ -66,10 +66,8 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   std::unique_ptr<cudagray::Backend> backend;
   if (choice != GST_CUDA_GRAY_BACKEND_CPU) {
     std::string reason;
-    if (cudagray_context_open(self->context, device_id, &reason)) {
-      CudaGrayScope scope(self->context);
-      backend = cudagray::make_cuda_backend(&reason);
-    }
+    if (cudagray_context_open(self->context, device_id, &reason))
+      backend = cudagray::make_cuda_backend(&reason, cudagray_context_switch(self->context));
     if (!backend) cudagray_context_close(self->context);
     std::string ignored;
     const bool some_gpu = cudagray::cuda_device_count(&ignored) > 0;
@@ -91,7 +89,7 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   s.needs = backend->needs();
   s.backend = std::move(backend);
   if (s.needs.pinned_host_memory)
-    s.pinned = gst_cuda_gray_pinned_allocator_new(cudagray_context_object(self->context));
+    s.pinned = gst_cuda_gray_pinned_allocator_new(cudagray_context_switch(self->context));
   s.output.reset();
   s.discont_pending = false;
   GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
@@ -110,10 +108,7 @@ static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
   gst_cuda_gray_discard_in_flight(self);
-  {
-    CudaGrayScope scope(self->context); /* its memory lives there */
-    s.backend.reset();
-  }
+  s.backend.reset();
   gst_clear_object(&s.pinned);
   cudagray_context_close(self->context);
   s.cuda_input = s.cuda_output = false;
@@ -273,7 +268,6 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
     return FALSE;
   }
 
-  CudaGrayScope scope(self->context);
   std::string error;
   if (!s.backend->configure(format->layout, in_info.width, in_info.height, s.out_depth,
                             s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
@@ -382,7 +376,6 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
                                              GstBuffer *outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   CudaGrayStreaming &s = *self->streaming;
-  CudaGrayScope scope(self->context);
   std::string mismatch, error;
   GstMapFlags flags;
   const gboolean on_device =

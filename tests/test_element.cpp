@@ -873,7 +873,7 @@ TEST_P(Yuv, GrayIsTheLumaPlane) {
         const int expected =
             limited ? static_cast<int>(std::clamp(std::round((v - 16) * 255.0 / 219.0), 0.0, 255.0))
                     : v;
-        wrong += gray.at(x, y) != expected;
+        wrong += static_cast<int>(gray.at(x, y)) != expected;
       }
     EXPECT_EQ(wrong, 0);
     EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR), "");

@@ -161,8 +161,9 @@ void renegotiate(const std::string &element, const std::vector<std::string> &cap
     ASSERT_TRUE(same_pixels(out[i], cpu_reference(frames[i], kWeightChoices[0], out[i].depth)))
         << "frame " << i << " at depth " << out[i].depth;
   }
-  if (flip && every < kFrames / 2)
+  if (flip && every < kFrames / 2) {
     EXPECT_GT(renegotiator.frames / every, 1) << "caps never changed";
+  }
 }
 
 TEST_P(Output, RenegotiationKeepsEveryFrame) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
 
@@ -89,10 +90,12 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
-// The CUDA backend, working in the CUDA context current on the calling
-// thread (a device's primary context from open_cuda_device, or a context
-// the caller pushed): every later call, from any thread, must be made with
-// that context current. nullptr and why when it cannot be made.
-std::unique_ptr<Backend> make_cuda_backend(std::string *error);
+// The CUDA backend, working in one CUDA context: the one context makes
+// current, which the backend enters around its making and each of its calls
+// on whichever thread; with an empty switch, the one current on the calling
+// thread (a device's primary context from open_cuda_device, or one the
+// caller pushed), which every later call must then have current. nullptr and
+// why when it cannot be made.
+std::unique_ptr<Backend> make_cuda_backend(std::string *error, CudaContextSwitch context = {});
 
 }  // namespace cudagray

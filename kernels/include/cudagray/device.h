@@ -4,9 +4,36 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace cudagray {
+
+// How kernels/ makes the CUDA context it works in current on the calling
+// thread around each piece of its work: enter makes it current and returns
+// whether leave must undo that afterwards. The element hands over
+// GStreamer's shared context this way (push and pop); empty, the context
+// current on the calling thread is used as it is.
+struct CudaContextSwitch {
+  std::function<bool()> enter;
+  std::function<void()> leave;
+};
+
+// The switch entered for a scope's lifetime.
+class InCudaContext {
+ public:
+  explicit InCudaContext(const CudaContextSwitch &context)
+      : context_(context), entered_(context.enter && context.enter()) {}
+  ~InCudaContext() {
+    if (entered_ && context_.leave) context_.leave();
+  }
+  InCudaContext(const InCudaContext &) = delete;
+  InCudaContext &operator=(const InCudaContext &) = delete;
+
+ private:
+  const CudaContextSwitch &context_;
+  bool entered_;
+};
 
 // Number of usable CUDA devices; 0 with a reason when there are none.
 int cuda_device_count(std::string *reason);
@@ -19,10 +46,11 @@ bool cuda_device_exists(int device_id, std::string *error);
 // already open, only makes it current. Returns the device, or -1 and why.
 int open_cuda_device(int device_id, std::string *error);
 
-// Host memory that CUDA can copy from or into by DMA (cudaHostAlloc). Without
-// CUDA, or without a driver, allocation returns nullptr and says why.
-void *alloc_pinned(size_t bytes, std::string *error);
-void free_pinned(void *memory);
+// Host memory that CUDA can copy from or into by DMA (cudaHostAlloc), made
+// and freed in context. Without CUDA, or without a driver, allocation returns
+// nullptr and says why.
+void *alloc_pinned(size_t bytes, std::string *error, const CudaContextSwitch &context = {});
+void free_pinned(void *memory, const CudaContextSwitch &context = {});
 // Whether CUDA can DMA straight from or into this host memory (pinned by
 // cudaHostAlloc or cudaHostRegister, in this process).
 bool is_pinned(const void *memory);
