@@ -3,17 +3,17 @@
  * NVIDIA GPU (or the CPU).
  *
  * The element: start/stop, set_caps, and a frame's way through.
- * The streaming thread maps each input and output buffer (cudagrayframe.cpp)
+ * The streaming thread maps each input and output buffer (gstcudagrayframe.cpp)
  * and starts its conversion (Backend::submit); an output task on the source
- * pad (cudagrayoutput.cpp) waits for the oldest frame's conversion
+ * pad (gstcudagrayoutput.cpp) waits for the oldest frame's conversion
  * (Backend::finish_oldest) and pushes it at once, in order. The frames in flight have one owner
  * (cudagrayframequeue.cpp), which also makes upstream wait while
  * max-inflight are out. Serialized events (EOS, caps, segment, gap) wait
  * until the frames before them have left; flushes and stop drop them. Gray
  * input of the output's format passes through untouched. Formats:
- * cudagrayformats.cpp; properties: cudagrayproperties.cpp; caps:
- * cudagraycaps.cpp; the CUDA context: cudagraycontext.cpp; pinned pools:
- * cudagrayallocation.cpp.
+ * gstcudagrayformats.cpp; properties: gstcudagrayproperties.cpp; caps:
+ * gstcudagraycaps.cpp; the CUDA context: gstcudagraycontext.cpp; pinned pools:
+ * gstcudagrayallocation.cpp.
  *
  * Example:
  *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
@@ -24,10 +24,10 @@
 #include <string>
 
 #include "cudagray/device.h"
-#include "cudagrayallocation.h"
-#include "cudagraycaps.h"
-#include "cudagrayframe.h"
-#include "cudagrayoutput.h"
+#include "gstcudagrayallocation.h"
+#include "gstcudagraycaps.h"
+#include "gstcudagrayframe.h"
+#include "gstcudagrayoutput.h"
 
 GST_DEBUG_CATEGORY(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -39,13 +39,13 @@ GST_ELEMENT_REGISTER_DEFINE(cudagray, "cudagray", GST_RANK_NONE, GST_TYPE_CUDA_G
 static void gst_cuda_gray_set_property(GObject *object, guint prop_id, const GValue *value,
                                        GParamSpec *pspec) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
-  cudagray_properties_set(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
+  gst_cuda_gray_properties_set(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
 static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *value,
                                        GParamSpec *pspec) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
-  cudagray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
+  gst_cuda_gray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
 /* Makes the backend named by the properties. backend=auto falls back to the
@@ -53,7 +53,7 @@ static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *v
  * an error. A CUDA backend is made inside the element's CUDA context. */
 static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
 
   GST_OBJECT_LOCK(self);
   const GstCudaGrayBackend choice = self->props.backend;
@@ -61,14 +61,14 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   self->props.stats = cudagray::TimingStats();
   self->props.stats_in_flight = 0;
   GST_OBJECT_UNLOCK(self);
-  if (!cudagray_properties_check_weights(GST_ELEMENT(self), &self->props)) return FALSE;
+  if (!gst_cuda_gray_properties_check_weights(GST_ELEMENT(self), &self->props)) return FALSE;
 
   std::unique_ptr<cudagray::Backend> backend;
   if (choice != GST_CUDA_GRAY_BACKEND_CPU) {
     std::string reason;
-    if (cudagray_context_open(self->context, device_id, &reason))
-      backend = cudagray::make_cuda_backend(&reason, cudagray_context_switch(self->context));
-    if (!backend) cudagray_context_close(self->context);
+    if (gst_cuda_gray_context_open(self->context, device_id, &reason))
+      backend = cudagray::make_cuda_backend(&reason, gst_cuda_gray_context_switch(self->context));
+    if (!backend) gst_cuda_gray_context_close(self->context);
     std::string ignored;
     const bool some_gpu = cudagray::cuda_device_count(&ignored) > 0;
     if (!backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA || (device_id >= 0 && some_gpu))) {
@@ -89,7 +89,7 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   s.needs = backend->needs();
   s.backend = std::move(backend);
   if (s.needs.pinned_host_memory)
-    s.pinned = gst_cuda_gray_pinned_allocator_new(cudagray_context_switch(self->context));
+    s.pinned = gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(self->context));
   s.output.reset();
   s.discont_pending = false;
   GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
@@ -106,11 +106,11 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
 
 static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   gst_cuda_gray_discard_in_flight(self);
   s.backend.reset();
   gst_clear_object(&s.pinned);
-  cudagray_context_close(self->context);
+  gst_cuda_gray_context_close(self->context);
   s.cuda_input = s.cuda_output = false;
   s.configure_error.clear();
   s.warned_weights_unused = false;
@@ -134,7 +134,7 @@ static GstCaps *gst_cuda_gray_transform_caps(GstBaseTransform *trans, GstPadDire
   const gboolean cuda_output =
       self->writes_device_memory >= 0 ? self->writes_device_memory : may_be_cuda;
   GST_OBJECT_UNLOCK(self);
-  GstCaps *result = cudagray_transform_caps(direction, caps, filter, cuda_input, cuda_output);
+  GstCaps *result = gst_cuda_gray_caps_transform(direction, caps, filter, cuda_input, cuda_output);
   GST_DEBUG_OBJECT(trans, "%s caps %" GST_PTR_FORMAT " → %" GST_PTR_FORMAT,
                    direction == GST_PAD_SINK ? "sink" : "src", caps, result);
   return result;
@@ -167,7 +167,7 @@ static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection dir
                                     GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   /* neighbours asking for a CUDA context get ours, so that one is shared */
-  if (cudagray_context_query(self->context, query)) return TRUE;
+  if (gst_cuda_gray_context_query(self->context, query)) return TRUE;
   if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query) &&
       self->streaming->output.drain() == GST_FLOW_FLUSHING)
     return FALSE;
@@ -206,16 +206,16 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
  * backend then frees nothing a frame still holds. */
 static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   GstVideoInfo in_info, out_info;
-  const CudaGrayFormat *format;
+  const GstCudaGrayFormat *format;
 
   const GstFlowReturn drained = s.output.drain();
   if (drained == GST_FLOW_FLUSHING) return FALSE;
   if (drained != GST_FLOW_OK) /* the output stopped: what it held goes */
     gst_cuda_gray_stop_output(self, drained);
 
-  if (!cudagray_input_from_caps(incaps, &in_info, &format) ||
+  if (!gst_cuda_gray_input_from_caps(incaps, &in_info, &format) ||
       !gst_video_info_from_caps(&out_info, outcaps)) {
     GST_ERROR_OBJECT(self, "invalid caps %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT, incaps, outcaps);
     return FALSE;
@@ -223,7 +223,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   s.in_info = in_info;
   s.format = format;
   s.out_depth = GST_VIDEO_INFO_FORMAT(&out_info) == GST_VIDEO_FORMAT_GRAY16_LE ? 16 : 8;
-  s.limited_range = format->kind == CUDAGRAY_KIND_CONVERTED &&
+  s.limited_range = format->kind == GST_CUDA_GRAY_KIND_CONVERTED &&
                     cudagray::layout_info(format->layout).family == cudagray::LayoutFamily::Luma &&
                     in_info.colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255;
 
@@ -245,7 +245,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
           : 0;
   GST_OBJECT_UNLOCK(self);
 
-  s.cuda_output = cudagray_caps_in_cuda_memory(outcaps);
+  s.cuda_output = gst_cuda_gray_caps_in_cuda_memory(outcaps);
   if (passthrough && s.cuda_output) {
     GST_ERROR_OBJECT(self, "%s passes through in system memory only", format->name);
     return FALSE;
@@ -254,7 +254,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
     GST_INFO_OBJECT(self, "%s input: passthrough", format->name);
     return TRUE;
   }
-  s.cuda_input = cudagray_caps_in_cuda_memory(incaps);
+  s.cuda_input = gst_cuda_gray_caps_in_cuda_memory(incaps);
   if (s.cuda_input && !s.needs.reads_device_memory) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("CUDA memory input needs the CUDA backend"),
                       ("backend=cpu cannot read memory:CUDAMemory; add cudadownload before "
@@ -305,17 +305,17 @@ static gboolean gst_cuda_gray_transform_size(GstBaseTransform *trans, GstPadDire
 static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
                                                  GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   if (gst_base_transform_is_passthrough(trans)) /* downstream answers */
     return GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
   if (gst_query_get_n_allocation_pools(query) > 0) return TRUE;
   GstCaps *caps;
   gst_query_parse_allocation(query, &caps, NULL);
-  if (caps && cudagray_caps_in_cuda_memory(caps))
-    cudagray_context_add_cuda_pool(self->context, query, caps, s.max_in_flight + 1);
+  if (caps && gst_cuda_gray_caps_in_cuda_memory(caps))
+    gst_cuda_gray_context_add_cuda_pool(self->context, query, caps, s.max_in_flight + 1);
   else if (s.pinned)
-    cudagray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
+    gst_cuda_gray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
   return TRUE;
 }
 
@@ -325,10 +325,10 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
  * from ours: the kernel writes into them. */
 static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   std::string why;
   if (s.cuda_output &&
-      !cudagray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
+      !gst_cuda_gray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
                       ("Could not set up gray output in CUDA memory: %s", why.c_str()),
                       ("free GPU memory, or ask for gray video/x-raw in system "
@@ -336,7 +336,7 @@ static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuer
     return FALSE;
   }
   if (!s.cuda_output && s.pinned && gst_query_get_n_allocation_pools(query) == 0)
-    cudagray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
+    gst_cuda_gray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
   return GST_BASE_TRANSFORM_CLASS(parent_class)->decide_allocation(trans, query);
 }
 
@@ -353,7 +353,7 @@ static GstFlowReturn refuse_input(GstCudaGray *self, const std::string &why) {
 /* Luma's gray is the luma itself: weights chosen away from the default
  * would silently change nothing, so say so, once per run. */
 static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &weights) {
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   const cudagray::Weights standard = cudagray::standard_weights(cudagray::Matrix::BT601);
   if (cudagray::layout_info(s.format->layout).family != cudagray::LayoutFamily::Luma ||
       s.warned_weights_unused ||
@@ -375,18 +375,18 @@ static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &w
 static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer *inbuf,
                                              GstBuffer *outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   std::string mismatch, error;
   GstMapFlags flags;
   const gboolean on_device =
-      cudagray_context_reads_on_device(self->context, inbuf, &flags, &mismatch);
+      gst_cuda_gray_context_reads_on_device(self->context, inbuf, &flags, &mismatch);
   if (!mismatch.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", mismatch.c_str()),
                       ("unset cuda-device-id, or put upstream's CUDA elements on the same "
                        "device"));
     return GST_FLOW_ERROR;
   }
-  CudaGrayFrame frame;
+  GstCudaGrayFrame frame;
   if (!frame.map_input(inbuf, &s.in_info, s.format->layout, flags, &error))
     return refuse_input(self, error);
   if (s.discont_pending) { /* outbuf is ours alone, from the pool */
@@ -395,7 +395,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   }
   GstMapFlags out_flags;
   const gboolean out_on_device =
-      cudagray_context_writes_on_device(self->context, outbuf, &out_flags);
+      gst_cuda_gray_context_writes_on_device(self->context, outbuf, &out_flags);
   if (out_on_device != (gboolean)s.cuda_output ||
       !frame.map_output(outbuf, s.in_info.width, s.in_info.height, s.out_depth, out_flags,
                         out_on_device)) {
@@ -410,12 +410,12 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   in.limited_range = s.limited_range;
   /* 1.24+: the producer may still be writing on its stream; the kernel waits
    * for it on the GPU, and inbuf stays mapped until the frame is done */
-  if (on_device) in.producer_stream = cudagray_pending_writer_stream(inbuf);
+  if (on_device) in.producer_stream = gst_cuda_gray_pending_writer_stream(inbuf);
   /* 1.24+: the output memory's stream waits for the kernel on the GPU */
-  if (out_on_device) frame.output().consumer_stream = cudagray_output_stream(outbuf);
+  if (out_on_device) frame.output().consumer_stream = gst_cuda_gray_output_stream(outbuf);
 
   GST_OBJECT_LOCK(self);
-  const cudagray::Weights weights = cudagray_properties_weights(&self->props);
+  const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
   GST_OBJECT_UNLOCK(self);
   warn_if_weights_unused(self, weights);
   if (!s.backend->submit(in, frame.output(), weights, &error)) {
@@ -433,7 +433,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
  * output task pushes it. */
 static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   *outbuf = NULL;
   GstBuffer *inbuf = trans->queued_buf;
   if (!inbuf) return GST_FLOW_OK;
@@ -441,7 +441,7 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   const gboolean passthrough = gst_base_transform_is_passthrough(trans);
   std::string error;
   /* gray leaves untouched, but only if it holds the frame */
-  if (passthrough && !cudagray_frame_check(inbuf, &s.in_info, s.format->layout, &error)) {
+  if (passthrough && !gst_cuda_gray_frame_check(inbuf, &s.in_info, s.format->layout, &error)) {
     gst_buffer_unref(inbuf);
     return refuse_input(self, error);
   }
@@ -489,7 +489,7 @@ static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans,
  * got from a push (it reports the ones it got itself). */
 static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
 
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START:
@@ -567,15 +567,15 @@ static void gst_cuda_gray_set_context(GstElement *element, GstContext *context) 
   GST_OBJECT_LOCK(self);
   const gint device_id = self->props.cuda_device_id;
   GST_OBJECT_UNLOCK(self);
-  cudagray_context_set(self->context, context, device_id);
+  gst_cuda_gray_context_set(self->context, context, device_id);
   GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
 }
 
 static void gst_cuda_gray_finalize(GObject *object) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
   delete self->streaming;
-  cudagray_properties_clear(&self->props);
-  cudagray_context_free(self->context);
+  gst_cuda_gray_properties_clear(&self->props);
+  gst_cuda_gray_context_free(self->context);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -588,10 +588,10 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   gobject_class->get_property = gst_cuda_gray_get_property;
   gobject_class->finalize = gst_cuda_gray_finalize;
 
-  cudagray_properties_install(gobject_class);
+  gst_cuda_gray_properties_install(gobject_class);
 
   std::string cuda_off;
-  GstCaps *sink_caps = cudagray_sink_template_caps(&cuda_off);
+  GstCaps *sink_caps = gst_cuda_gray_sink_template_caps(&cuda_off);
   std::string description =
       "Converts RGB-family and Bayer video to GRAY8 or GRAY16 on an NVIDIA GPU, or on the "
       "CPU; YUV video gives its luma";
@@ -599,7 +599,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, sink_caps));
   gst_caps_unref(sink_caps);
-  GstCaps *src_caps = cudagray_src_template_caps();
+  GstCaps *src_caps = gst_cuda_gray_src_template_caps();
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps));
   gst_caps_unref(src_caps);
@@ -628,12 +628,12 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
 }
 
 static void gst_cuda_gray_init(GstCudaGray *self) {
-  cudagray_properties_init(&self->props);
+  gst_cuda_gray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
-  self->streaming = new CudaGrayStreaming();
+  self->streaming = new GstCudaGrayStreaming();
   gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
   self->position_out = GST_CLOCK_TIME_NONE;
-  self->context = cudagray_context_new(GST_ELEMENT(self));
+  self->context = gst_cuda_gray_context_new(GST_ELEMENT(self));
   gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The cudagray element's type and instance, shared by gstcudagray.cpp and
- * its output task (cudagrayoutput.cpp). */
+ * its output task (gstcudagrayoutput.cpp). */
 #pragma once
 
 #include <gst/base/gstbasetransform.h>
@@ -11,10 +11,10 @@
 #include <string>
 
 #include "cudagray/backend.h"
-#include "cudagraycontext.h"
-#include "cudagrayformats.h"
+#include "gstcudagraycontext.h"
+#include "gstcudagrayformats.h"
 #include "gstcudagrayoutputqueue.h"
-#include "cudagrayproperties.h"
+#include "gstcudagrayproperties.h"
 
 G_BEGIN_DECLS
 
@@ -29,7 +29,7 @@ G_END_DECLS
 
 /* Everything the streaming thread and the output task share; set up at
  * start and in set_caps, while the output task is idle. */
-struct CudaGrayStreaming {
+struct GstCudaGrayStreaming {
   std::unique_ptr<cudagray::Backend> backend;
   cudagray::BackendNeeds needs;
   GstCudaGrayOutputQueue output;
@@ -39,7 +39,7 @@ struct CudaGrayStreaming {
   GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
   /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info;
-  const CudaGrayFormat *format = NULL;
+  const GstCudaGrayFormat *format = NULL;
   bool limited_range = false; /* luma codes to expand to full range */
   int out_depth = 8;          /* 8: GRAY8 out, 16: GRAY16_LE */
   int max_in_flight = 1;      /* max-inflight with auto resolved */
@@ -56,7 +56,7 @@ struct _GstCudaGray {
   GstBaseTransform parent;
 
   /* Properties and what other threads read, guarded by the object lock. */
-  CudaGrayProperties props;
+  GstCudaGrayProperties props;
   GstClockTime added_latency;
   /* whether the backend in use reads / writes CUDA memory; -1 when none is */
   gint reads_device_memory;
@@ -68,7 +68,7 @@ struct _GstCudaGray {
   GstSegment out_segment;
   GstClockTime position_out;
 
-  CudaGrayStreaming *streaming;
+  GstCudaGrayStreaming *streaming;
   /* the CUDA context every backend call is made in */
-  CudaGrayContext *context;
+  GstCudaGrayContext *context;
 };

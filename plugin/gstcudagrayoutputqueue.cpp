@@ -35,7 +35,7 @@ GstCudaGrayOutputItem &GstCudaGrayOutputItem::operator=(GstCudaGrayOutputItem &&
 GstCudaGrayOutputItem::~GstCudaGrayOutputItem() { clear(); }
 
 void GstCudaGrayOutputItem::clear() {
-  frame_ = CudaGrayFrame();
+  frame_ = GstCudaGrayFrame();
   converting_ = false;
   gst_clear_buffer(&buffer_);
   gst_clear_event(&event_);

@@ -12,14 +12,14 @@
 #include <deque>
 #include <mutex>
 
-#include "cudagrayframe.h"
+#include "gstcudagrayframe.h"
 
 /* One item of the output: exactly one of a frame being converted (mapped), a
  * buffer ready to push, or a serialized event. Moves, never copies. */
 class GstCudaGrayOutputItem {
  public:
   GstCudaGrayOutputItem() = default;
-  explicit GstCudaGrayOutputItem(CudaGrayFrame &&frame) : frame_(std::move(frame)), converting_(true) {}
+  explicit GstCudaGrayOutputItem(GstCudaGrayFrame &&frame) : frame_(std::move(frame)), converting_(true) {}
   static GstCudaGrayOutputItem ready(GstBuffer *buffer);
   static GstCudaGrayOutputItem serialized(GstEvent *event);
   GstCudaGrayOutputItem(GstCudaGrayOutputItem &&other) noexcept;
@@ -32,7 +32,7 @@ class GstCudaGrayOutputItem {
   bool is_event() const { return event_ != NULL; }
   /* a frame or a buffer: what max-inflight counts */
   bool is_frame() const { return converting_ || buffer_ != NULL; }
-  CudaGrayFrame &frame() { return frame_; }
+  GstCudaGrayFrame &frame() { return frame_; }
   /* Transfer full; NULL when the item is not one. */
   GstBuffer *take_buffer();
   GstEvent *take_event();
@@ -41,7 +41,7 @@ class GstCudaGrayOutputItem {
  private:
   void clear();
 
-  CudaGrayFrame frame_;
+  GstCudaGrayFrame frame_;
   bool converting_ = false;
   GstBuffer *buffer_ = NULL;
   GstEvent *event_ = NULL;

@@ -20,7 +20,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "cudagrayformats.h"
+#include "gstcudagrayformats.h"
 #include "element_harness.h"
 #include "slow_writer.h"
 
@@ -199,7 +199,7 @@ TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
   SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
   guint n = 0;
-  const CudaGrayFormat *table = cudagray_formats(&n);
+  const GstCudaGrayFormat *table = gst_cuda_gray_formats(&n);
   int formats_tested = 0;
   for (guint row = 0; row < n; ++row) {
     if (!table[row].cuda_memory) continue;

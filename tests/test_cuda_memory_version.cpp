@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Version safety of CUDA memory: the plugin offers memory:CUDAMemory only
 // when the running libgstcuda is the minor version it was built against.
-#include "cudagraycontext.h"
+#include "gstcudagraycontext.h"
 #include "element_harness.h"
 
 TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);
   EXPECT_EQ(
-      cudagray_gst_cuda_minor_from_library("/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"),
+      gst_cuda_gray_gst_cuda_minor_from_library("/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"),
       22);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/opt/gst/lib/libgstcuda-1.0.so.0.2405.0"), 24);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2800"), 28);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0"), -1);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("/lib/libgstcuda-1.0.so.0.x.0"), -1);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library("libgstgl-1.0.so.0.2602.0"), -1);
-  EXPECT_EQ(cudagray_gst_cuda_minor_from_library(nullptr), -1);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("/opt/gst/lib/libgstcuda-1.0.so.0.2405.0"), 24);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2800"), 28);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0"), -1);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("/lib/libgstcuda-1.0.so.0.x.0"), -1);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstgl-1.0.so.0.2602.0"), -1);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library(nullptr), -1);
 }
 
 // Built and run against one GStreamer here: the sink template lists CUDA
@@ -22,7 +22,7 @@ TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
 // description says why when it does not.
 TEST(CudaMemoryVersion, TemplatesListCudaMemoryWhenUsable) {
   std::string why;
-  const bool usable = cudagray_cuda_memory_usable(&why);
+  const bool usable = gst_cuda_gray_cuda_memory_usable(&why);
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   EXPECT_TRUE(usable) << why;
 #else

@@ -5,8 +5,8 @@
 #include <memory>
 #include <thread>
 
-#include "cudagrayformats.h"
-#include "cudagrayweights.h"
+#include "gstcudagrayformats.h"
+#include "gstcudagrayweights.h"
 #include "element_harness.h"
 
 using namespace cudagray;
@@ -16,7 +16,7 @@ namespace {
 
 void select_weights(GstElement *element, const WeightChoice &c) {
   if (c.matrix == Matrix::Custom)
-    g_object_set(element, "weights", cudagray_format_weights(c.k).c_str(), nullptr);
+    g_object_set(element, "weights", gst_cuda_gray_format_weights(c.k).c_str(), nullptr);
   else
     gst_util_set_object_arg(G_OBJECT(element), "matrix", c.name.c_str());
 }
@@ -123,13 +123,13 @@ TEST(Caps, AcceptsOnlyTheDocumentedFormatsAndSizes) {
   // every row of the format table, in system memory; in CUDA memory exactly
   // the rows that say so (on a gstreamer-cuda build), never otherwise
   guint n_formats = 0;
-  const CudaGrayFormat *formats = cudagray_formats(&n_formats);
+  const GstCudaGrayFormat *formats = gst_cuda_gray_formats(&n_formats);
   EXPECT_GT(n_formats, 0u);
   for (guint i = 0; i < n_formats; ++i) {
-    const CudaGrayFormat &f = formats[i];
+    const GstCudaGrayFormat &f = formats[i];
     SCOPED_TRACE(f.name);
     const std::string sizes = ",width=64,height=48,framerate=30/1";
-    if (f.kind == CUDAGRAY_KIND_BAYER) {
+    if (f.kind == GST_CUDA_GRAY_KIND_BAYER) {
       EXPECT_TRUE(accepts(std::string("video/x-bayer,format=") + f.name + sizes));
       EXPECT_FALSE(accepts(std::string("video/x-raw,format=") + f.name + sizes));
       EXPECT_FALSE(
@@ -191,10 +191,10 @@ TEST(Caps, UpstreamQuerySeesConvertedFormatsFirst) {
   GstCaps *caps = gst_pad_peer_query_caps(harness.h->srcpad, nullptr);
   ASSERT_GE(gst_caps_get_size(caps), 2u);
   guint n_formats = 0;
-  const CudaGrayFormat *table = cudagray_formats(&n_formats);
+  const GstCudaGrayFormat *table = gst_cuda_gray_formats(&n_formats);
   std::vector<std::string> converted;
   for (guint i = 0; i < n_formats; ++i)
-    if (table[i].kind == CUDAGRAY_KIND_CONVERTED) converted.push_back(table[i].name);
+    if (table[i].kind == GST_CUDA_GRAY_KIND_CONVERTED) converted.push_back(table[i].name);
   const GstStructure *first = gst_caps_get_structure(caps, 0);
   EXPECT_TRUE(gst_structure_has_name(first, "video/x-raw"));
   const GValue *formats = gst_structure_get_value(first, "format");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The one format table (plugin/cudagrayformats.cpp) against what the element
+// The one format table (plugin/gstcudagrayformats.cpp) against what the element
 // offers and what the README says: the pad templates list exactly the
 // table's formats in each memory, and the README's format table lists the
 // same formats with the same memories.
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "cudagrayformats.h"
+#include "gstcudagrayformats.h"
 
 namespace {
 
@@ -49,7 +49,7 @@ Memories template_formats() {
 Memories table_formats(bool cuda_memory_built) {
   Memories found;
   guint n;
-  const CudaGrayFormat *formats = cudagray_formats(&n);
+  const GstCudaGrayFormat *formats = gst_cuda_gray_formats(&n);
   for (guint i = 0; i < n; ++i) {
     found[formats[i].name].insert("system");
     if (formats[i].cuda_memory && cuda_memory_built) found[formats[i].name].insert("CUDA");
@@ -109,7 +109,7 @@ TEST(FormatTable, ReadmeTableListsTheTable) {
   for (auto it = readme.begin(); it != readme.end();) {
     const bool known =
         gst_video_format_from_string(it->first.c_str()) != GST_VIDEO_FORMAT_UNKNOWN ||
-        cudagray_format_for_bayer(it->first.c_str());
+        gst_cuda_gray_format_for_bayer(it->first.c_str());
     it = !known && !table.count(it->first) ? readme.erase(it) : std::next(it);
   }
   EXPECT_EQ(describe(readme), describe(table));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Every input format of the format table (plugin/cudagrayformats.cpp)
+// Every input format of the format table (plugin/gstcudagrayformats.cpp)
 // through the element on the CPU backend, to GRAY8 and to GRAY16_LE:
 // - random frames (padding included) in GStreamer's own layout and with
 //   padded strides, each output pixel against a reference computed here from
@@ -20,7 +20,7 @@
 
 #include <tuple>
 
-#include "cudagrayformats.h"
+#include "gstcudagrayformats.h"
 #include "element_harness.h"
 
 using namespace cudagray;
@@ -360,12 +360,12 @@ std::string size_text(int width, int height) {
   return std::to_string(width) + "x" + std::to_string(height);
 }
 
-std::vector<const CudaGrayFormat *> video_rows() {
+std::vector<const GstCudaGrayFormat *> video_rows() {
   guint n = 0;
-  const CudaGrayFormat *table = cudagray_formats(&n);
-  std::vector<const CudaGrayFormat *> rows;
+  const GstCudaGrayFormat *table = gst_cuda_gray_formats(&n);
+  std::vector<const GstCudaGrayFormat *> rows;
   for (guint i = 0; i < n; ++i)
-    if (table[i].kind != CUDAGRAY_KIND_BAYER) rows.push_back(&table[i]);
+    if (table[i].kind != GST_CUDA_GRAY_KIND_BAYER) rows.push_back(&table[i]);
   return rows;
 }
 
@@ -381,8 +381,8 @@ class EveryFormat : public ::testing::TestWithParam<std::tuple<const char *, con
   void SetUp() override {
     if (backend() == "cuda") SKIP_WITHOUT_GPU();
   }
-  const CudaGrayFormat &row() const {
-    for (const CudaGrayFormat *f : video_rows())
+  const GstCudaGrayFormat &row() const {
+    for (const GstCudaGrayFormat *f : video_rows())
       if (std::strcmp(f->name, std::get<0>(GetParam())) == 0) return *f;
     throw std::runtime_error("no row");
   }
@@ -396,12 +396,12 @@ class EveryFormat : public ::testing::TestWithParam<std::tuple<const char *, con
 // padding alone. 1920x1080 (once, padded, bt709) is big enough for the CPU
 // backend to use a second thread.
 TEST_P(EveryFormat, GrayIsTheFormulaOnEveryPixel) {
-  const CudaGrayFormat &row = this->row();
+  const GstCudaGrayFormat &row = this->row();
   const GstVideoFormatInfo *finfo = gst_video_format_get_info(row.format);
   ASSERT_NE(finfo, nullptr);
   ASSERT_NE(finfo->unpack_func, nullptr);
   const Family family = family_of(finfo);
-  EXPECT_EQ(family == Family::Gray, row.kind == CUDAGRAY_KIND_GRAY)
+  EXPECT_EQ(family == Family::Gray, row.kind == GST_CUDA_GRAY_KIND_GRAY)
       << "GStreamer and the format table class " << row.name << " differently";
   // The CUDA backend's kernels meet the CPU on every layout, size, range and
   // row alignment in test_cuda; here each format's frames through the
@@ -472,7 +472,7 @@ namespace {
 
 std::vector<const char *> video_row_names() {
   std::vector<const char *> names;
-  for (const CudaGrayFormat *f : video_rows()) names.push_back(f->name);
+  for (const GstCudaGrayFormat *f : video_rows()) names.push_back(f->name);
   return names;
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The frames in flight and their one owner: CudaGrayFrame maps a frame's
+// The frames in flight and their one owner: GstCudaGrayFrame maps a frame's
 // input and output buffers (and names what is wrong with a buffer that does
 // not hold its frame); CudaGrayFrameQueue hands frames from the streaming
 // thread to the output task in order, holds upstream back at its limit, and
@@ -29,10 +29,10 @@ struct Buffers {
     gst_buffer_unref(in);
     gst_buffer_unref(out);
   }
-  CudaGrayFrame map() const {
+  GstCudaGrayFrame map() const {
     GstVideoInfo info;
     gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
-    CudaGrayFrame f;
+    GstCudaGrayFrame f;
     std::string why;
     EXPECT_TRUE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why)) << why;
     EXPECT_TRUE(f.map_output(out, kWidth, kHeight, 8, GST_MAP_WRITE, FALSE));
@@ -44,9 +44,9 @@ struct Buffers {
 
 // The kernels see the planes where the video meta puts them, and converting
 // into the mapped output gives the reference.
-TEST(CudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
+TEST(GstCudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
   Buffers b;
-  CudaGrayFrame f = b.map();
+  GstCudaGrayFrame f = b.map();
   EXPECT_EQ(f.input().width, kWidth);
   EXPECT_EQ(f.input().stride[0], b.frame.stride[0]);
   GstMapInfo map;
@@ -60,17 +60,17 @@ TEST(CudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
   EXPECT_TRUE(
       same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(b.frame, kWeightChoices[0])));
   EXPECT_EQ(refcount(b.in), 2) << "the input stays mapped until the frame goes";
-  f = CudaGrayFrame();
+  f = GstCudaGrayFrame();
   EXPECT_EQ(refcount(b.in), 1);
   gst_buffer_unref(out);
 }
 
 // A short buffer: the element's words, and nothing left mapped.
-TEST(CudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
+TEST(GstCudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
   GstBuffer *in = gst_buffer_new_allocate(nullptr, 100, nullptr);
-  CudaGrayFrame f;
+  GstCudaGrayFrame f;
   std::string why;
   EXPECT_FALSE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why));
   EXPECT_EQ(why, "plane 0 (offset 0, stride 100) needs 1699 bytes, the buffer has 100");

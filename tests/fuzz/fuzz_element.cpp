@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "cudagray/convert_cpu.h"
-#include "cudagrayweights.h"
+#include "gstcudagrayweights.h"
 
 #ifdef CUDAGRAY_FUZZ_STATIC
 #include "gstcudagray.h"
@@ -98,7 +98,7 @@ cudagray::Weights weights_in_use(GstElement *e) {
   g_object_get(e, "matrix", &matrix, "weights", &text, nullptr);
   cudagray::Coefficients k{};
   std::string error;
-  const bool parsed = cudagray_parse_weights(text, &k, &error);
+  const bool parsed = gst_cuda_gray_parse_weights(text, &k, &error);
   g_free(text);
   if (matrix == 3) {
     if (!parsed) finding("weights property does not read back as three numbers");

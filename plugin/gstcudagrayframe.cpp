@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The frame bridge: GstBuffer to kernels frame, with the explicit checks that
  * name what is wrong with a buffer that does not hold its frame. */
-#include "cudagrayframe.h"
+#include "gstcudagrayframe.h"
 
 #include <utility>
 
-gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
+gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                               cudagray::PixelLayout layout, std::string *why) {
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   const cudagray::LayoutInfo &layout_desc = cudagray::layout_info(layout);
@@ -55,9 +55,9 @@ gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
   return FALSE;
 }
 
-CudaGrayFrame::CudaGrayFrame(CudaGrayFrame &&other) noexcept { *this = std::move(other); }
+GstCudaGrayFrame::GstCudaGrayFrame(GstCudaGrayFrame &&other) noexcept { *this = std::move(other); }
 
-CudaGrayFrame &CudaGrayFrame::operator=(CudaGrayFrame &&other) noexcept {
+GstCudaGrayFrame &GstCudaGrayFrame::operator=(GstCudaGrayFrame &&other) noexcept {
   if (this != &other) {
     unmap();
     in_ = other.in_;
@@ -70,12 +70,12 @@ CudaGrayFrame &CudaGrayFrame::operator=(CudaGrayFrame &&other) noexcept {
   return *this;
 }
 
-CudaGrayFrame::~CudaGrayFrame() { unmap(); }
+GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }
 
-gboolean CudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
+gboolean GstCudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
                                   cudagray::PixelLayout layout, GstMapFlags flags,
                                   std::string *why) {
-  if (!cudagray_frame_check(buffer, info, layout, why)) return FALSE;
+  if (!gst_cuda_gray_frame_check(buffer, info, layout, why)) return FALSE;
   if (!gst_video_frame_map(&in_, info, buffer, flags)) {
     *why = "it could not be mapped for reading";
     return FALSE;
@@ -90,7 +90,7 @@ gboolean CudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
   return TRUE;
 }
 
-gboolean CudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, int depth,
+gboolean GstCudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, int depth,
                                    GstMapFlags flags, gboolean on_device) {
   GstVideoInfo info;
   gst_video_info_set_format(
@@ -105,7 +105,7 @@ gboolean CudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, i
   return out_mapped_;
 }
 
-GstBuffer *CudaGrayFrame::release_output() {
+GstBuffer *GstCudaGrayFrame::release_output() {
   if (!out_mapped_) return NULL;
   GstBuffer *out = gst_buffer_ref(out_.buffer);
   gst_video_frame_unmap(&out_);
@@ -113,7 +113,7 @@ GstBuffer *CudaGrayFrame::release_output() {
   return out;
 }
 
-void CudaGrayFrame::unmap() {
+void GstCudaGrayFrame::unmap() {
   if (in_mapped_) gst_video_frame_unmap(&in_);
   if (out_mapped_) gst_video_frame_unmap(&out_);
   in_mapped_ = out_mapped_ = false;

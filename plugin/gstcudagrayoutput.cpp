@@ -3,7 +3,7 @@
  * frames (each when its conversion is done), buffers and serialized events
  * from the output queue, in order; it reports the backend's figures to the
  * stats property. */
-#include "cudagrayoutput.h"
+#include "gstcudagrayoutput.h"
 
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
 
@@ -19,7 +19,7 @@ void gst_cuda_gray_post_backend_error(GstCudaGray *self, const char *doing,
 }
 
 void gst_cuda_gray_discard_in_flight(GstCudaGray *self) {
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   if (s.backend) s.backend->discard_all(); /* the GPU lets go of the buffers first */
   const gsize dropped = s.output.discard_all(GST_BASE_TRANSFORM_SRC_PAD(self));
   if (dropped > 0)
@@ -52,7 +52,7 @@ static void update_stats(GstCudaGray *self) {
 
 /* Waits for the oldest frame's conversion; FALSE after posting the error. */
 static gboolean finish_oldest(GstCudaGray *self) {
-  CudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayStreaming &s = *self->streaming;
   std::string error;
   const gboolean converted = s.backend->finish_oldest(&error);
   if (converted)
@@ -78,10 +78,10 @@ static GstFlowReturn push_buffer(GstCudaGray *self, GstBuffer *buffer) {
 /* Pushes a converted frame as soon as its conversion is done, or, when its
  * CUDA memory carries a stream that waits for the conversion (1.24+), as
  * soon as it is queued, flagged so that downstream waits. */
-static GstFlowReturn push_converted(GstCudaGray *self, CudaGrayFrame &frame) {
+static GstFlowReturn push_converted(GstCudaGray *self, GstCudaGrayFrame &frame) {
   if (frame.output().consumer_stream) {
     GstBuffer *outbuf = frame.release_output();
-    cudagray_mark_output_pending(outbuf);
+    gst_cuda_gray_mark_output_pending(outbuf);
     const GstFlowReturn ret = push_buffer(self, outbuf);
     return finish_oldest(self) ? ret : GST_FLOW_ERROR;
   }

@@ -8,24 +8,24 @@
 
 #include <string>
 
-#include "cudagrayformats.h"
+#include "gstcudagrayformats.h"
 
 /* The sink template: system memory formats, and the same in CUDA memory when
- * cudagray_cuda_memory_usable (else *cuda_off says why not). */
-GstCaps *cudagray_sink_template_caps(std::string *cuda_off);
+ * gst_cuda_gray_cuda_memory_usable (else *cuda_off says why not). */
+GstCaps *gst_cuda_gray_sink_template_caps(std::string *cuda_off);
 /* The source template: GRAY8 and GRAY16_LE in system memory, then in CUDA
  * memory under the same condition. */
-GstCaps *cudagray_src_template_caps(void);
+GstCaps *gst_cuda_gray_src_template_caps(void);
 
 /* The caps on the other side of caps (direction: where caps are), filtered;
  * cuda_input: converted formats may come in CUDA memory; cuda_output: their
  * gray may leave in CUDA memory (after system memory, which stays first). */
-GstCaps *cudagray_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
+GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
                                  gboolean cuda_input, gboolean cuda_output);
 
 /* The input frame that fixed caps describe (video/x-raw or video/x-bayer)
  * and its row of the format table; FALSE when cudagray does not take it. */
-gboolean cudagray_input_from_caps(GstCaps *caps, GstVideoInfo *info, const CudaGrayFormat **format);
+gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info, const GstCudaGrayFormat **format);
 
 /* Whether caps (fixed) are in CUDA memory. */
-gboolean cudagray_caps_in_cuda_memory(GstCaps *caps);
+gboolean gst_cuda_gray_caps_in_cuda_memory(GstCaps *caps);

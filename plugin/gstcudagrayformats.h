@@ -12,26 +12,26 @@
 
 /* How a format's frames are treated. */
 typedef enum {
-  CUDAGRAY_KIND_CONVERTED, /* RGB (weights) or YUV (luma) to gray */
-  CUDAGRAY_KIND_GRAY,      /* gray already: kept as it is (range not applied),
+  GST_CUDA_GRAY_KIND_CONVERTED, /* RGB (weights) or YUV (luma) to gray */
+  GST_CUDA_GRAY_KIND_GRAY,      /* gray already: kept as it is (range not applied),
                             * passed through to the same format, else re-scaled */
-  CUDAGRAY_KIND_BAYER,     /* video/x-bayer: demosaicked as bayer2rgb does */
-} CudaGrayFormatKind;
+  GST_CUDA_GRAY_KIND_BAYER,     /* video/x-bayer: demosaicked as bayer2rgb does */
+} GstCudaGrayFormatKind;
 
 typedef struct {
   const char *name;      /* the caps' format string */
   GstVideoFormat format; /* GST_VIDEO_FORMAT_UNKNOWN for Bayer */
   cudagray::PixelLayout layout;
-  CudaGrayFormatKind kind;
+  GstCudaGrayFormatKind kind;
   gboolean cuda_memory; /* also taken in memory:CUDAMemory (GStreamer's CUDA formats) */
-} CudaGrayFormat;
+} GstCudaGrayFormat;
 
 /* The table, in order of preference; *n_formats rows. */
-const CudaGrayFormat *cudagray_formats(guint *n_formats);
+const GstCudaGrayFormat *gst_cuda_gray_formats(guint *n_formats);
 /* The row of a video/x-raw format, or NULL. */
-const CudaGrayFormat *cudagray_format_for_video(GstVideoFormat format);
+const GstCudaGrayFormat *gst_cuda_gray_format_for_video(GstVideoFormat format);
 /* The row of a video/x-bayer format string, or NULL. */
-const CudaGrayFormat *cudagray_format_for_bayer(const gchar *name);
+const GstCudaGrayFormat *gst_cuda_gray_format_for_bayer(const gchar *name);
 
 /* Gray formats that leave the element, GRAY8 (the default) first. */
-#define CUDAGRAY_OUTPUT_FORMATS "GRAY8, GRAY16_LE"
+#define GST_CUDA_GRAY_OUTPUT_FORMATS "GRAY8, GRAY16_LE"

@@ -25,7 +25,7 @@ typedef enum {
 
 /* What the properties hold, and the figures the stats property reports;
  * guarded by the element's object lock. */
-struct CudaGrayProperties {
+struct GstCudaGrayProperties {
   GstCudaGrayBackend backend;
   gint cuda_device_id;
   GstCudaGrayMatrix matrix;
@@ -38,23 +38,23 @@ struct CudaGrayProperties {
   gint stats_device_id;
 };
 
-/* Sets the defaults; cudagray_properties_clear frees what props holds. */
-void cudagray_properties_init(CudaGrayProperties *props);
-void cudagray_properties_clear(CudaGrayProperties *props);
+/* Sets the defaults; gst_cuda_gray_properties_clear frees what props holds. */
+void gst_cuda_gray_properties_init(GstCudaGrayProperties *props);
+void gst_cuda_gray_properties_clear(GstCudaGrayProperties *props);
 
 /* Installs the properties on the element's class and marks their enums as
  * plugin API. */
-void cudagray_properties_install(GObjectClass *klass);
+void gst_cuda_gray_properties_install(GObjectClass *klass);
 
 /* The element's set_property and get_property, over props. */
-void cudagray_properties_set(GstElement *element, CudaGrayProperties *props, guint prop_id,
+void gst_cuda_gray_properties_set(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
                              const GValue *value, GParamSpec *pspec);
-void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, guint prop_id,
+void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
                              GValue *value, GParamSpec *pspec);
 
 /* At start: posts the error for weights text that did not parse and returns
  * FALSE; TRUE when there is none. */
-gboolean cudagray_properties_check_weights(GstElement *element, CudaGrayProperties *props);
+gboolean gst_cuda_gray_properties_check_weights(GstElement *element, GstCudaGrayProperties *props);
 
 /* The Q16 weights for the current matrix; call with the object lock held. */
-cudagray::Weights cudagray_properties_weights(const CudaGrayProperties *props);
+cudagray::Weights gst_cuda_gray_properties_weights(const GstCudaGrayProperties *props);

@@ -2,7 +2,7 @@
 /* The element's CUDA context (a shared GstCudaContext, or a device's primary
  * context without gstreamer-cuda-1.0) and CUDA memory input: every #ifdef on
  * gstreamer-cuda-1.0 and every version check of it is here. */
-#include "cudagraycontext.h"
+#include "gstcudagraycontext.h"
 
 #include <dlfcn.h>
 
@@ -38,7 +38,7 @@ static void ensure_debug_category(void) {
   }
 }
 
-gint cudagray_gst_cuda_minor_from_library(const gchar *path) {
+gint gst_cuda_gray_gst_cuda_minor_from_library(const gchar *path) {
   /* libgstcuda-1.0.so.0.MMmm.0: GStreamer's libtool version encodes
    * minor * 100 + micro */
   static const char prefix[] = "libgstcuda-1.0.so.0.";
@@ -60,7 +60,7 @@ static gint running_gst_cuda_minor(std::string *source) {
   Dl_info info;
   if (dladdr((void *)gst_is_cuda_memory, &info) && info.dli_fname) {
     char *real = realpath(info.dli_fname, NULL);
-    const gint minor = cudagray_gst_cuda_minor_from_library(real);
+    const gint minor = gst_cuda_gray_gst_cuda_minor_from_library(real);
     *source = real ? real : info.dli_fname;
     free(real);
     if (minor >= 0) return minor;
@@ -72,7 +72,7 @@ static gint running_gst_cuda_minor(std::string *source) {
 }
 #endif
 
-gboolean cudagray_cuda_memory_usable(std::string *why) {
+gboolean gst_cuda_gray_cuda_memory_usable(std::string *why) {
 #ifdef CUDAGRAY_HAVE_GST_CUDA
   static gsize decided = 0;
   static std::string *reason;
@@ -105,7 +105,7 @@ gboolean cudagray_cuda_memory_usable(std::string *why) {
 #endif
 }
 
-struct _CudaGrayContext {
+struct _GstCudaGrayContext {
   GstElement *element;
   gint device = -1; /* the device of the open context */
 #ifdef CUDAGRAY_HAVE_GST_CUDA
@@ -117,29 +117,29 @@ struct _CudaGrayContext {
 #endif
 };
 
-CudaGrayContext *cudagray_context_new(GstElement *element) {
+GstCudaGrayContext *gst_cuda_gray_context_new(GstElement *element) {
   ensure_debug_category();
-  CudaGrayContext *context = new CudaGrayContext();
+  GstCudaGrayContext *context = new GstCudaGrayContext();
   context->element = element;
   return context;
 }
 
-void cudagray_context_free(CudaGrayContext *context) {
-  cudagray_context_close(context);
+void gst_cuda_gray_context_free(GstCudaGrayContext *context) {
+  gst_cuda_gray_context_close(context);
   delete context;
 }
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-void cudagray_context_set(CudaGrayContext *context, GstContext *gst_context, gint device_id) {
+void gst_cuda_gray_context_set(GstCudaGrayContext *context, GstContext *gst_context, gint device_id) {
   gst_cuda_handle_set_context(context->element, gst_context, device_id, &context->cuda);
 }
 
-gboolean cudagray_context_query(CudaGrayContext *context, GstQuery *query) {
+gboolean gst_cuda_gray_context_query(GstCudaGrayContext *context, GstQuery *query) {
   return GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT &&
          gst_cuda_handle_context_query(context->element, query, context->cuda);
 }
 
-gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::string *why) {
+gboolean gst_cuda_gray_context_open(GstCudaGrayContext *context, gint device_id, std::string *why) {
   if (!cudagray::cuda_device_exists(device_id, why)) return FALSE;
   if (!gst_cuda_load_library()) {
     *why = "GStreamer could not load the CUDA driver library (libcuda.so.1)";
@@ -170,7 +170,7 @@ gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::st
   return TRUE;
 }
 
-void cudagray_context_close(CudaGrayContext *context) {
+void gst_cuda_gray_context_close(GstCudaGrayContext *context) {
 #if GST_CHECK_VERSION(1, 24, 0)
   {
     const cudagray::CudaResourceChange change;
@@ -181,7 +181,7 @@ void cudagray_context_close(CudaGrayContext *context) {
   context->device = -1;
 }
 
-cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context) {
+cudagray::CudaContextSwitch gst_cuda_gray_context_switch(GstCudaGrayContext *context) {
   if (!context->cuda) return {};
   std::shared_ptr<GstCudaContext> cuda(
       static_cast<GstCudaContext *>(gst_object_ref(context->cuda)),
@@ -190,7 +190,7 @@ cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context) {
           [] { gst_cuda_context_pop(NULL); }};
 }
 
-gboolean cudagray_context_reads_on_device(CudaGrayContext *context, GstBuffer *buffer,
+gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *context, GstBuffer *buffer,
                                           GstMapFlags *flags, std::string *mismatch) {
   *flags = GST_MAP_READ;
   if (!context->cuda || gst_buffer_n_memory(buffer) == 0) return FALSE;
@@ -226,7 +226,7 @@ static gboolean add_configured_pool(GstQuery *query, GstBufferPool *pool, GstStr
   return TRUE;
 }
 
-gpointer cudagray_pending_writer_stream(GstBuffer *buffer) {
+gpointer gst_cuda_gray_pending_writer_stream(GstBuffer *buffer) {
 #if GST_CHECK_VERSION(1, 24, 0)
   GstCudaStream *first = NULL;
   for (guint i = 0; i < gst_buffer_n_memory(buffer); i++) {
@@ -259,16 +259,16 @@ gpointer cudagray_pending_writer_stream(GstBuffer *buffer) {
  * other pipelines streamed (1.26, 32 pipelines started together). */
 typedef struct {
   GstCudaBufferPool parent;
-} CudaGrayOfferedPool;
+} GstCudaGrayOfferedPool;
 
 typedef struct {
   GstCudaBufferPoolClass parent_class;
-} CudaGrayOfferedPoolClass;
+} GstCudaGrayOfferedPoolClass;
 
-G_DEFINE_TYPE(CudaGrayOfferedPool, cudagray_offered_pool, GST_TYPE_CUDA_BUFFER_POOL);
+G_DEFINE_TYPE(GstCudaGrayOfferedPool, gst_cuda_gray_offered_pool, GST_TYPE_CUDA_BUFFER_POOL);
 
 static GstBufferPoolClass *cuda_pool_class(void) {
-  return GST_BUFFER_POOL_CLASS(cudagray_offered_pool_parent_class);
+  return GST_BUFFER_POOL_CLASS(gst_cuda_gray_offered_pool_parent_class);
 }
 
 static gboolean offered_pool_set_config(GstBufferPool *pool, GstStructure *config) {
@@ -292,7 +292,7 @@ static GstFlowReturn offered_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **
   return cuda_pool_class()->alloc_buffer(pool, buffer, params);
 }
 
-static void cudagray_offered_pool_class_init(CudaGrayOfferedPoolClass *klass) {
+static void gst_cuda_gray_offered_pool_class_init(GstCudaGrayOfferedPoolClass *klass) {
   GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS(klass);
   pool_class->set_config = offered_pool_set_config;
   pool_class->start = offered_pool_start;
@@ -300,10 +300,10 @@ static void cudagray_offered_pool_class_init(CudaGrayOfferedPoolClass *klass) {
   pool_class->alloc_buffer = offered_pool_alloc_buffer;
 }
 
-static void cudagray_offered_pool_init(CudaGrayOfferedPool *) {}
+static void gst_cuda_gray_offered_pool_init(GstCudaGrayOfferedPool *) {}
 #endif
 
-void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, GstCaps *caps,
+void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *query, GstCaps *caps,
                                     guint min_buffers) {
 #if GST_CHECK_VERSION(1, 24, 0)
   GstVideoInfo info;
@@ -313,7 +313,7 @@ void cudagray_context_add_cuda_pool(CudaGrayContext *context, GstQuery *query, G
       !gst_video_info_from_caps(&info, caps))
     return;
   auto *offered =
-      static_cast<CudaGrayOfferedPool *>(g_object_new(cudagray_offered_pool_get_type(), NULL));
+      static_cast<GstCudaGrayOfferedPool *>(g_object_new(gst_cuda_gray_offered_pool_get_type(), NULL));
   gst_object_ref_sink(offered);
   /* as gst_cuda_buffer_pool_new does */
   offered->parent.context = (GstCudaContext *)gst_object_ref(context->cuda);
@@ -345,13 +345,13 @@ typedef struct {
 #if GST_CHECK_VERSION(1, 24, 0)
   GstCudaStream *stream; /* from the config: the memories carry it */
 #endif
-} CudaGrayDevicePool;
+} GstCudaGrayDevicePool;
 
 typedef struct {
   GstCudaBufferPoolClass parent_class;
-} CudaGrayDevicePoolClass;
+} GstCudaGrayDevicePoolClass;
 
-G_DEFINE_TYPE(CudaGrayDevicePool, cudagray_device_pool, GST_TYPE_CUDA_BUFFER_POOL);
+G_DEFINE_TYPE(GstCudaGrayDevicePool, gst_cuda_gray_device_pool, GST_TYPE_CUDA_BUFFER_POOL);
 
 static GstBufferPoolClass *base_pool_class(void) {
   return GST_BUFFER_POOL_CLASS(g_type_class_peek(GST_TYPE_BUFFER_POOL));
@@ -360,7 +360,7 @@ static GstBufferPoolClass *base_pool_class(void) {
 /* Allocating and freeing CUDA memory wait for the driver's context lock:
  * inside a CudaResourceChange, so that cudagray's streaming elsewhere in the
  * process lets them have it. */
-static GstMemory *device_pool_alloc_memory(CudaGrayDevicePool *self) {
+static GstMemory *device_pool_alloc_memory(GstCudaGrayDevicePool *self) {
   GstCudaContext *context = self->parent.context;
   const cudagray::CudaResourceChange change;
 #if GST_CHECK_VERSION(1, 24, 0)
@@ -372,7 +372,7 @@ static GstMemory *device_pool_alloc_memory(CudaGrayDevicePool *self) {
 }
 
 static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config) {
-  auto *self = reinterpret_cast<CudaGrayDevicePool *>(pool);
+  auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(pool);
   GstCaps *caps = NULL;
   guint size, min_buffers, max_buffers;
   GstVideoInfo gray;
@@ -413,7 +413,7 @@ static gboolean device_pool_start(GstBufferPool *pool) { return base_pool_class(
 
 static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                               GstBufferPoolAcquireParams *params) {
-  auto *self = reinterpret_cast<CudaGrayDevicePool *>(pool);
+  auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(pool);
   GstMemory *mem = device_pool_alloc_memory(self);
   if (!mem) {
     GST_WARNING_OBJECT(pool, "cannot allocate CUDA memory");
@@ -435,17 +435,17 @@ static void device_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
   base_pool_class()->free_buffer(pool, buffer);
 }
 
-static void cudagray_device_pool_dispose(GObject *object) {
-  auto *self = reinterpret_cast<CudaGrayDevicePool *>(object);
+static void gst_cuda_gray_device_pool_dispose(GObject *object) {
+  auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(object);
   gst_clear_object(&self->allocator);
 #if GST_CHECK_VERSION(1, 24, 0)
   gst_clear_cuda_stream(&self->stream);
 #endif
-  G_OBJECT_CLASS(cudagray_device_pool_parent_class)->dispose(object);
+  G_OBJECT_CLASS(gst_cuda_gray_device_pool_parent_class)->dispose(object);
 }
 
-static void cudagray_device_pool_class_init(CudaGrayDevicePoolClass *klass) {
-  G_OBJECT_CLASS(klass)->dispose = cudagray_device_pool_dispose;
+static void gst_cuda_gray_device_pool_class_init(GstCudaGrayDevicePoolClass *klass) {
+  G_OBJECT_CLASS(klass)->dispose = gst_cuda_gray_device_pool_dispose;
   GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS(klass);
   pool_class->set_config = device_pool_set_config;
   pool_class->start = device_pool_start;
@@ -453,7 +453,7 @@ static void cudagray_device_pool_class_init(CudaGrayDevicePoolClass *klass) {
   pool_class->free_buffer = device_pool_free_buffer;
 }
 
-static void cudagray_device_pool_init(CudaGrayDevicePool *self) {
+static void gst_cuda_gray_device_pool_init(GstCudaGrayDevicePool *self) {
   gst_video_info_init(&self->gray);
   gst_video_info_init(&self->standin);
 }
@@ -466,7 +466,7 @@ static GstBufferPool *device_pool_new(GstCudaContext *cuda_context) {
     return NULL;
   }
   auto *self =
-      static_cast<CudaGrayDevicePool *>(g_object_new(cudagray_device_pool_get_type(), NULL));
+      static_cast<GstCudaGrayDevicePool *>(g_object_new(gst_cuda_gray_device_pool_get_type(), NULL));
   gst_object_ref_sink(self);
   /* as gst_cuda_buffer_pool_new does */
   self->parent.context = (GstCudaContext *)gst_object_ref(cuda_context);
@@ -474,7 +474,7 @@ static GstBufferPool *device_pool_new(GstCudaContext *cuda_context) {
   return GST_BUFFER_POOL(self);
 }
 
-gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery *query,
+gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *context, GstQuery *query,
                                              guint min_buffers, std::string *why) {
   if (!context->cuda) {
     *why = "no CUDA context is open";
@@ -529,7 +529,7 @@ gboolean cudagray_context_decide_output_pool(CudaGrayContext *context, GstQuery 
   return configured;
 }
 
-gboolean cudagray_context_writes_on_device(CudaGrayContext *context, GstBuffer *buffer,
+gboolean gst_cuda_gray_context_writes_on_device(GstCudaGrayContext *context, GstBuffer *buffer,
                                            GstMapFlags *flags) {
   *flags = GST_MAP_WRITE;
   GstMemory *mem = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
@@ -540,7 +540,7 @@ gboolean cudagray_context_writes_on_device(CudaGrayContext *context, GstBuffer *
   return TRUE;
 }
 
-gpointer cudagray_output_stream(GstBuffer *buffer) {
+gpointer gst_cuda_gray_output_stream(GstBuffer *buffer) {
 #if GST_CHECK_VERSION(1, 24, 0)
   GstMemory *mem = gst_buffer_peek_memory(buffer, 0);
   if (gst_buffer_n_memory(buffer) != 1 || !gst_is_cuda_memory(mem)) return NULL;
@@ -551,7 +551,7 @@ gpointer cudagray_output_stream(GstBuffer *buffer) {
 #endif
 }
 
-void cudagray_mark_output_pending(GstBuffer *buffer) {
+void gst_cuda_gray_mark_output_pending(GstBuffer *buffer) {
 #if GST_CHECK_VERSION(1, 24, 0)
   GST_MINI_OBJECT_FLAG_SET(gst_buffer_peek_memory(buffer, 0), GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
 #endif
@@ -559,20 +559,20 @@ void cudagray_mark_output_pending(GstBuffer *buffer) {
 
 #else /* without gstreamer-cuda-1.0: the device's primary context */
 
-void cudagray_context_set(CudaGrayContext *, GstContext *, gint) {}
+void gst_cuda_gray_context_set(GstCudaGrayContext *, GstContext *, gint) {}
 
-gboolean cudagray_context_query(CudaGrayContext *, GstQuery *) { return FALSE; }
+gboolean gst_cuda_gray_context_query(GstCudaGrayContext *, GstQuery *) { return FALSE; }
 
-gboolean cudagray_context_open(CudaGrayContext *context, gint device_id, std::string *why) {
+gboolean gst_cuda_gray_context_open(GstCudaGrayContext *context, gint device_id, std::string *why) {
   context->device = cudagray::open_cuda_device(device_id, why);
   return context->device >= 0;
 }
 
-void cudagray_context_close(CudaGrayContext *context) { context->device = -1; }
+void gst_cuda_gray_context_close(GstCudaGrayContext *context) { context->device = -1; }
 
 /* the primary context is current on the thread that opened it: make it so
  * on the calling one too (cudaSetDevice; nothing to undo) */
-cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context) {
+cudagray::CudaContextSwitch gst_cuda_gray_context_switch(GstCudaGrayContext *context) {
   if (context->device < 0) return {};
   const gint device = context->device;
   return {[device] {
@@ -583,27 +583,27 @@ cudagray::CudaContextSwitch cudagray_context_switch(CudaGrayContext *context) {
           nullptr};
 }
 
-gboolean cudagray_context_reads_on_device(CudaGrayContext *, GstBuffer *, GstMapFlags *flags,
+gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *, GstBuffer *, GstMapFlags *flags,
                                           std::string *) {
   *flags = GST_MAP_READ;
   return FALSE;
 }
 
-gpointer cudagray_pending_writer_stream(GstBuffer *) { return NULL; }
+gpointer gst_cuda_gray_pending_writer_stream(GstBuffer *) { return NULL; }
 
-void cudagray_context_add_cuda_pool(CudaGrayContext *, GstQuery *, GstCaps *, guint) {}
-gboolean cudagray_context_decide_output_pool(CudaGrayContext *, GstQuery *, guint,
+void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *, GstQuery *, GstCaps *, guint) {}
+gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *, GstQuery *, guint,
                                              std::string *why) {
   *why = "cudagray was built without gstreamer-cuda-1.0";
   return FALSE;
 }
 
-gboolean cudagray_context_writes_on_device(CudaGrayContext *, GstBuffer *, GstMapFlags *flags) {
+gboolean gst_cuda_gray_context_writes_on_device(GstCudaGrayContext *, GstBuffer *, GstMapFlags *flags) {
   *flags = GST_MAP_WRITE;
   return FALSE;
 }
 
-gpointer cudagray_output_stream(GstBuffer *) { return NULL; }
+gpointer gst_cuda_gray_output_stream(GstBuffer *) { return NULL; }
 
-void cudagray_mark_output_pending(GstBuffer *) {}
+void gst_cuda_gray_mark_output_pending(GstBuffer *) {}
 #endif

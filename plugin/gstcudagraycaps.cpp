@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* What cudagray takes and gives: pad templates and transform_caps, from the
- * format table (cudagrayformats.cpp), and the input frame's description. */
-#include "cudagraycaps.h"
+ * format table (gstcudagrayformats.cpp), and the input frame's description. */
+#include "gstcudagraycaps.h"
 
-#include "cudagraycontext.h"
+#include "gstcudagraycontext.h"
 
 #define SIZES_AND_RATES                                       \
   "width = (int) [ 1, 16384 ], height = (int) [ 1, 16384 ], " \
@@ -11,9 +11,9 @@
 
 /* The table's formats of one kind (and, with cuda_only, those it takes in
  * CUDA memory) as a caps format list. */
-static void set_formats(GstStructure *s, CudaGrayFormatKind kind, gboolean cuda_only) {
+static void set_formats(GstStructure *s, GstCudaGrayFormatKind kind, gboolean cuda_only) {
   guint n;
-  const CudaGrayFormat *formats = cudagray_formats(&n);
+  const GstCudaGrayFormat *formats = gst_cuda_gray_formats(&n);
   GValue list = G_VALUE_INIT, name = G_VALUE_INIT;
   gst_value_list_init(&list, n);
   g_value_init(&name, G_TYPE_STRING);
@@ -30,7 +30,7 @@ static void set_formats(GstStructure *s, CudaGrayFormatKind kind, gboolean cuda_
 static GstStructure *cuda_inputs(const GstStructure *sizes) {
   GstStructure *on_device = gst_structure_copy(sizes);
   gst_structure_set_name(on_device, "video/x-raw");
-  set_formats(on_device, CUDAGRAY_KIND_CONVERTED, TRUE);
+  set_formats(on_device, GST_CUDA_GRAY_KIND_CONVERTED, TRUE);
   return on_device;
 }
 
@@ -41,16 +41,16 @@ static GstCaps *system_inputs(const GstStructure *sizes, gboolean gray_too) {
   GstCaps *caps = gst_caps_new_empty();
   GstStructure *converted = gst_structure_copy(sizes);
   gst_structure_set_name(converted, "video/x-raw");
-  set_formats(converted, CUDAGRAY_KIND_CONVERTED, FALSE);
+  set_formats(converted, GST_CUDA_GRAY_KIND_CONVERTED, FALSE);
   caps = gst_caps_merge_structure(caps, converted);
   GstStructure *bayer = gst_structure_copy(sizes);
   gst_structure_set_name(bayer, "video/x-bayer");
-  set_formats(bayer, CUDAGRAY_KIND_BAYER, FALSE);
+  set_formats(bayer, GST_CUDA_GRAY_KIND_BAYER, FALSE);
   caps = gst_caps_merge_structure(caps, bayer);
   if (gray_too) {
     GstStructure *gray = gst_structure_copy(sizes);
     gst_structure_set_name(gray, "video/x-raw");
-    set_formats(gray, CUDAGRAY_KIND_GRAY, FALSE);
+    set_formats(gray, GST_CUDA_GRAY_KIND_GRAY, FALSE);
     caps = gst_caps_merge_structure(caps, gray);
   }
   return caps;
@@ -62,7 +62,7 @@ static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gbool
   GstCaps *caps = gst_caps_new_empty();
   if (cuda_input)
     caps = gst_caps_merge_structure_full(
-        caps, cuda_inputs(sizes), gst_caps_features_new(CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+        caps, cuda_inputs(sizes), gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   return gst_caps_merge(caps, system_inputs(sizes, gray_too));
 }
 
@@ -71,7 +71,7 @@ static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gbool
 static GstCaps *outputs_for(const GstStructure *sizes, gboolean cuda_output) {
   GstStructure *gray = gst_structure_copy(sizes);
   gst_structure_set_name(gray, "video/x-raw");
-  GstCaps *formats = gst_caps_from_string("video/x-raw, format = { " CUDAGRAY_OUTPUT_FORMATS " }");
+  GstCaps *formats = gst_caps_from_string("video/x-raw, format = { " GST_CUDA_GRAY_OUTPUT_FORMATS " }");
   gst_structure_set_value(gray, "format",
                           gst_structure_get_value(gst_caps_get_structure(formats, 0), "format"));
   gst_caps_unref(formats);
@@ -79,7 +79,7 @@ static GstCaps *outputs_for(const GstStructure *sizes, gboolean cuda_output) {
   if (cuda_output)
     caps = gst_caps_merge_structure_full(
         caps, gst_structure_copy(gray),
-        gst_caps_features_new(CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+        gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   return gst_caps_merge(gst_caps_merge_structure(gst_caps_new_empty(), gray), caps);
 }
 
@@ -87,52 +87,52 @@ static GstCaps *outputs_for(const GstStructure *sizes, gboolean cuda_output) {
  * system memory only. */
 static gboolean fixed_gray(const GstStructure *s) {
   const gchar *name = gst_structure_get_string(s, "format");
-  const CudaGrayFormat *format = name && gst_structure_has_name(s, "video/x-raw")
-                                     ? cudagray_format_for_video(gst_video_format_from_string(name))
+  const GstCudaGrayFormat *format = name && gst_structure_has_name(s, "video/x-raw")
+                                     ? gst_cuda_gray_format_for_video(gst_video_format_from_string(name))
                                      : NULL;
-  return format && format->kind == CUDAGRAY_KIND_GRAY;
+  return format && format->kind == GST_CUDA_GRAY_KIND_GRAY;
 }
 
 static GstStructure *template_sizes(void) {
   return gst_structure_from_string("video/x-raw, " SIZES_AND_RATES, NULL);
 }
 
-GstCaps *cudagray_sink_template_caps(std::string *cuda_off) {
+GstCaps *gst_cuda_gray_sink_template_caps(std::string *cuda_off) {
   /* system memory first, as in every template */
   GstStructure *sizes = template_sizes();
   GstCaps *caps = system_inputs(sizes, TRUE);
-  if (cudagray_cuda_memory_usable(cuda_off))
+  if (gst_cuda_gray_cuda_memory_usable(cuda_off))
     caps = gst_caps_merge_structure_full(
-        caps, cuda_inputs(sizes), gst_caps_features_new(CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+        caps, cuda_inputs(sizes), gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   gst_structure_free(sizes);
   return caps;
 }
 
-GstCaps *cudagray_src_template_caps(void) {
+GstCaps *gst_cuda_gray_src_template_caps(void) {
   std::string unusable;
   GstStructure *sizes = template_sizes();
-  GstCaps *caps = outputs_for(sizes, cudagray_cuda_memory_usable(&unusable));
+  GstCaps *caps = outputs_for(sizes, gst_cuda_gray_cuda_memory_usable(&unusable));
   gst_structure_free(sizes);
   return caps;
 }
 
-gboolean cudagray_caps_in_cuda_memory(GstCaps *caps) {
+gboolean gst_cuda_gray_caps_in_cuda_memory(GstCaps *caps) {
   GstCapsFeatures *features = gst_caps_get_features(caps, 0);
-  return features && gst_caps_features_contains(features, CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY);
+  return features && gst_caps_features_contains(features, GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY);
 }
 
-gboolean cudagray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
-                                  const CudaGrayFormat **format) {
+gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
+                                  const GstCudaGrayFormat **format) {
   const GstStructure *s = gst_caps_get_structure(caps, 0);
   if (!gst_structure_has_name(s, "video/x-bayer")) {
     if (!gst_video_info_from_caps(info, caps)) return FALSE;
-    *format = cudagray_format_for_video(GST_VIDEO_INFO_FORMAT(info));
+    *format = gst_cuda_gray_format_for_video(GST_VIDEO_INFO_FORMAT(info));
     return *format != NULL;
   }
   /* GstVideoInfo knows no Bayer: one byte a pixel in rows of a multiple of
    * 4 bytes, as bayer2rgb and rgb2bayer lay them out */
   gint width, height, fps_n = 0, fps_d = 1;
-  *format = cudagray_format_for_bayer(gst_structure_get_string(s, "format"));
+  *format = gst_cuda_gray_format_for_bayer(gst_structure_get_string(s, "format"));
   if (!*format || !gst_structure_get_int(s, "width", &width) ||
       !gst_structure_get_int(s, "height", &height) || width < 1 || height < 1)
     return FALSE;
@@ -145,10 +145,10 @@ gboolean cudagray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
   return TRUE;
 }
 
-GstCaps *cudagray_transform_caps(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
+GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
                                  gboolean cuda_input, gboolean cuda_output) {
   std::string unusable;
-  const gboolean usable = cudagray_cuda_memory_usable(&unusable);
+  const gboolean usable = gst_cuda_gray_cuda_memory_usable(&unusable);
   GstCaps *result = gst_caps_new_empty();
   for (guint i = 0; i < gst_caps_get_size(caps); i++) {
     GstCapsFeatures *features = gst_caps_get_features(caps, i);
@@ -156,7 +156,7 @@ GstCaps *cudagray_transform_caps(GstPadDirection direction, GstCaps *caps, GstCa
         !features || gst_caps_features_is_any(features) ||
         gst_caps_features_is_equal(features, GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY);
     const gboolean cuda_memory =
-        features && gst_caps_features_contains(features, CUDAGRAY_CAPS_FEATURE_CUDA_MEMORY);
+        features && gst_caps_features_contains(features, GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY);
     if (!system_memory && !cuda_memory) continue;
     /* gray leaves in CUDA memory only when the backend writes there */
     if (direction == GST_PAD_SRC && cuda_memory && !(cuda_output && usable)) continue;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The element's properties: their enums, specs and documentation, and
  * setting and reading them (the stats property as a GstStructure). */
-#include "cudagrayproperties.h"
+#include "gstcudagrayproperties.h"
 
 #include <string>
 
 #include "cudagray/device.h"
-#include "cudagrayweights.h"
+#include "gstcudagrayweights.h"
 
 /* the element's category: GStreamer returns the existing one by name */
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_properties_debug);
@@ -59,7 +59,7 @@ static GType gst_cuda_gray_matrix_get_type(void) {
   return type;
 }
 
-void cudagray_properties_init(CudaGrayProperties *props) {
+void gst_cuda_gray_properties_init(GstCudaGrayProperties *props) {
   props->backend = DEFAULT_BACKEND;
   props->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
   props->matrix = DEFAULT_MATRIX;
@@ -71,11 +71,11 @@ void cudagray_properties_init(CudaGrayProperties *props) {
   props->stats_device_id = -1;
 }
 
-void cudagray_properties_clear(CudaGrayProperties *props) {
+void gst_cuda_gray_properties_clear(GstCudaGrayProperties *props) {
   g_clear_pointer(&props->invalid_weights, g_free);
 }
 
-void cudagray_properties_install(GObjectClass *klass) {
+void gst_cuda_gray_properties_install(GObjectClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_properties_debug, "cudagray", 0,
                           "CUDA grayscale converter");
   g_object_class_install_property(
@@ -146,10 +146,10 @@ void cudagray_properties_install(GObjectClass *klass) {
 
 /* The weights text: kept for start when it does not parse before start,
  * ignored with a warning when it does not parse later. */
-static void set_weights(GstElement *element, CudaGrayProperties *props, const gchar *text) {
+static void set_weights(GstElement *element, GstCudaGrayProperties *props, const gchar *text) {
   cudagray::Coefficients k;
   std::string error;
-  const bool valid = cudagray_parse_weights(text, &k, &error);
+  const bool valid = gst_cuda_gray_parse_weights(text, &k, &error);
   if (!valid && GST_STATE(element) <= GST_STATE_READY) {
     /* from a pipeline description: an error at start, not a warning that
      * scrolls past */
@@ -174,7 +174,7 @@ static void set_weights(GstElement *element, CudaGrayProperties *props, const gc
   GST_OBJECT_UNLOCK(element);
 }
 
-void cudagray_properties_set(GstElement *element, CudaGrayProperties *props, guint prop_id,
+void gst_cuda_gray_properties_set(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
                              const GValue *value, GParamSpec *pspec) {
   /* GObject does not enforce GST_PARAM_MUTABLE_READY: say so instead of
    * leaving the user to wonder why nothing changed */
@@ -199,7 +199,7 @@ void cudagray_properties_set(GstElement *element, CudaGrayProperties *props, gui
 }
 
 /* The stats property's structure. */
-static GstStructure *stats_structure(const CudaGrayProperties *props) {
+static GstStructure *stats_structure(const GstCudaGrayProperties *props) {
   const cudagray::TimingStats &s = props->stats;
   return gst_structure_new(
       "cudagray-stats", "frames", G_TYPE_UINT64, (guint64)s.frames, "timed-frames", G_TYPE_UINT64,
@@ -214,7 +214,7 @@ static GstStructure *stats_structure(const CudaGrayProperties *props) {
       G_TYPE_UINT64, (guint64)cudagray::pinned_bytes_held(), NULL);
 }
 
-void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, guint prop_id,
+void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
                              GValue *value, GParamSpec *pspec) {
   GST_OBJECT_LOCK(element);
   switch (prop_id) {
@@ -223,7 +223,7 @@ void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, gui
     case PROP_MATRIX: g_value_set_enum(value, props->matrix); break;
     case PROP_WEIGHTS:
       g_value_set_string(
-          value, cudagray_format_weights(props->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM
+          value, gst_cuda_gray_format_weights(props->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM
                                              ? props->custom
                                              : cudagray::standard_coefficients(
                                                    static_cast<cudagray::Matrix>(props->matrix)))
@@ -236,14 +236,14 @@ void cudagray_properties_get(GstElement *element, CudaGrayProperties *props, gui
   GST_OBJECT_UNLOCK(element);
 }
 
-gboolean cudagray_properties_check_weights(GstElement *element, CudaGrayProperties *props) {
+gboolean gst_cuda_gray_properties_check_weights(GstElement *element, GstCudaGrayProperties *props) {
   GST_OBJECT_LOCK(element);
   gchar *invalid_weights = g_strdup(props->invalid_weights);
   GST_OBJECT_UNLOCK(element);
   if (!invalid_weights) return TRUE;
   cudagray::Coefficients ignored;
   std::string error;
-  cudagray_parse_weights(invalid_weights, &ignored, &error);
+  gst_cuda_gray_parse_weights(invalid_weights, &ignored, &error);
   GST_ELEMENT_ERROR(element, LIBRARY, SETTINGS,
                     ("Invalid weights \"%s\": %s; expected \"R,G,B\", each between 0 "
                      "and %g",
@@ -254,7 +254,7 @@ gboolean cudagray_properties_check_weights(GstElement *element, CudaGrayProperti
   return FALSE;
 }
 
-cudagray::Weights cudagray_properties_weights(const CudaGrayProperties *props) {
+cudagray::Weights gst_cuda_gray_properties_weights(const GstCudaGrayProperties *props) {
   if (props->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM) return cudagray::custom_weights(props->custom);
   return cudagray::standard_weights(static_cast<cudagray::Matrix>(props->matrix));
 }

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The one format table (cudagrayformats.h). A new format is one row here,
+/* The one format table (gstcudagrayformats.h). A new format is one row here,
  * plus a layout in kernels/ when none of the existing ones reads it. */
-#include "cudagrayformats.h"
+#include "gstcudagrayformats.h"
 
 #include <string.h>
 
 using cudagray::PixelLayout;
 
 #define ROW(fmt, layout, kind, cuda) \
-  { #fmt, GST_VIDEO_FORMAT_##fmt, PixelLayout::layout, CUDAGRAY_KIND_##kind, cuda }
+  { #fmt, GST_VIDEO_FORMAT_##fmt, PixelLayout::layout, GST_CUDA_GRAY_KIND_##kind, cuda }
 #define BAYER(name, layout) \
-  { name, GST_VIDEO_FORMAT_UNKNOWN, PixelLayout::layout, CUDAGRAY_KIND_BAYER, FALSE }
+  { name, GST_VIDEO_FORMAT_UNKNOWN, PixelLayout::layout, GST_CUDA_GRAY_KIND_BAYER, FALSE }
 
-static const CudaGrayFormat formats[] = {
+static const GstCudaGrayFormat formats[] = {
     /* RGB, 8 bits a channel: gray from the weights */
     ROW(RGB, RGB, CONVERTED, TRUE),
     ROW(BGR, BGR, CONVERTED, TRUE),
@@ -71,19 +71,19 @@ static const CudaGrayFormat formats[] = {
     BAYER("rggb", Bayer_RGGB),
 };
 
-const CudaGrayFormat *cudagray_formats(guint *n_formats) {
+const GstCudaGrayFormat *gst_cuda_gray_formats(guint *n_formats) {
   *n_formats = G_N_ELEMENTS(formats);
   return formats;
 }
 
-const CudaGrayFormat *cudagray_format_for_video(GstVideoFormat format) {
-  for (const CudaGrayFormat &f : formats)
-    if (f.kind != CUDAGRAY_KIND_BAYER && f.format == format) return &f;
+const GstCudaGrayFormat *gst_cuda_gray_format_for_video(GstVideoFormat format) {
+  for (const GstCudaGrayFormat &f : formats)
+    if (f.kind != GST_CUDA_GRAY_KIND_BAYER && f.format == format) return &f;
   return NULL;
 }
 
-const CudaGrayFormat *cudagray_format_for_bayer(const gchar *name) {
-  for (const CudaGrayFormat &f : formats)
-    if (f.kind == CUDAGRAY_KIND_BAYER && name && strcmp(f.name, name) == 0) return &f;
+const GstCudaGrayFormat *gst_cuda_gray_format_for_bayer(const gchar *name) {
+  for (const GstCudaGrayFormat &f : formats)
+    if (f.kind == GST_CUDA_GRAY_KIND_BAYER && name && strcmp(f.name, name) == 0) return &f;
   return NULL;
 }

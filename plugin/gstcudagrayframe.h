@@ -14,22 +14,22 @@
 /* Whether buffer holds every row of the planes layout reads of a frame of
  * info (its video meta, if any, agreeing with info); otherwise *why says
  * what is wrong, in the words of the element's error. Maps nothing. */
-gboolean cudagray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
+gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                               cudagray::PixelLayout layout, std::string *why);
 
 /* One frame in flight: its input and output buffers, mapped (and so
  * referenced) from map_input / map_output until release or destruction.
  * Moves, never copies: one owner at a time. */
-class CudaGrayFrame {
+class GstCudaGrayFrame {
  public:
-  CudaGrayFrame() = default;
-  CudaGrayFrame(CudaGrayFrame &&other) noexcept;
-  CudaGrayFrame &operator=(CudaGrayFrame &&other) noexcept;
-  CudaGrayFrame(const CudaGrayFrame &) = delete;
-  CudaGrayFrame &operator=(const CudaGrayFrame &) = delete;
-  ~CudaGrayFrame();
+  GstCudaGrayFrame() = default;
+  GstCudaGrayFrame(GstCudaGrayFrame &&other) noexcept;
+  GstCudaGrayFrame &operator=(GstCudaGrayFrame &&other) noexcept;
+  GstCudaGrayFrame(const GstCudaGrayFrame &) = delete;
+  GstCudaGrayFrame &operator=(const GstCudaGrayFrame &) = delete;
+  ~GstCudaGrayFrame();
 
-  /* Checks buffer (cudagray_frame_check) and maps it with flags (GST_MAP_READ,
+  /* Checks buffer (gst_cuda_gray_frame_check) and maps it with flags (GST_MAP_READ,
    * plus GST_MAP_CUDA for device pointers); FALSE with why otherwise. */
   gboolean map_input(GstBuffer *buffer, const GstVideoInfo *info, cudagray::PixelLayout layout,
                      GstMapFlags flags, std::string *why);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The weights property's text, both ways. */
-#include "cudagrayweights.h"
+#include "gstcudagrayweights.h"
 
 #include <charconv>
 #include <cmath>
 
-bool cudagray_parse_weights(const char *text, cudagray::Coefficients *out, std::string *error) {
+bool gst_cuda_gray_parse_weights(const char *text, cudagray::Coefficients *out, std::string *error) {
   const std::string s = text ? text : "";
   double values[3];
   size_t pos = 0;
@@ -37,7 +37,7 @@ bool cudagray_parse_weights(const char *text, cudagray::Coefficients *out, std::
   return true;
 }
 
-std::string cudagray_format_weights(const cudagray::Coefficients &k) {
+std::string gst_cuda_gray_format_weights(const cudagray::Coefficients &k) {
   std::string text;
   for (double v : {k.r, k.g, k.b}) {
     char buf[32];

@@ -3,14 +3,14 @@
  * buffer pools of it offered upstream and used for the output. Its memories
  * are plain system memories (mappable anywhere) whose bytes come from
  * cudaHostAlloc and go back with cudaFreeHost when the last reference drops. */
-#include "cudagrayallocation.h"
+#include "gstcudagrayallocation.h"
 
 #include <gst/video/video.h>
 
 #include <string>
 
 #include "cudagray/device.h"
-#include "cudagraycontext.h"
+#include "gstcudagraycontext.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_pinned_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_pinned_debug
@@ -88,7 +88,7 @@ GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwit
   return GST_ALLOCATOR(self);
 }
 
-void cudagray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers) {
+void gst_cuda_gray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers) {
   GstCaps *caps;
   GstVideoInfo info;
   gst_query_parse_allocation(query, &caps, NULL);
