@@ -472,8 +472,8 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
 
 /* A frame late at the sink is dropped by GstBaseTransform's QoS before it
  * reaches generate_output; the next frame that leaves is flagged DISCONT. */
-static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans,
-                                                       gboolean is_discont, GstBuffer *input) {
+static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont,
+                                                       GstBuffer *input) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   const GstFlowReturn ret =
       GST_BASE_TRANSFORM_CLASS(parent_class)->submit_input_buffer(trans, is_discont, input);
@@ -507,8 +507,7 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       gst_cuda_gray_start_output(self);
       return ret;
     }
-    case GST_EVENT_CAPS:
-      break;
+    case GST_EVENT_CAPS: break;
     default: {
       if (!GST_EVENT_IS_SERIALIZED(event)) break;
       const GstEventType type = GST_EVENT_TYPE(event);

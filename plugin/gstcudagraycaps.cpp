@@ -62,7 +62,8 @@ static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gbool
   GstCaps *caps = gst_caps_new_empty();
   if (cuda_input)
     caps = gst_caps_merge_structure_full(
-        caps, cuda_inputs(sizes), gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+        caps, cuda_inputs(sizes),
+        gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   return gst_caps_merge(caps, system_inputs(sizes, gray_too));
 }
 
@@ -71,7 +72,8 @@ static GstCaps *inputs_for(const GstStructure *sizes, gboolean cuda_input, gbool
 static GstCaps *outputs_for(const GstStructure *sizes, gboolean cuda_output) {
   GstStructure *gray = gst_structure_copy(sizes);
   gst_structure_set_name(gray, "video/x-raw");
-  GstCaps *formats = gst_caps_from_string("video/x-raw, format = { " GST_CUDA_GRAY_OUTPUT_FORMATS " }");
+  GstCaps *formats =
+      gst_caps_from_string("video/x-raw, format = { " GST_CUDA_GRAY_OUTPUT_FORMATS " }");
   gst_structure_set_value(gray, "format",
                           gst_structure_get_value(gst_caps_get_structure(formats, 0), "format"));
   gst_caps_unref(formats);
@@ -87,9 +89,10 @@ static GstCaps *outputs_for(const GstStructure *sizes, gboolean cuda_output) {
  * system memory only. */
 static gboolean fixed_gray(const GstStructure *s) {
   const gchar *name = gst_structure_get_string(s, "format");
-  const GstCudaGrayFormat *format = name && gst_structure_has_name(s, "video/x-raw")
-                                     ? gst_cuda_gray_format_for_video(gst_video_format_from_string(name))
-                                     : NULL;
+  const GstCudaGrayFormat *format =
+      name && gst_structure_has_name(s, "video/x-raw")
+          ? gst_cuda_gray_format_for_video(gst_video_format_from_string(name))
+          : NULL;
   return format && format->kind == GST_CUDA_GRAY_KIND_GRAY;
 }
 
@@ -103,7 +106,8 @@ GstCaps *gst_cuda_gray_sink_template_caps(std::string *cuda_off) {
   GstCaps *caps = system_inputs(sizes, TRUE);
   if (gst_cuda_gray_cuda_memory_usable(cuda_off))
     caps = gst_caps_merge_structure_full(
-        caps, cuda_inputs(sizes), gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+        caps, cuda_inputs(sizes),
+        gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   gst_structure_free(sizes);
   return caps;
 }
@@ -122,7 +126,7 @@ gboolean gst_cuda_gray_caps_in_cuda_memory(GstCaps *caps) {
 }
 
 gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
-                                  const GstCudaGrayFormat **format) {
+                                       const GstCudaGrayFormat **format) {
   const GstStructure *s = gst_caps_get_structure(caps, 0);
   if (!gst_structure_has_name(s, "video/x-bayer")) {
     if (!gst_video_info_from_caps(info, caps)) return FALSE;
@@ -146,7 +150,7 @@ gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
 }
 
 GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
-                                 gboolean cuda_input, gboolean cuda_output) {
+                                      gboolean cuda_input, gboolean cuda_output) {
   std::string unusable;
   const gboolean usable = gst_cuda_gray_cuda_memory_usable(&unusable);
   GstCaps *result = gst_caps_new_empty();

@@ -21,11 +21,12 @@ GstCaps *gst_cuda_gray_src_template_caps(void);
  * cuda_input: converted formats may come in CUDA memory; cuda_output: their
  * gray may leave in CUDA memory (after system memory, which stays first). */
 GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, GstCaps *filter,
-                                 gboolean cuda_input, gboolean cuda_output);
+                                      gboolean cuda_input, gboolean cuda_output);
 
 /* The input frame that fixed caps describe (video/x-raw or video/x-bayer)
  * and its row of the format table; FALSE when cudagray does not take it. */
-gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info, const GstCudaGrayFormat **format);
+gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
+                                       const GstCudaGrayFormat **format);
 
 /* Whether caps (fixed) are in CUDA memory. */
 gboolean gst_cuda_gray_caps_in_cuda_memory(GstCaps *caps);

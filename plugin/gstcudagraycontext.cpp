@@ -7,9 +7,9 @@
 #include <dlfcn.h>
 
 #include <climits>
-#include <memory>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include <gst/video/video.h>
 
@@ -130,7 +130,8 @@ void gst_cuda_gray_context_free(GstCudaGrayContext *context) {
 }
 
 #ifdef CUDAGRAY_HAVE_GST_CUDA
-void gst_cuda_gray_context_set(GstCudaGrayContext *context, GstContext *gst_context, gint device_id) {
+void gst_cuda_gray_context_set(GstCudaGrayContext *context, GstContext *gst_context,
+                               gint device_id) {
   gst_cuda_handle_set_context(context->element, gst_context, device_id, &context->cuda);
 }
 
@@ -183,15 +184,14 @@ void gst_cuda_gray_context_close(GstCudaGrayContext *context) {
 
 cudagray::CudaContextSwitch gst_cuda_gray_context_switch(GstCudaGrayContext *context) {
   if (!context->cuda) return {};
-  std::shared_ptr<GstCudaContext> cuda(
-      static_cast<GstCudaContext *>(gst_object_ref(context->cuda)),
-      [](GstCudaContext *c) { gst_object_unref(c); });
+  std::shared_ptr<GstCudaContext> cuda(static_cast<GstCudaContext *>(gst_object_ref(context->cuda)),
+                                       [](GstCudaContext *c) { gst_object_unref(c); });
   return {[cuda] { return gst_cuda_context_push(cuda.get()) != FALSE; },
           [] { gst_cuda_context_pop(NULL); }};
 }
 
 gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *context, GstBuffer *buffer,
-                                          GstMapFlags *flags, std::string *mismatch) {
+                                               GstMapFlags *flags, std::string *mismatch) {
   *flags = GST_MAP_READ;
   if (!context->cuda || gst_buffer_n_memory(buffer) == 0) return FALSE;
   for (guint i = 0; i < gst_buffer_n_memory(buffer); i++) {
@@ -303,8 +303,8 @@ static void gst_cuda_gray_offered_pool_class_init(GstCudaGrayOfferedPoolClass *k
 static void gst_cuda_gray_offered_pool_init(GstCudaGrayOfferedPool *) {}
 #endif
 
-void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *query, GstCaps *caps,
-                                    guint min_buffers) {
+void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *query,
+                                         GstCaps *caps, guint min_buffers) {
 #if GST_CHECK_VERSION(1, 24, 0)
   GstVideoInfo info;
   GstCapsFeatures *features = caps ? gst_caps_get_features(caps, 0) : NULL;
@@ -312,8 +312,8 @@ void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *
       !gst_caps_features_contains(features, GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY) ||
       !gst_video_info_from_caps(&info, caps))
     return;
-  auto *offered =
-      static_cast<GstCudaGrayOfferedPool *>(g_object_new(gst_cuda_gray_offered_pool_get_type(), NULL));
+  auto *offered = static_cast<GstCudaGrayOfferedPool *>(
+      g_object_new(gst_cuda_gray_offered_pool_get_type(), NULL));
   gst_object_ref_sink(offered);
   /* as gst_cuda_buffer_pool_new does */
   offered->parent.context = (GstCudaContext *)gst_object_ref(context->cuda);
@@ -465,8 +465,8 @@ static GstBufferPool *device_pool_new(GstCudaContext *cuda_context) {
     GST_WARNING("GStreamer's CUDA allocator is not registered");
     return NULL;
   }
-  auto *self =
-      static_cast<GstCudaGrayDevicePool *>(g_object_new(gst_cuda_gray_device_pool_get_type(), NULL));
+  auto *self = static_cast<GstCudaGrayDevicePool *>(
+      g_object_new(gst_cuda_gray_device_pool_get_type(), NULL));
   gst_object_ref_sink(self);
   /* as gst_cuda_buffer_pool_new does */
   self->parent.context = (GstCudaContext *)gst_object_ref(cuda_context);
@@ -475,7 +475,7 @@ static GstBufferPool *device_pool_new(GstCudaContext *cuda_context) {
 }
 
 gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *context, GstQuery *query,
-                                             guint min_buffers, std::string *why) {
+                                                  guint min_buffers, std::string *why) {
   if (!context->cuda) {
     *why = "no CUDA context is open";
     return FALSE;
@@ -530,7 +530,7 @@ gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *context, G
 }
 
 gboolean gst_cuda_gray_context_writes_on_device(GstCudaGrayContext *context, GstBuffer *buffer,
-                                           GstMapFlags *flags) {
+                                                GstMapFlags *flags) {
   *flags = GST_MAP_WRITE;
   GstMemory *mem = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
   if (!context->cuda || !mem || !gst_is_cuda_memory(mem) ||
@@ -583,8 +583,8 @@ cudagray::CudaContextSwitch gst_cuda_gray_context_switch(GstCudaGrayContext *con
           nullptr};
 }
 
-gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *, GstBuffer *, GstMapFlags *flags,
-                                          std::string *) {
+gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *, GstBuffer *,
+                                               GstMapFlags *flags, std::string *) {
   *flags = GST_MAP_READ;
   return FALSE;
 }
@@ -593,12 +593,13 @@ gpointer gst_cuda_gray_pending_writer_stream(GstBuffer *) { return NULL; }
 
 void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *, GstQuery *, GstCaps *, guint) {}
 gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *, GstQuery *, guint,
-                                             std::string *why) {
+                                                  std::string *why) {
   *why = "cudagray was built without gstreamer-cuda-1.0";
   return FALSE;
 }
 
-gboolean gst_cuda_gray_context_writes_on_device(GstCudaGrayContext *, GstBuffer *, GstMapFlags *flags) {
+gboolean gst_cuda_gray_context_writes_on_device(GstCudaGrayContext *, GstBuffer *,
+                                                GstMapFlags *flags) {
   *flags = GST_MAP_WRITE;
   return FALSE;
 }

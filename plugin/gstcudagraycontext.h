@@ -35,7 +35,8 @@ void gst_cuda_gray_context_free(GstCudaGrayContext *context);
 
 /* A context handed down by the application or a neighbour (set_context);
  * kept when it is on device_id (or device_id < 0). */
-void gst_cuda_gray_context_set(GstCudaGrayContext *context, GstContext *gst_context, gint device_id);
+void gst_cuda_gray_context_set(GstCudaGrayContext *context, GstContext *gst_context,
+                               gint device_id);
 /* Answers a neighbour's context query with ours, when open. */
 gboolean gst_cuda_gray_context_query(GstCudaGrayContext *context, GstQuery *query);
 
@@ -55,7 +56,7 @@ cudagray::CudaContextSwitch gst_cuda_gray_context_switch(GstCudaGrayContext *con
  * read through a host mapping (a debug line says so); on another device
  * *mismatch says so, an error. Also sets the flags to map it with. */
 gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *context, GstBuffer *buffer,
-                                          GstMapFlags *flags, std::string *mismatch);
+                                               GstMapFlags *flags, std::string *mismatch);
 
 /* The CUDA stream (a cudaStream_t) whose queued work still writes the CUDA
  * memory of buffer (GStreamer 1.24+ producers leave it pending and flag it),
@@ -68,8 +69,8 @@ gpointer gst_cuda_gray_pending_writer_stream(GstBuffer *buffer);
  * whose memory carries a stream of ours (1.24+), so that a producer adopting
  * it writes on it and need not wait for its work before pushing. Nothing
  * when caps are not in CUDA memory, or before 1.24. */
-void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *query, GstCaps *caps,
-                                    guint min_buffers);
+void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *query,
+                                         GstCaps *caps, guint min_buffers);
 
 /* For CUDA-memory GRAY8 output: keeps in an allocation query the first pool
  * that can give it in the element's context (a GstCudaBufferPool of that
@@ -79,12 +80,12 @@ void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *
  * min_buffers, on the element's CUDA stream (1.24+). FALSE with why when
  * that fails. */
 gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *context, GstQuery *query,
-                                             guint min_buffers, std::string *why);
+                                                  guint min_buffers, std::string *why);
 
 /* Whether the kernel can write buffer where it is: one CUDA memory of the
  * element's context. Also sets the flags to map it with. */
 gboolean gst_cuda_gray_context_writes_on_device(GstCudaGrayContext *context, GstBuffer *buffer,
-                                           GstMapFlags *flags);
+                                                GstMapFlags *flags);
 
 /* The CUDA stream (a cudaStream_t) that the CUDA memory of an output buffer
  * carries (1.24+): it is made to wait for the conversion on the GPU, and the

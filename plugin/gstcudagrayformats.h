@@ -14,7 +14,7 @@
 typedef enum {
   GST_CUDA_GRAY_KIND_CONVERTED, /* RGB (weights) or YUV (luma) to gray */
   GST_CUDA_GRAY_KIND_GRAY,      /* gray already: kept as it is (range not applied),
-                            * passed through to the same format, else re-scaled */
+                                 * passed through to the same format, else re-scaled */
   GST_CUDA_GRAY_KIND_BAYER,     /* video/x-bayer: demosaicked as bayer2rgb does */
 } GstCudaGrayFormatKind;
 

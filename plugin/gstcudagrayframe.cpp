@@ -6,7 +6,7 @@
 #include <utility>
 
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
-                              cudagray::PixelLayout layout, std::string *why) {
+                                   cudagray::PixelLayout layout, std::string *why) {
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   const cudagray::LayoutInfo &layout_desc = cudagray::layout_info(layout);
   const guint n_planes = layout_desc.planes; /* those read (YUV: the luma plane only) */
@@ -73,8 +73,8 @@ GstCudaGrayFrame &GstCudaGrayFrame::operator=(GstCudaGrayFrame &&other) noexcept
 GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }
 
 gboolean GstCudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
-                                  cudagray::PixelLayout layout, GstMapFlags flags,
-                                  std::string *why) {
+                                     cudagray::PixelLayout layout, GstMapFlags flags,
+                                     std::string *why) {
   if (!gst_cuda_gray_frame_check(buffer, info, layout, why)) return FALSE;
   if (!gst_video_frame_map(&in_, info, buffer, flags)) {
     *why = "it could not be mapped for reading";
@@ -91,7 +91,7 @@ gboolean GstCudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info
 }
 
 gboolean GstCudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, int depth,
-                                   GstMapFlags flags, gboolean on_device) {
+                                      GstMapFlags flags, gboolean on_device) {
   GstVideoInfo info;
   gst_video_info_set_format(
       &info, depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, width, height);

@@ -15,7 +15,7 @@
  * info (its video meta, if any, agreeing with info); otherwise *why says
  * what is wrong, in the words of the element's error. Maps nothing. */
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
-                              cudagray::PixelLayout layout, std::string *why);
+                                   cudagray::PixelLayout layout, std::string *why);
 
 /* One frame in flight: its input and output buffers, mapped (and so
  * referenced) from map_input / map_output until release or destruction.

@@ -19,7 +19,8 @@
 class GstCudaGrayOutputItem {
  public:
   GstCudaGrayOutputItem() = default;
-  explicit GstCudaGrayOutputItem(GstCudaGrayFrame &&frame) : frame_(std::move(frame)), converting_(true) {}
+  explicit GstCudaGrayOutputItem(GstCudaGrayFrame &&frame)
+      : frame_(std::move(frame)), converting_(true) {}
   static GstCudaGrayOutputItem ready(GstBuffer *buffer);
   static GstCudaGrayOutputItem serialized(GstEvent *event);
   GstCudaGrayOutputItem(GstCudaGrayOutputItem &&other) noexcept;

@@ -175,7 +175,7 @@ static void set_weights(GstElement *element, GstCudaGrayProperties *props, const
 }
 
 void gst_cuda_gray_properties_set(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
-                             const GValue *value, GParamSpec *pspec) {
+                                  const GValue *value, GParamSpec *pspec) {
   /* GObject does not enforce GST_PARAM_MUTABLE_READY: say so instead of
    * leaving the user to wonder why nothing changed */
   if ((pspec->flags & GST_PARAM_MUTABLE_READY) && GST_STATE(element) > GST_STATE_READY)
@@ -215,7 +215,7 @@ static GstStructure *stats_structure(const GstCudaGrayProperties *props) {
 }
 
 void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
-                             GValue *value, GParamSpec *pspec) {
+                                  GValue *value, GParamSpec *pspec) {
   GST_OBJECT_LOCK(element);
   switch (prop_id) {
     case PROP_BACKEND: g_value_set_enum(value, props->backend); break;
@@ -223,11 +223,12 @@ void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *pr
     case PROP_MATRIX: g_value_set_enum(value, props->matrix); break;
     case PROP_WEIGHTS:
       g_value_set_string(
-          value, gst_cuda_gray_format_weights(props->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM
-                                             ? props->custom
-                                             : cudagray::standard_coefficients(
-                                                   static_cast<cudagray::Matrix>(props->matrix)))
-                     .c_str());
+          value,
+          gst_cuda_gray_format_weights(
+              props->matrix == GST_CUDA_GRAY_MATRIX_CUSTOM
+                  ? props->custom
+                  : cudagray::standard_coefficients(static_cast<cudagray::Matrix>(props->matrix)))
+              .c_str());
       break;
     case PROP_MAX_INFLIGHT: g_value_set_uint(value, props->max_inflight); break;
     case PROP_STATS: g_value_take_boxed(value, stats_structure(props)); break;

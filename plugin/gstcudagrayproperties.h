@@ -48,9 +48,9 @@ void gst_cuda_gray_properties_install(GObjectClass *klass);
 
 /* The element's set_property and get_property, over props. */
 void gst_cuda_gray_properties_set(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
-                             const GValue *value, GParamSpec *pspec);
+                                  const GValue *value, GParamSpec *pspec);
 void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *props, guint prop_id,
-                             GValue *value, GParamSpec *pspec);
+                                  GValue *value, GParamSpec *pspec);
 
 /* At start: posts the error for weights text that did not parse and returns
  * FALSE; TRUE when there is none. */

@@ -5,7 +5,8 @@
 #include <charconv>
 #include <cmath>
 
-bool gst_cuda_gray_parse_weights(const char *text, cudagray::Coefficients *out, std::string *error) {
+bool gst_cuda_gray_parse_weights(const char *text, cudagray::Coefficients *out,
+                                 std::string *error) {
   const std::string s = text ? text : "";
   double values[3];
   size_t pos = 0;

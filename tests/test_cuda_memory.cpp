@@ -20,8 +20,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "gstcudagrayformats.h"
 #include "element_harness.h"
+#include "gstcudagrayformats.h"
 #include "slow_writer.h"
 
 using namespace cudagray;
@@ -240,8 +240,9 @@ TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
             EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
         }
       } else {
-        std::printf("cudaupload itself fails on %s %dx%d: not tested through CUDA memory at that size\n",
-                    format, width, height);
+        std::printf(
+            "cudaupload itself fails on %s %dx%d: not tested through CUDA memory at that size\n",
+            format, width, height);
       }
       for (GstBuffer *b : frames) gst_buffer_unref(b);
     }

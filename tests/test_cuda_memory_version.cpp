@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Version safety of CUDA memory: the plugin offers memory:CUDAMemory only
 // when the running libgstcuda is the minor version it was built against.
-#include "gstcudagraycontext.h"
 #include "element_harness.h"
+#include "gstcudagraycontext.h"
 
 TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);
-  EXPECT_EQ(
-      gst_cuda_gray_gst_cuda_minor_from_library("/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"),
-      22);
-  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("/opt/gst/lib/libgstcuda-1.0.so.0.2405.0"), 24);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library(
+                "/usr/lib/x86_64-linux-gnu/libgstcuda-1.0.so.0.2200.0"),
+            22);
+  EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("/opt/gst/lib/libgstcuda-1.0.so.0.2405.0"),
+            24);
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2800"), 28);
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0"), -1);
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("/lib/libgstcuda-1.0.so.0.x.0"), -1);

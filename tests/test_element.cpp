@@ -5,9 +5,9 @@
 #include <memory>
 #include <thread>
 
+#include "element_harness.h"
 #include "gstcudagrayformats.h"
 #include "gstcudagrayweights.h"
-#include "element_harness.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

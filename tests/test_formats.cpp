@@ -20,8 +20,8 @@
 
 #include <tuple>
 
-#include "gstcudagrayformats.h"
 #include "element_harness.h"
+#include "gstcudagrayformats.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <thread>
 
-#include "gstcudagrayoutputqueue.h"
 #include "element_harness.h"
+#include "gstcudagrayoutputqueue.h"
 
 using namespace cudagray;
 using namespace cudagray::test;

@@ -185,9 +185,9 @@ struct Gate {
   GstPad *pad;
   gulong id;
   explicit Gate(GstPad *p) : pad(p) {
-    id = gst_pad_add_probe(pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BLOCK),
-                           [](GstPad *, GstPadProbeInfo *, gpointer) { return GST_PAD_PROBE_OK; },
-                           nullptr, nullptr);
+    id = gst_pad_add_probe(
+        pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BLOCK),
+        [](GstPad *, GstPadProbeInfo *, gpointer) { return GST_PAD_PROBE_OK; }, nullptr, nullptr);
   }
   void open() {
     if (id) gst_pad_remove_probe(pad, id);
@@ -215,13 +215,13 @@ TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
   std::atomic<bool> returned{false};
   std::thread streaming([&] {
     for (int i = 0; i < before; ++i, ++pushed)
-      EXPECT_EQ(gst_harness_push(harness.h, timed(buffer_for(random_frame(PixelLayout::BGRx,
-                                                                            kWidth, kHeight)),
-                                                   i)),
-                GST_FLOW_OK);
-    gst_harness_push_event(
-        harness.h, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
-                                        gst_structure_new_empty("cudagray-test-marker")));
+      EXPECT_EQ(
+          gst_harness_push(harness.h,
+                           timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), i)),
+          GST_FLOW_OK);
+    gst_harness_push_event(harness.h,
+                           gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                                                gst_structure_new_empty("cudagray-test-marker")));
     returned = true;
   });
   for (int i = 0; i < 300 && !returned; ++i) g_usleep(10 * 1000);
@@ -283,10 +283,10 @@ TEST_P(Output, PositionEqualsVideoconverts) {
   GstElement *convert = pipeline.by_name("convert");
   GstElement *gray = pipeline.by_name("gray");
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(pipeline.push("src", timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth,
-                                                                      kHeight)),
-                                         i + 10)),
-              GST_FLOW_OK);
+    EXPECT_EQ(
+        pipeline.push("src",
+                      timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), i + 10)),
+        GST_FLOW_OK);
     for (const char *sink : {"a", "b"}) {
       GstSample *sample = pipeline.pull(sink, 10 * GST_SECOND);
       ASSERT_NE(sample, nullptr) << sink;
@@ -335,7 +335,8 @@ TEST_P(Output, ReversePlaybackKeepsOrderThenEos) {
     for (size_t i = 0; i < frames.size(); ++i) {
       GstBuffer *out = gst_harness_pull(harness.h);
       ASSERT_NE(out, nullptr);
-      EXPECT_TRUE(same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(frames[i], kWeightChoices[0])));
+      EXPECT_TRUE(
+          same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(frames[i], kWeightChoices[0])));
       gst_buffer_unref(out);
     }
     for (int i = 0; i < 200 && log.snapshot().back() != "eos"; ++i) g_usleep(10 * 1000);
@@ -352,13 +353,13 @@ TEST_P(Output, ReversePlaybackKeepsOrderThenEos) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, Output,
-    ::testing::Combine(::testing::Values("cpu", "cuda"), ::testing::Values(0, 1, 4, 16)),
-    [](const ::testing::TestParamInfo<Output::ParamType> &info) {
-      return std::string(std::get<0>(info.param)) + "_inflight" +
-             std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, Output,
+                         ::testing::Combine(::testing::Values("cpu", "cuda"),
+                                            ::testing::Values(0, 1, 4, 16)),
+                         [](const ::testing::TestParamInfo<Output::ParamType> &info) {
+                           return std::string(std::get<0>(info.param)) + "_inflight" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace cudagray::test

@@ -51,7 +51,8 @@ TEST(WeightsText, FormatRoundTrips) {
   Coefficients k;
   std::string error;
   const Coefficients odd{0.1 + 0.2, 1.0 / 3.0, 64};
-  ASSERT_TRUE(gst_cuda_gray_parse_weights(gst_cuda_gray_format_weights(odd).c_str(), &k, &error)) << error;
+  ASSERT_TRUE(gst_cuda_gray_parse_weights(gst_cuda_gray_format_weights(odd).c_str(), &k, &error))
+      << error;
   EXPECT_EQ(k.r, odd.r);
   EXPECT_EQ(k.g, odd.g);
   EXPECT_EQ(k.b, odd.b);
