@@ -48,6 +48,15 @@ static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *v
   gst_cuda_gray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
+/* QoS starts afresh at start and after a flush, as GstBaseTransform's does. */
+static void reset_qos(GstCudaGray *self) {
+  GST_OBJECT_LOCK(self);
+  self->qos_proportion = 1.0;
+  self->qos_earliest = GST_CLOCK_TIME_NONE;
+  GST_OBJECT_UNLOCK(self);
+  self->streaming->processed = self->streaming->dropped = 0;
+}
+
 /* Makes the backend named by the properties. backend=auto falls back to the
  * CPU with a warning when no GPU can be used; everything else that fails is
  * an error. A CUDA backend is made inside the element's CUDA context. */
@@ -92,6 +101,7 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
     s.pinned = gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(self->context));
   s.output.reset();
   s.discont_pending = false;
+  reset_qos(self);
   GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
                   s.backend->device_id());
   GST_OBJECT_LOCK(self);
@@ -424,6 +434,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
     return GST_FLOW_ERROR;
   }
   s.output.push(GstCudaGrayOutputItem(std::move(frame)));
+  s.processed++;
   return GST_FLOW_OK;
 }
 
@@ -453,6 +464,7 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
       s.discont_pending = false;
     }
     s.output.push(GstCudaGrayOutputItem::ready(inbuf));
+    s.processed++;
     return GST_FLOW_OK;
   }
   if (ret == GST_FLOW_OK) {
@@ -470,15 +482,70 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   return ret;
 }
 
-/* A frame late at the sink is dropped by GstBaseTransform's QoS before it
- * reaches generate_output; the next frame that leaves is flagged DISCONT. */
+/* QoS is cudagray's own, with GstBaseTransform's rule (a frame due at or
+ * before the last QoS event's timestamp + jitter is not converted) and its
+ * message, whose processed count GstBaseTransform could not keep: it counts
+ * the frames it pushes itself, and the output task pushes cudagray's. The QoS
+ * event goes upstream as it would through GstBaseTransform. */
+static gboolean gst_cuda_gray_src_event(GstBaseTransform *trans, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) != GST_EVENT_QOS)
+    return GST_BASE_TRANSFORM_CLASS(parent_class)->src_event(trans, event);
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  gdouble proportion;
+  GstClockTimeDiff diff;
+  GstClockTime timestamp;
+  gst_event_parse_qos(event, NULL, &proportion, &diff, &timestamp);
+  if (GST_CLOCK_TIME_IS_VALID(timestamp)) {
+    GST_OBJECT_LOCK(self);
+    self->qos_proportion = proportion;
+    self->qos_earliest = timestamp + diff;
+    GST_OBJECT_UNLOCK(self);
+  }
+  return gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), event);
+}
+
+/* Whether input is late at the sink (and so dropped, with a QoS message). */
+static gboolean drop_late(GstCudaGray *self, GstBuffer *input) {
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  if (!gst_base_transform_is_qos_enabled(trans) || trans->segment.format != GST_FORMAT_TIME)
+    return FALSE;
+  const GstClockTime pts = GST_BUFFER_PTS(input);
+  const GstClockTime running_time =
+      gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, pts);
+  GST_OBJECT_LOCK(self);
+  const GstClockTime earliest = self->qos_earliest;
+  const gdouble proportion = self->qos_proportion;
+  GST_OBJECT_UNLOCK(self);
+  if (!GST_CLOCK_TIME_IS_VALID(running_time) || !GST_CLOCK_TIME_IS_VALID(earliest) ||
+      running_time > earliest)
+    return FALSE;
+  GstCudaGrayStreaming &s = *self->streaming;
+  s.dropped++;
+  GST_DEBUG_OBJECT(self,
+                   "frame due at %" GST_TIME_FORMAT " is late (earliest %" GST_TIME_FORMAT
+                   "): not converted",
+                   GST_TIME_ARGS(running_time), GST_TIME_ARGS(earliest));
+  GstMessage *qos =
+      gst_message_new_qos(GST_OBJECT(self), FALSE, running_time,
+                          gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME, pts), pts,
+                          GST_BUFFER_DURATION(input));
+  gst_message_set_qos_values(qos, GST_CLOCK_DIFF(running_time, earliest), proportion, 1000000);
+  gst_message_set_qos_stats(qos, GST_FORMAT_BUFFERS, s.processed, s.dropped);
+  gst_element_post_message(GST_ELEMENT(self), qos);
+  return TRUE;
+}
+
+/* A frame late at the sink is dropped before anything is done with it; the
+ * next frame that leaves is flagged DISCONT. */
 static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont,
                                                        GstBuffer *input) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  const GstFlowReturn ret =
-      GST_BASE_TRANSFORM_CLASS(parent_class)->submit_input_buffer(trans, is_discont, input);
-  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED) self->streaming->discont_pending = true;
-  return ret;
+  if (drop_late(self, input)) {
+    gst_buffer_unref(input);
+    self->streaming->discont_pending = true;
+    return GST_BASE_TRANSFORM_FLOW_DROPPED;
+  }
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->submit_input_buffer(trans, is_discont, input);
 }
 
 /* Serialized events join the output queue behind the frames before them and
@@ -499,6 +566,7 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       gst_cuda_gray_stop_output(self, GST_FLOW_FLUSHING);
       s.output.reset();
       s.discont_pending = true;
+      reset_qos(self);
       GST_OBJECT_LOCK(self);
       gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
       self->position_out = GST_CLOCK_TIME_NONE;
@@ -620,6 +688,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   trans_class->transform = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform);
   trans_class->generate_output = GST_DEBUG_FUNCPTR(gst_cuda_gray_generate_output);
   trans_class->submit_input_buffer = GST_DEBUG_FUNCPTR(gst_cuda_gray_submit_input_buffer);
+  trans_class->src_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_src_event);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_event);
   trans_class->transform_meta = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_meta);
 
@@ -632,6 +701,8 @@ static void gst_cuda_gray_init(GstCudaGray *self) {
   self->streaming = new GstCudaGrayStreaming();
   gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
   self->position_out = GST_CLOCK_TIME_NONE;
+  self->qos_proportion = 1.0;
+  self->qos_earliest = GST_CLOCK_TIME_NONE;
   self->context = gst_cuda_gray_context_new(GST_ELEMENT(self));
   gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */

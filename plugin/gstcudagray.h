@@ -36,6 +36,9 @@ struct GstCudaGrayStreaming {
   /* the next frame queued is flagged DISCONT (after a QoS drop, a flush or
    * a gap); streaming thread only */
   bool discont_pending = false;
+  /* frames taken for output and dropped late, for QoS messages; streaming
+   * thread only */
+  guint64 processed = 0, dropped = 0;
   GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
   /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info;
@@ -67,6 +70,10 @@ struct _GstCudaGray {
    * lock). */
   GstSegment out_segment;
   GstClockTime position_out;
+  /* The last QoS event from downstream: frames due (running time) at or
+   * before qos_earliest are late (guarded by the object lock). */
+  gdouble qos_proportion;
+  GstClockTime qos_earliest;
 
   GstCudaGrayStreaming *streaming;
   /* the CUDA context every backend call is made in */

@@ -271,6 +271,49 @@ TEST_P(Output, DiscontAfterAQosDrop) {
   gst_buffer_unref(next);
 }
 
+// The QoS message of a dropped frame carries the same processing stats as
+// videoconvert's in the same case: two frames processed before, one dropped.
+TEST_P(Output, QosMessageCountsLikeVideoconverts) {
+  auto qos_stats = [](GstElement *element, const std::string &sink_caps) {
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(element, bus);
+    GstHarness *h = gst_harness_new_with_element(element, "sink", "src");
+    gst_harness_set_src_caps_str(h, caps_string("BGRx", kWidth, kHeight).c_str());
+    gst_harness_set_sink_caps_str(h, sink_caps.c_str());
+    for (int i : {0, 1, 15, 60}) {
+      if (i == 15) {  // late from here to 1 s
+        EXPECT_TRUE(gst_harness_push_upstream_event(
+            h, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.0, 0, GST_SECOND)));
+      }
+      EXPECT_EQ(gst_harness_push(
+                    h, timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), i)),
+                GST_FLOW_OK);
+      if (i != 15) gst_buffer_unref(gst_harness_pull(h));
+    }
+    guint64 processed = 0, dropped = 0;
+    GstMessage *qos = gst_bus_pop_filtered(bus, GST_MESSAGE_QOS);
+    EXPECT_NE(qos, nullptr);
+    if (qos) {
+      GstFormat format;
+      gst_message_parse_qos_stats(qos, &format, &processed, &dropped);
+      EXPECT_EQ(format, GST_FORMAT_BUFFERS);
+      gst_message_unref(qos);
+    }
+    gst_bus_set_flushing(bus, TRUE);
+    gst_harness_teardown(h);
+    gst_object_unref(bus);
+    return std::make_pair(processed, dropped);
+  };
+  GstElement *gray = gst_element_factory_make("cudagray", nullptr);
+  gst_util_set_object_arg(G_OBJECT(gray), "backend", backend().c_str());
+  gst_util_set_object_arg(G_OBJECT(gray), "max-inflight", std::to_string(max_inflight()).c_str());
+  const auto ours = qos_stats(gray, "video/x-raw,format=GRAY8");
+  const auto theirs =
+      qos_stats(gst_element_factory_make("videoconvert", nullptr), "video/x-raw,format=GRAY8");
+  EXPECT_EQ(theirs, std::make_pair(guint64(2), guint64(1)));
+  EXPECT_EQ(ours, theirs);
+}
+
 // POSITION on the source pad while playing equals videoconvert's in the same
 // pipeline, after each frame has come out of both.
 TEST_P(Output, PositionEqualsVideoconverts) {
