@@ -3,17 +3,19 @@
  * NVIDIA GPU (or the CPU).
  *
  * The element: start/stop, set_caps, and a frame's way through.
- * The streaming thread maps each input and output buffer (gstcudagrayframe.cpp)
- * and starts its conversion (Backend::submit); an output task on the source
- * pad (gstcudagrayoutput.cpp) waits for the oldest frame's conversion
- * (Backend::finish_oldest) and pushes it at once, in order. The frames in flight have one owner
- * (cudagrayframequeue.cpp), which also makes upstream wait while
- * max-inflight are out. Serialized events (EOS, caps, segment, gap) wait
- * until the frames before them have left; flushes and stop drop them. Gray
- * input of the output's format passes through untouched. Formats:
- * gstcudagrayformats.cpp; properties: gstcudagrayproperties.cpp; caps:
- * gstcudagraycaps.cpp; the CUDA context: gstcudagraycontext.cpp; pinned pools:
- * gstcudagrayallocation.cpp.
+ * The streaming thread maps each input and output buffer (gstcudagrayframe.cpp),
+ * starts its conversion (Backend::submit) and queues it in the output queue
+ * (gstcudagrayoutputqueue.cpp), which owns it from then on and makes upstream
+ * wait while max-inflight frames are held; serialized events join the same
+ * queue behind the frames before them and return at once. The output task
+ * on the source pad (gstcudagrayoutput.cpp), the one thread that pushes there,
+ * takes the items in order: a frame once its conversion is done
+ * (Backend::finish_oldest), a passthrough buffer or an event as it is. New
+ * caps take effect at a frame boundary (set_caps lets the queue empty
+ * first); flushes and stop drop what is queued. Gray input of the output's
+ * format passes through untouched. Formats: gstcudagrayformats.cpp;
+ * properties: gstcudagrayproperties.cpp; caps: gstcudagraycaps.cpp; the CUDA
+ * context: gstcudagraycontext.cpp; pinned pools: gstcudagrayallocation.cpp.
  *
  * Example:
  *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
@@ -378,7 +380,7 @@ static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &w
        "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
 }
 
-/* Starts converting inbuf into outbuf; the frame queue holds both, mapped,
+/* Starts converting inbuf into outbuf; the output queue holds both, mapped,
  * until the output task pushes the result. Called by generate_output; being
  * the transform vfunc also tells GstBaseTransform that output buffers are
  * separate ones, from the pool decided with downstream. */
