@@ -50,13 +50,20 @@ static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *v
   gst_cuda_gray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
-/* QoS starts afresh at start and after a flush, as GstBaseTransform's does. */
-static void reset_qos(GstCudaGray *self) {
+/* The output starts afresh (at init, at start and after a flush): nothing
+ * queued, no position, QoS as GstBaseTransform's starts; the first frame
+ * out is flagged DISCONT when discont. */
+static void restart_output(GstCudaGray *self, bool discont) {
+  GstCudaGrayStreaming &s = *self->streaming;
+  s.output.reset();
+  s.discont_pending = discont;
+  s.processed = s.dropped = 0;
   GST_OBJECT_LOCK(self);
+  gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
+  self->position_out = GST_CLOCK_TIME_NONE;
   self->qos_proportion = 1.0;
   self->qos_earliest = GST_CLOCK_TIME_NONE;
   GST_OBJECT_UNLOCK(self);
-  self->streaming->processed = self->streaming->dropped = 0;
 }
 
 /* Makes the backend named by the properties. backend=auto falls back to the
@@ -101,14 +108,10 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   s.backend = std::move(backend);
   if (s.needs.pinned_host_memory)
     s.pinned = gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(self->context));
-  s.output.reset();
-  s.discont_pending = false;
-  reset_qos(self);
+  restart_output(self, false);
   GST_INFO_OBJECT(self, "using the %s backend (CUDA device %d)", s.backend->name(),
                   s.backend->device_id());
   GST_OBJECT_LOCK(self);
-  gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
-  self->position_out = GST_CLOCK_TIME_NONE;
   self->props.stats_device_id = s.backend->device_id();
   self->reads_device_memory = s.needs.reads_device_memory;
   self->writes_device_memory = s.needs.writes_device_memory;
@@ -566,13 +569,7 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       break;
     case GST_EVENT_FLUSH_STOP: {
       gst_cuda_gray_stop_output(self, GST_FLOW_FLUSHING);
-      s.output.reset();
-      s.discont_pending = true;
-      reset_qos(self);
-      GST_OBJECT_LOCK(self);
-      gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
-      self->position_out = GST_CLOCK_TIME_NONE;
-      GST_OBJECT_UNLOCK(self);
+      restart_output(self, true);
       const gboolean ret = GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
       gst_cuda_gray_start_output(self);
       return ret;
@@ -701,10 +698,7 @@ static void gst_cuda_gray_init(GstCudaGray *self) {
   gst_cuda_gray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
   self->streaming = new GstCudaGrayStreaming();
-  gst_segment_init(&self->out_segment, GST_FORMAT_UNDEFINED);
-  self->position_out = GST_CLOCK_TIME_NONE;
-  self->qos_proportion = 1.0;
-  self->qos_earliest = GST_CLOCK_TIME_NONE;
+  restart_output(self, false);
   self->context = gst_cuda_gray_context_new(GST_ELEMENT(self));
   gst_video_info_init(&self->streaming->in_info);
   /* transform_caps lists converted formats first: keep that order */
