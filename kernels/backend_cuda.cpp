@@ -126,7 +126,8 @@ class CudaBackend final : public Backend {
                                                     std::min(kMaxStrips, height)));
       slots_.resize(std::max(1, max_in_flight));
       for (Slot &s : slots_) {
-        allocate_missing(s, !inputs_on_device, !outputs_on_device, false, false);
+        if (!inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
+        if (!outputs_on_device) s.device_out = make_device_memory(out_pitch_ * height);
         for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
                               &s.download_start, &s.download_end})
           *e = make_event(cudaEventDefault);
@@ -162,6 +163,15 @@ class CudaBackend final : public Backend {
       }
       index = (first_ + count_) % slots_.size();
     }
+    // every slot has the device buffers configure was asked for
+    if (!in.on_device && !slots_[index].device_in.get()) {
+      *error = "a frame in host memory, but the backend was configured for frames on the GPU";
+      return false;
+    }
+    if (!out.on_device && !slots_[index].device_out.get()) {
+      *error = "a result in host memory, but the backend was configured for results on the GPU";
+      return false;
+    }
     try {
       Slot &s = slots_[index];
       s.timed = submitted_++ % kTimedEvery == 0;
@@ -169,7 +179,7 @@ class CudaBackend final : public Backend {
       s.in_staged = !in.on_device && !planes_pinned(in);
       s.out = out;
       s.out_staged = !out.on_device && !is_pinned(out.data);
-      allocate_missing(s, !s.on_device, !out.on_device, s.in_staged, s.out_staged);
+      allocate_staging(s);
       const uint8_t *source[3];
       size_t source_pitch[3];
       for (int p = 0; p < info_->planes; ++p) {
@@ -333,19 +343,14 @@ class CudaBackend final : public Backend {
     return true;
   }
 
-  // Allocates those of slot s's buffers asked for that it lacks: device
-  // memory for a host input or output, pinned staging for pageable ones.
-  // configure makes what it expects; a frame unlike that gets the rest here.
-  void allocate_missing(Slot &s, bool device_in, bool device_out, bool staging_in,
-                        bool staging_out) {
-    device_in = device_in && !s.device_in.get();
-    device_out = device_out && !s.device_out.get();
-    staging_in = staging_in && !s.staging_in.get();
-    staging_out = staging_out && !s.staging_out.get();
-    if (!(device_in || device_out || staging_in || staging_out)) return;
-    const CudaResourceChange change;  // nests in configure's
-    if (device_in) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
-    if (device_out) s.device_out = make_device_memory(out_pitch_ * height_);
+  // Pinned staging for pageable input or output, made when a frame first
+  // needs it: whether upstream and downstream hand over pinned memory (the
+  // element's pools) shows only in their frames.
+  void allocate_staging(Slot &s) {
+    const bool staging_in = s.in_staged && !s.staging_in.get();
+    const bool staging_out = s.out_staged && !s.staging_out.get();
+    if (!(staging_in || staging_out)) return;
+    const CudaResourceChange change;
     if (staging_in) s.staging_in = make_pinned_memory(plane_bytes_ * info_->planes);
     if (staging_out) s.staging_out = make_pinned_memory(out_pitch_ * height_);
   }

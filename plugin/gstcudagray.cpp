@@ -30,6 +30,7 @@
 #include "gstcudagraycaps.h"
 #include "gstcudagrayframe.h"
 #include "gstcudagrayoutput.h"
+#include "gstcudagraypools.h"
 
 GST_DEBUG_CATEGORY(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -214,6 +215,27 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
   return live;
 }
 
+/* Sizes the backend, allocating every buffer of its own, for the frames
+ * that set_caps described in s; posts an error (once for the same cause)
+ * when it cannot. Nothing may be queued. */
+static gboolean configure_backend(GstCudaGray *self) {
+  GstCudaGrayStreaming &s = *self->streaming;
+  std::string error;
+  if (!s.backend->configure(s.format->layout, s.in_info.width, s.in_info.height, s.out_depth,
+                            s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
+    if (error != s.configure_error)
+      GST_ELEMENT_ERROR(
+          self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not prepare the %s backend for %dx%d %s frames: %s", s.backend->name(),
+           s.in_info.width, s.in_info.height, s.format->name, error.c_str()),
+          ("free GPU memory, use smaller frames, or set backend=cpu"));
+    s.configure_error = error;
+    return FALSE;
+  }
+  s.configure_error.clear();
+  return TRUE;
+}
+
 /* Sizes the backend for the new caps. New input caps, and new output caps
  * that downstream asked for (a RECONFIGURE: GStreamer calls this before it
  * sends the CAPS event and the ALLOCATION query), take effect at a frame
@@ -283,19 +305,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
     return FALSE;
   }
 
-  std::string error;
-  if (!s.backend->configure(format->layout, in_info.width, in_info.height, s.out_depth,
-                            s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
-    if (error != s.configure_error)
-      GST_ELEMENT_ERROR(
-          self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not prepare the %s backend for %dx%d %s frames: %s", s.backend->name(),
-           in_info.width, in_info.height, format->name, error.c_str()),
-          ("free GPU memory, use smaller frames, or set backend=cpu"));
-    s.configure_error = error;
-    return FALSE;
-  }
-  s.configure_error.clear();
+  if (!configure_backend(self)) return FALSE;
   GST_INFO_OBJECT(self,
                   "converting %dx%d %s (%s) to %s (%s) on the %s "
                   "backend, up to %d frames in flight",
@@ -328,7 +338,7 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
   GstCaps *caps;
   gst_query_parse_allocation(query, &caps, NULL);
   if (caps && gst_cuda_gray_caps_in_cuda_memory(caps))
-    gst_cuda_gray_context_add_cuda_pool(self->context, query, caps, s.max_in_flight + 1);
+    gst_cuda_gray_offer_input_pool(self->context, query, caps, s.max_in_flight + 1);
   else if (s.pinned)
     gst_cuda_gray_add_pinned_pool(query, s.pinned, s.max_in_flight + 1);
   return TRUE;
@@ -343,7 +353,7 @@ static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuer
   GstCudaGrayStreaming &s = *self->streaming;
   std::string why;
   if (s.cuda_output &&
-      !gst_cuda_gray_context_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
+      !gst_cuda_gray_decide_output_pool(self->context, query, s.max_in_flight + 1, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
                       ("Could not set up gray output in CUDA memory: %s", why.c_str()),
                       ("free GPU memory, or ask for gray video/x-raw in system "
@@ -391,43 +401,37 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
                                              GstBuffer *outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   GstCudaGrayStreaming &s = *self->streaming;
-  std::string mismatch, error;
-  GstMapFlags flags;
-  const gboolean on_device =
-      gst_cuda_gray_context_reads_on_device(self->context, inbuf, &flags, &mismatch);
-  if (!mismatch.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", mismatch.c_str()),
-                      ("unset cuda-device-id, or put upstream's CUDA elements on the same "
-                       "device"));
-    return GST_FLOW_ERROR;
-  }
-  GstCudaGrayFrame frame;
-  if (!frame.map_input(inbuf, &s.in_info, s.format->layout, flags, &error))
-    return refuse_input(self, error);
+  std::string error;
   if (s.discont_pending) { /* outbuf is ours alone, from the pool */
     GST_BUFFER_FLAG_SET(outbuf, GST_BUFFER_FLAG_DISCONT);
     s.discont_pending = false;
   }
-  GstMapFlags out_flags;
-  const gboolean out_on_device =
-      gst_cuda_gray_context_writes_on_device(self->context, outbuf, &out_flags);
-  if (out_on_device != (gboolean)s.cuda_output ||
-      !frame.map_output(outbuf, s.in_info.width, s.in_info.height, s.out_depth, out_flags,
-                        out_on_device)) {
-    GST_ELEMENT_ERROR(
-        self, STREAM, FAILED, ("Could not map the output buffer for writing"),
-        ("the output buffer is not %s",
-         s.cuda_output ? "CUDA memory of the element's CUDA context" : "system memory"));
-    return GST_FLOW_ERROR;
+  GstCudaGrayFrame frame;
+  switch (frame.map(self->context, inbuf, &s.in_info, s.format->layout, outbuf, s.out_depth,
+                    s.cuda_output, &error)) {
+    case GST_CUDA_GRAY_MAP_OK: break;
+    case GST_CUDA_GRAY_MAP_OTHER_DEVICE:
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", error.c_str()),
+                        ("unset cuda-device-id, or put upstream's CUDA elements on the same "
+                         "device"));
+      return GST_FLOW_ERROR;
+    case GST_CUDA_GRAY_MAP_BAD_INPUT: return refuse_input(self, error);
+    case GST_CUDA_GRAY_MAP_BAD_OUTPUT:
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not map the output buffer for writing"),
+                        ("%s", error.c_str()));
+      return GST_FLOW_ERROR;
   }
   cudagray::InputFrame &in = frame.input();
-  in.on_device = on_device;
   in.limited_range = s.limited_range;
-  /* 1.24+: the producer may still be writing on its stream; the kernel waits
-   * for it on the GPU, and inbuf stays mapped until the frame is done */
-  if (on_device) in.producer_stream = gst_cuda_gray_pending_writer_stream(inbuf);
-  /* 1.24+: the output memory's stream waits for the kernel on the GPU */
-  if (out_on_device) frame.output().consumer_stream = gst_cuda_gray_output_stream(outbuf);
+  if (s.cuda_input && !in.on_device) {
+    /* CUDA memory of another context: the backend was sized for frames on
+     * the GPU; from now on it uploads host mappings, with buffers of its own */
+    GST_INFO_OBJECT(self, "CUDA memory input of another CUDA context: reading host mappings");
+    const GstFlowReturn drained = s.output.drain();
+    if (drained != GST_FLOW_OK) return drained;
+    s.cuda_input = false;
+    if (!configure_backend(self)) return GST_FLOW_ERROR;
+  }
 
   GST_OBJECT_LOCK(self);
   const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);

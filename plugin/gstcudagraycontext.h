@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The element's CUDA context: with gstreamer-cuda-1.0 a GstCudaContext shared
- * with the pipeline, otherwise a device's primary context; also CUDA memory
- * input (version safety, the producer's stream, the pool offered upstream).
- * Every #ifdef on gstreamer-cuda-1.0 and every gstreamer-cuda version check
- * of the plugin is in gstcudagraycontext.cpp. */
+/* The element's CUDA context and which CUDA memory is its own. With
+ * gstreamer-cuda-1.0 a GstCudaContext shared with the pipeline
+ * (gstcudagraycontext.cpp; the CUDA streams of 1.24+ in
+ * gstcudagraystreams.cpp), without it a device's primary context and no CUDA
+ * memory (gstcudagrayprimarycontext.cpp): meson.build picks the files, so
+ * that no source is split by #ifdef. */
 #pragma once
 
 #include <gst/gst.h>
@@ -24,7 +25,8 @@ G_BEGIN_DECLS
 gboolean gst_cuda_gray_cuda_memory_usable(std::string *why);
 
 /* The GStreamer minor version in a libgstcuda file name such as
- * "libgstcuda-1.0.so.0.2602.0" (26), or -1 when the name does not carry one. */
+ * "libgstcuda-1.0.so.0.2602.0" (26), or -1 when the name does not carry one
+ * (built with gstreamer-cuda-1.0 only). */
 gint gst_cuda_gray_gst_cuda_minor_from_library(const gchar *path);
 
 /* One per element, for its lifetime; opened at start, closed at stop. */
@@ -64,23 +66,6 @@ gboolean gst_cuda_gray_context_reads_on_device(GstCudaGrayContext *context, GstB
  * stream's work; further streams of a buffer of several memories are waited
  * for here. */
 gpointer gst_cuda_gray_pending_writer_stream(GstBuffer *buffer);
-
-/* Offers upstream a GstCudaBufferPool in the element's context for caps
- * whose memory carries a stream of ours (1.24+), so that a producer adopting
- * it writes on it and need not wait for its work before pushing. Nothing
- * when caps are not in CUDA memory, or before 1.24. */
-void gst_cuda_gray_context_add_cuda_pool(GstCudaGrayContext *context, GstQuery *query,
-                                         GstCaps *caps, guint min_buffers);
-
-/* For CUDA-memory GRAY8 output: keeps in an allocation query the first pool
- * that can give it in the element's context (a GstCudaBufferPool of that
- * context that is not GStreamer's own, which lays out no GRAY8 up to 1.26),
- * else adds the element's own: a GstCudaBufferPool subclass whose buffers
- * hold one CUDA memory and a GRAY8 GstVideoMeta giving its pitch, with
- * min_buffers, on the element's CUDA stream (1.24+). FALSE with why when
- * that fails. */
-gboolean gst_cuda_gray_context_decide_output_pool(GstCudaGrayContext *context, GstQuery *query,
-                                                  guint min_buffers, std::string *why);
 
 /* Whether the kernel can write buffer where it is: one CUDA memory of the
  * element's context. Also sets the flags to map it with. */

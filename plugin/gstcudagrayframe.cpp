@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The frame bridge: GstBuffer to kernels frame, with the explicit checks that
- * name what is wrong with a buffer that does not hold its frame. */
+/* The frame bridge: GstBuffers to kernels frames, in system or CUDA memory,
+ * with the explicit checks that name what is wrong with a buffer that does
+ * not hold its frame. */
 #include "gstcudagrayframe.h"
 
 #include <utility>
@@ -72,13 +73,22 @@ GstCudaGrayFrame &GstCudaGrayFrame::operator=(GstCudaGrayFrame &&other) noexcept
 
 GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }
 
-gboolean GstCudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info,
-                                     cudagray::PixelLayout layout, GstMapFlags flags,
-                                     std::string *why) {
-  if (!gst_cuda_gray_frame_check(buffer, info, layout, why)) return FALSE;
-  if (!gst_video_frame_map(&in_, info, buffer, flags)) {
+GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffer *inbuf,
+                                           const GstVideoInfo *info, cudagray::PixelLayout layout,
+                                           GstBuffer *outbuf, int out_depth, gboolean cuda_output,
+                                           std::string *why) {
+  GstMapFlags in_flags = GST_MAP_READ, out_flags = GST_MAP_WRITE;
+  std::string mismatch;
+  const gboolean in_on_device =
+      context && gst_cuda_gray_context_reads_on_device(context, inbuf, &in_flags, &mismatch);
+  if (!mismatch.empty()) {
+    *why = mismatch;
+    return GST_CUDA_GRAY_MAP_OTHER_DEVICE;
+  }
+  if (!gst_cuda_gray_frame_check(inbuf, info, layout, why)) return GST_CUDA_GRAY_MAP_BAD_INPUT;
+  if (!gst_video_frame_map(&in_, info, inbuf, in_flags)) {
     *why = "it could not be mapped for reading";
-    return FALSE;
+    return GST_CUDA_GRAY_MAP_BAD_INPUT;
   }
   in_mapped_ = true;
   input_ =
@@ -87,22 +97,31 @@ gboolean GstCudaGrayFrame::map_input(GstBuffer *buffer, const GstVideoInfo *info
     input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
     input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
   }
-  return TRUE;
-}
+  input_.on_device = in_on_device;
+  /* 1.24+: the producer may still be writing on its stream; the kernel
+   * waits for it on the GPU, and inbuf stays mapped until the frame goes */
+  if (in_on_device) input_.producer_stream = gst_cuda_gray_pending_writer_stream(inbuf);
 
-gboolean GstCudaGrayFrame::map_output(GstBuffer *buffer, gint width, gint height, int depth,
-                                      GstMapFlags flags, gboolean on_device) {
-  GstVideoInfo info;
-  gst_video_info_set_format(
-      &info, depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, width, height);
-  out_mapped_ = gst_video_frame_map(&out_, &info, buffer, flags);
-  if (out_mapped_) {
-    output_ =
-        cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
-                            (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), on_device != FALSE};
-    output_.depth = depth;
+  const gboolean out_on_device =
+      context && gst_cuda_gray_context_writes_on_device(context, outbuf, &out_flags);
+  GstVideoInfo gray;
+  gst_video_info_set_format(&gray,
+                            out_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
+                            GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info));
+  if (out_on_device != cuda_output || !gst_video_frame_map(&out_, &gray, outbuf, out_flags)) {
+    *why = std::string("the output buffer is not ") +
+           (cuda_output ? "CUDA memory of the element's CUDA context" : "system memory") +
+           " that can be mapped for writing";
+    return GST_CUDA_GRAY_MAP_BAD_OUTPUT;
   }
-  return out_mapped_;
+  out_mapped_ = true;
+  output_ =
+      cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
+                          (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), out_on_device != FALSE};
+  output_.depth = out_depth;
+  /* 1.24+: the output memory's stream waits for the kernel on the GPU */
+  if (out_on_device) output_.consumer_stream = gst_cuda_gray_output_stream(outbuf);
+  return GST_CUDA_GRAY_MAP_OK;
 }
 
 GstBuffer *GstCudaGrayFrame::release_output() {
@@ -110,6 +129,7 @@ GstBuffer *GstCudaGrayFrame::release_output() {
   GstBuffer *out = gst_buffer_ref(out_.buffer);
   gst_video_frame_unmap(&out_);
   out_mapped_ = false;
+  if (output_.consumer_stream) gst_cuda_gray_mark_output_pending(out);
   return out;
 }
 

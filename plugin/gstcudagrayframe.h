@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The frame bridge: a GstBuffer checked to hold its frame, mapped with
- * gst_video_frame_map, and shown to the kernels as an InputFrame or a
- * GrayFrame. */
+/* The frame bridge: a frame's input and output GstBuffers checked, mapped
+ * with gst_video_frame_map where the kernels can reach them, and shown to
+ * the kernels as an InputFrame and a GrayFrame. */
 #pragma once
 
 #include <gst/gst.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cudagray/frame.h"
+#include "gstcudagraycontext.h"
 
 /* Whether buffer holds every row of the planes layout reads of a frame of
  * info (its video meta, if any, agreeing with info); otherwise *why says
@@ -17,9 +18,20 @@
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                                    cudagray::PixelLayout layout, std::string *why);
 
+/* What stopped a frame from being mapped, for the element's error. */
+typedef enum {
+  GST_CUDA_GRAY_MAP_OK,
+  /* the input is CUDA memory on another device than the element's */
+  GST_CUDA_GRAY_MAP_OTHER_DEVICE,
+  /* the input buffer does not hold its frame, or cannot be mapped */
+  GST_CUDA_GRAY_MAP_BAD_INPUT,
+  /* the output buffer is not the memory negotiated, or cannot be mapped */
+  GST_CUDA_GRAY_MAP_BAD_OUTPUT,
+} GstCudaGrayMapResult;
+
 /* One frame in flight: its input and output buffers, mapped (and so
- * referenced) from map_input / map_output until release or destruction.
- * Moves, never copies: one owner at a time. */
+ * referenced) from map until release or destruction. Moves, never copies:
+ * one owner at a time. */
 class GstCudaGrayFrame {
  public:
   GstCudaGrayFrame() = default;
@@ -29,25 +41,29 @@ class GstCudaGrayFrame {
   GstCudaGrayFrame &operator=(const GstCudaGrayFrame &) = delete;
   ~GstCudaGrayFrame();
 
-  /* Checks buffer (gst_cuda_gray_frame_check) and maps it with flags (GST_MAP_READ,
-   * plus GST_MAP_CUDA for device pointers); FALSE with why otherwise. */
-  gboolean map_input(GstBuffer *buffer, const GstVideoInfo *info, cudagray::PixelLayout layout,
-                     GstMapFlags flags, std::string *why);
-  /* Maps buffer for writing a width x height gray frame of depth bits (8:
-   * GRAY8, 16: GRAY16_LE) with flags (GST_MAP_WRITE, plus GST_MAP_CUDA for
-   * the device pointer of CUDA memory: on_device). */
-  gboolean map_output(GstBuffer *buffer, gint width, gint height, int depth, GstMapFlags flags,
-                      gboolean on_device);
+  /* The one mapping of a frame, for system and CUDA memory alike. Maps
+   * inbuf, a frame of info read as layout, where the kernels can read it
+   * (CUDA memory of context on the GPU, anything else through a host
+   * mapping) after gst_cuda_gray_frame_check, and outbuf for writing a
+   * width x height gray frame of out_depth bits (8: GRAY8, 16: GRAY16_LE),
+   * in CUDA memory of context when cuda_output, else in host memory. Sets
+   * the kernels' frames, with the streams a 1.24+ producer is still
+   * writing on and that the output memory carries. context may be NULL:
+   * system memory only. Otherwise why says what is wrong. */
+  GstCudaGrayMapResult map(GstCudaGrayContext *context, GstBuffer *inbuf, const GstVideoInfo *info,
+                           cudagray::PixelLayout layout, GstBuffer *outbuf, int out_depth,
+                           gboolean cuda_output, std::string *why);
 
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }
   cudagray::InputFrame &input() { return input_; }
   const cudagray::GrayFrame &output() const { return output_; }
-  cudagray::GrayFrame &output() { return output_; }
   GstBuffer *input_buffer() const { return in_.buffer; }
 
-  /* Unmaps the output buffer and hands it over (transfer full); the input
-   * stays mapped until the frame goes. */
+  /* Unmaps the output buffer and hands it over (transfer full), flagged
+   * for downstream to wait on its stream when the conversion is still
+   * queued there (output().consumer_stream); the input stays mapped until
+   * the frame goes. */
   GstBuffer *release_output();
 
  private:

@@ -80,9 +80,7 @@ static GstFlowReturn push_buffer(GstCudaGray *self, GstBuffer *buffer) {
  * soon as it is queued, flagged so that downstream waits. */
 static GstFlowReturn push_converted(GstCudaGray *self, GstCudaGrayFrame &frame) {
   if (frame.output().consumer_stream) {
-    GstBuffer *outbuf = frame.release_output();
-    gst_cuda_gray_mark_output_pending(outbuf);
-    const GstFlowReturn ret = push_buffer(self, outbuf);
+    const GstFlowReturn ret = push_buffer(self, frame.release_output());
     return finish_oldest(self) ? ret : GST_FLOW_ERROR;
   }
   if (!finish_oldest(self)) return GST_FLOW_ERROR; /* the frame unrefs its output */

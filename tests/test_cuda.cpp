@@ -206,10 +206,11 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
 }
 
 // Configured for frames already on the GPU, the backend reserves no upload
-// buffers and reads device frames where they are; a host frame still works,
-// making that slot's upload buffer when it comes. Allocations are counted
-// with the fault switch: with 4 frames in flight the 5th cudaMalloc must be
-// the host frame's (8 would be made at configure for host frames).
+// buffers and reads device frames where they are; every device buffer is
+// made in configure, so a host frame is refused, allocating nothing, until
+// configure is called for host frames. Allocations are counted with the
+// fault switch: with 4 frames in flight configure makes 4 (8 for host
+// frames), and a 5th cudaMalloc would fail.
 TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   SKIP_WITHOUT_GPU();
 #ifndef CUDAGRAY_FAULT_INJECTION
@@ -241,9 +242,12 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   const TestFrame on_host = random_frame(PixelLayout::RGBx, kWidth, kHeight);
   GrayImage from_host(kWidth, kHeight, 0);
   EXPECT_FALSE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error));
-  EXPECT_EQ(error.rfind("cudaMalloc failed: ", 0), 0u) << error;
+  EXPECT_EQ(error, "a frame in host memory, but the backend was configured for frames on the GPU");
   EXPECT_EQ(backend->in_flight(), 0);
   inject_cuda_fault("");
+  ASSERT_TRUE(
+      backend->configure(PixelLayout::RGBx, kWidth, kHeight, 8, kInFlight, false, false, &error))
+      << error;
   ASSERT_TRUE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error))
       << error;
   ASSERT_TRUE(backend->finish_oldest(&error)) << error;

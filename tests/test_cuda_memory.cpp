@@ -649,9 +649,105 @@ TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
   gst_context_unref(shared);
   gst_object_unref(context);
 }
+
 #else
 TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
   GTEST_SKIP() << "built against GStreamer before 1.24, whose CUDA producers finish their writes "
                   "before pushing";
+}
+#endif
+
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+namespace {
+
+// A buffer of one CUDA memory of context holding f (written through a host
+// mapping), with the video meta of its layout.
+GstBuffer *cuda_buffer_of(GstCudaContext *context, const TestFrame &f) {
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, video_format(f.layout), f.width, f.height);
+#if GST_CHECK_VERSION(1, 24, 0)
+  GstMemory *mem = gst_cuda_allocator_alloc(nullptr, context, nullptr, &info);
+#else
+  GstMemory *mem = gst_cuda_allocator_alloc(nullptr, context, &info);
+#endif
+  if (!mem) return nullptr;
+  GstVideoInfo laid_out = GST_CUDA_MEMORY_CAST(mem)->info;
+  GstMapInfo map;
+  if (!gst_memory_map(mem, &map, GST_MAP_WRITE)) {
+    gst_memory_unref(mem);
+    return nullptr;
+  }
+  const size_t row_bytes = layout_info(f.layout).row_bytes(f.width);
+  for (int p = 0; p < f.planes; ++p)
+    for (int y = 0; y < f.height; ++y)
+      memcpy(map.data + GST_VIDEO_INFO_PLANE_OFFSET(&laid_out, p) +
+                 y * GST_VIDEO_INFO_PLANE_STRIDE(&laid_out, p),
+             &f.bytes[f.offset[p] + y * f.stride[p]], row_bytes);
+  gst_memory_unmap(mem, &map);
+  GstBuffer *buf = gst_buffer_new();
+  gst_buffer_append_memory(buf, mem);
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out),
+                                 f.width, f.height, GST_VIDEO_INFO_N_PLANES(&laid_out),
+                                 laid_out.offset, laid_out.stride);
+  return buf;
+}
+
+}  // namespace
+
+// CUDA memory of a context the pipeline does not share: cudagray, sized at
+// set_caps for frames on the GPU, reads host mappings of it instead,
+// reconfigured once with upload buffers of its own; every frame still
+// equals the CPU, none counts as read on the device, and nothing is posted.
+TEST(CudaMemory, MemoryOfAnotherContextIsReadThroughHostMappings) {
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
+  ASSERT_TRUE(gst_cuda_load_library());
+  GstCudaContext *theirs = gst_cuda_context_new(0);
+  ASSERT_NE(theirs, nullptr);
+  constexpr int kWidth = 641, kHeight = 481, kCount = 12;
+  const std::string caps =
+      "video/x-raw(memory:CUDAMemory),format=RGBA,width=" + std::to_string(kWidth) +
+      ",height=" + std::to_string(kHeight) + ",framerate=30/1";
+  GstElement *pipeline = gst_parse_launch(
+      ("appsrc name=src format=time caps=\"" + caps +
+       "\" ! cudagray backend=cuda name=gray max-inflight=4 ! appsink name=sink sync=false")
+          .c_str(),
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *src = by_name(pipeline, "src"), *sink = by_name(pipeline, "sink"),
+             *gray = by_name(pipeline, "gray");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  std::vector<TestFrame> frames;
+  for (int i = 0; i < kCount; ++i) {
+    frames.push_back(random_frame(PixelLayout::RGBA, kWidth, kHeight));
+    GstBuffer *buf = cuda_buffer_of(theirs, frames[i]);
+    ASSERT_NE(buf, nullptr);
+    GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+    ASSERT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+  }
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  int received = 0;
+  while (GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+    if (received < kCount) {
+      EXPECT_TRUE(same_pixels(gray_of(gst_sample_get_buffer(sample), kWidth, kHeight),
+                              cpu_reference(frames[received], kWeightChoices[0])))
+          << "frame " << received;
+    }
+    gst_sample_unref(sample);
+    ++received;
+  }
+  EXPECT_EQ(received, kCount);
+  EXPECT_EQ(stat_of(gray, "frames"), (uint64_t)kCount);
+  EXPECT_EQ(stat_of(gray, "device-inputs"), 0u);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *error = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+  EXPECT_EQ(error, nullptr) << "an error was posted";
+  if (error) gst_message_unref(error);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  gst_object_unref(gray);
+  gst_object_unref(pipeline);
+  gst_object_unref(theirs);
 }
 #endif

@@ -4,6 +4,7 @@
 #include "element_harness.h"
 #include "gstcudagraycontext.h"
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
 TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstcuda-1.0.so.0.2602.0"), 26);
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library(
@@ -17,6 +18,7 @@ TEST(CudaMemoryVersion, MinorVersionReadFromTheLibraryName) {
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library("libgstgl-1.0.so.0.2602.0"), -1);
   EXPECT_EQ(gst_cuda_gray_gst_cuda_minor_from_library(nullptr), -1);
 }
+#endif
 
 // Built and run against one GStreamer here: the sink template lists CUDA
 // memory exactly when the plugin was built with gstreamer-cuda-1.0, and the

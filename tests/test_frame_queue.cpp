@@ -34,8 +34,9 @@ struct Buffers {
     gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
     GstCudaGrayFrame f;
     std::string why;
-    EXPECT_TRUE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why)) << why;
-    EXPECT_TRUE(f.map_output(out, kWidth, kHeight, 8, GST_MAP_WRITE, FALSE));
+    EXPECT_EQ(f.map(nullptr, in, &info, PixelLayout::RGB, out, 8, FALSE, &why),
+              GST_CUDA_GRAY_MAP_OK)
+        << why;
     return f;
   }
 };
@@ -70,12 +71,35 @@ TEST(GstCudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
   GstBuffer *in = gst_buffer_new_allocate(nullptr, 100, nullptr);
+  GstBuffer *out = gst_buffer_new_allocate(nullptr, GST_ROUND_UP_4(kWidth) * kHeight, nullptr);
   GstCudaGrayFrame f;
   std::string why;
-  EXPECT_FALSE(f.map_input(in, &info, PixelLayout::RGB, GST_MAP_READ, &why));
+  EXPECT_EQ(f.map(nullptr, in, &info, PixelLayout::RGB, out, 8, FALSE, &why),
+            GST_CUDA_GRAY_MAP_BAD_INPUT);
   EXPECT_EQ(why, "plane 0 (offset 0, stride 100) needs 1699 bytes, the buffer has 100");
   EXPECT_EQ(refcount(in), 1);
+  EXPECT_EQ(refcount(out), 1);
   gst_buffer_unref(in);
+  gst_buffer_unref(out);
+}
+
+// CUDA memory output negotiated, but a system-memory buffer handed over: the
+// output is refused in the element's words, and nothing stays mapped.
+TEST(GstCudaGrayFrame, OutputInOtherMemoryThanNegotiatedIsRefused) {
+  Buffers b;
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
+  std::string why;
+  {
+    GstCudaGrayFrame f;
+    EXPECT_EQ(f.map(nullptr, b.in, &info, PixelLayout::RGB, b.out, 8, TRUE, &why),
+              GST_CUDA_GRAY_MAP_BAD_OUTPUT);
+    EXPECT_EQ(why,
+              "the output buffer is not CUDA memory of the element's CUDA context that can be "
+              "mapped for writing");
+  }
+  EXPECT_EQ(refcount(b.in), 1);
+  EXPECT_EQ(refcount(b.out), 1);
 }
 
 // Frames come out in the order they went in; once out and gone, nothing of

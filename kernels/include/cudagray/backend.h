@@ -65,11 +65,11 @@ class Backend {
   // Called when the frame format or geometry changes, with nothing in
   // flight; sizes buffers for up to max_in_flight frames at once (at least
   // 1) of gray of out_depth bits (8 or 16).
-  // inputs_on_device: frames are expected in GPU memory (InputFrame::on_device),
-  // so no upload buffers are reserved; a host frame still works, its upload
-  // buffer then being allocated when it first needs one. outputs_on_device:
-  // the same for results written into GPU memory (GrayFrame::on_device) and
-  // the download buffers.
+  // Every device buffer is allocated here: none for uploads when
+  // inputs_on_device (frames in GPU memory, InputFrame::on_device), none for
+  // downloads when outputs_on_device (results written into GPU memory,
+  // GrayFrame::on_device). A frame or result in host memory after that is
+  // refused until configure is called again without the flag.
   virtual bool configure(PixelLayout layout, int width, int height, int out_depth,
                          int max_in_flight, bool inputs_on_device, bool outputs_on_device,
                          std::string *error) = 0;
