@@ -665,11 +665,15 @@ namespace {
 GstBuffer *cuda_buffer_of(GstCudaContext *context, const TestFrame &f) {
   GstVideoInfo info;
   gst_video_info_set_format(&info, video_format(f.layout), f.width, f.height);
+  gst_cuda_memory_init_once();
+  GstAllocator *allocator = gst_allocator_find(GST_CUDA_MEMORY_TYPE_NAME);
+  if (!allocator) return nullptr;
 #if GST_CHECK_VERSION(1, 24, 0)
-  GstMemory *mem = gst_cuda_allocator_alloc(nullptr, context, nullptr, &info);
+  GstMemory *mem = gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(allocator), context, nullptr, &info);
 #else
-  GstMemory *mem = gst_cuda_allocator_alloc(nullptr, context, &info);
+  GstMemory *mem = gst_cuda_allocator_alloc(GST_CUDA_ALLOCATOR(allocator), context, &info);
 #endif
+  gst_object_unref(allocator);
   if (!mem) return nullptr;
   GstVideoInfo laid_out = GST_CUDA_MEMORY_CAST(mem)->info;
   GstMapInfo map;
