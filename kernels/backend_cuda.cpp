@@ -229,6 +229,7 @@ class CudaBackend final : public Backend {
         const bool first = i == 0, last = i == strips_ - 1;
         cudaStream_t work = work_streams_[next_stream_++ % kStreams].get();
         InputFrame strip{layout_, width_, strip_height(i), {}, {}, in.limited_range};
+        strip.sample_bits = in.sample_bits;
         for (int p = 0; p < info_->planes; ++p) {
           strip.plane[p] = in.on_device ? source[p] + strip_start(i) * source_pitch[p]
                                         : device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;

@@ -15,6 +15,10 @@
 //   along the row). Row 0 takes row 1 as the row above; the last row takes
 //   row height - 4 as the row below (bayer2rgb's line buffer still holds it),
 //   or row 1 when the frame has 3 rows.
+// 16-bit samples (10 to 16 bits significant, unmasked) go through the same
+// two passes; the colours are then scaled to 16 bits as bayer2rgb's RGBA64
+// output does, min(65535, (c * 65535) >> bits), and gray is that of the
+// 16-bit RGB picture.
 // Where bayer2rgb reads memory that is not the frame's (widths that are odd
 // or 2, heights below 3), the values here are defined by the rules above
 // with the missing neighbour replaced as at the other edges; README says
@@ -37,23 +41,43 @@ struct MosaicRows {
 
 CUDAGRAY_HOST_DEVICE uint32_t avg_up(uint32_t a, uint32_t b) { return (a + b + 1) >> 1; }
 
+// Sample x of a mosaic row of Layout's samples (bytes, or 16-bit words).
+template <class Layout>
+CUDAGRAY_HOST_DEVICE uint32_t mosaic_sample(const uint8_t *row, int x) {
+  if constexpr (Layout::kGroupBytes == 1)
+    return row[x];
+  else if constexpr (Layout::kBigEndian)
+    return uint32_t{row[2 * x]} << 8 | row[2 * x + 1];
+  else
+    return row[2 * x] | uint32_t{row[2 * x + 1]} << 8;
+}
+
+// A demosaicked colour of bits-bit samples scaled to 16 bits as bayer2rgb
+// does for RGBA64 (bits 0: 16); c * 65535 stays below 2^32.
+CUDAGRAY_HOST_DEVICE uint32_t deep_bayer_to16(uint32_t c, int bits) {
+  const uint32_t v = (c * 65535u) >> (bits > 0 ? bits : 16);
+  return v > 65535u ? 65535u : v;
+}
+
 // The row pass at column x of row y: E (colour of even columns) and O
 // (colour of odd columns).
 struct RowColours {
   uint32_t even, odd;
 };
 
+template <class Layout>
 CUDAGRAY_HOST_DEVICE RowColours row_colours(const MosaicRows &m, int x, int y) {
-  const uint8_t *s = m.data + static_cast<size_t>(y) * m.pitch;
+  const uint8_t *row = m.data + static_cast<size_t>(y) * m.pitch;
+  const auto s = [row](int i) { return mosaic_sample<Layout>(row, i); };
   const int w = m.width;
   const bool even = (x & 1) == 0;
   if (x >= w - 2) {  // the row's last two columns: the left neighbour only
-    if (even) return {s[x], s[x > 0 ? x - 1 : w > 1 ? 1 : 0]};
-    return {s[x - 1], s[x]};
+    if (even) return {s(x), s(x > 0 ? x - 1 : w > 1 ? 1 : 0)};
+    return {s(x - 1), s(x)};
   }
-  if (x == 0) return {s[0], s[1]};  // the first: the right neighbour only
-  const uint32_t between = avg_up(s[x - 1], s[x + 1]);
-  return even ? RowColours{s[x], between} : RowColours{between, s[x]};
+  if (x == 0) return {s(0), s(1)};  // the first: the right neighbour only
+  const uint32_t between = avg_up(s(x - 1), s(x + 1));
+  return even ? RowColours{s(x), between} : RowColours{between, s(x)};
 }
 
 // The rows a pixel of row y takes as its rows above and below, in a mosaic
@@ -77,12 +101,12 @@ CUDAGRAY_HOST_DEVICE bool chroma_first(int y) {
 }
 
 // R, G and B of pixel (x, y) of a mosaic whose red sample sits at
-// (Layout::kRedX, Layout::kRedY) of each 2x2 block.
+// (Layout::kRedX, Layout::kRedY) of each 2x2 block, in the samples' codes.
 template <class Layout>
 CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
   const NeighbourRows rows = neighbour_rows(y, m.height);
-  const RowColours a = row_colours(m, x, rows.above), c = row_colours(m, x, y),
-                   b = row_colours(m, x, rows.below);
+  const RowColours a = row_colours<Layout>(m, x, rows.above), c = row_colours<Layout>(m, x, y),
+                   b = row_colours<Layout>(m, x, rows.below);
   const bool even = (x & 1) == 0;
   uint32_t chroma_x, chroma_y, green;
   if (chroma_first<Layout>(y)) {
@@ -96,6 +120,18 @@ CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
   }
   if (Layout::kRedX == 0) return {chroma_x, green, chroma_y};
   return {chroma_y, green, chroma_x};
+}
+
+// The colour gray is taken from: bayer_pixel, scaled to 16 bits for 16-bit
+// samples of sample_bits bits.
+template <class Layout>
+CUDAGRAY_HOST_DEVICE Rgb bayer_colour(const MosaicRows &m, int x, int y, int sample_bits) {
+  const Rgb c = bayer_pixel<Layout>(m, x, y);
+  if constexpr (Layout::kDepth == 8)
+    return c;
+  else
+    return {deep_bayer_to16(c.r, sample_bits), deep_bayer_to16(c.g, sample_bits),
+            deep_bayer_to16(c.b, sample_bits)};
 }
 
 }  // namespace cudagray

@@ -105,36 +105,41 @@ void rows_pixels(const InputFrame &in, const GrayFrame &out, const Weights &w, i
 // bayer_pixel's arithmetic with its choices made per row and per column
 // parity; then gray, as from planar RGB. The edge columns come from
 // row_colours itself.
+template <class Sample>
 struct RowPass {
   int row = -1;
-  std::vector<uint8_t> even, odd;
+  std::vector<Sample> even, odd;
 };
 
-inline void row_pass(const MosaicRows &m, int y, RowPass *pass) {
+template <class Layout, class Sample>
+void row_pass(const MosaicRows &m, int y, RowPass<Sample> *pass) {
   const int w = m.width;
   pass->row = y;
   pass->even.resize(w);
   pass->odd.resize(w);
-  const uint8_t *__restrict s = m.data + static_cast<size_t>(y) * m.pitch;
-  uint8_t *__restrict e = pass->even.data();
-  uint8_t *__restrict o = pass->odd.data();
+  const uint8_t *__restrict row = m.data + static_cast<size_t>(y) * m.pitch;
+  Sample *__restrict e = pass->even.data();
+  Sample *__restrict o = pass->odd.data();
   // the middle columns: the sample, and the average of its two neighbours
   for (int x = 1; x < w - 2; ++x) {
-    const uint8_t sample = s[x], between = static_cast<uint8_t>(avg_up(s[x - 1], s[x + 1]));
+    const auto sample = static_cast<Sample>(mosaic_sample<Layout>(row, x));
+    const auto between = static_cast<Sample>(
+        avg_up(mosaic_sample<Layout>(row, x - 1), mosaic_sample<Layout>(row, x + 1)));
     e[x] = x & 1 ? between : sample;
     o[x] = x & 1 ? sample : between;
   }
   for (int x : {0, 1, 2, w - 2, w - 1})  // the edges, and every column of a narrow row
     if (x >= 0 && x < w && (x == 0 || x >= w - 2 || w < 4)) {
-      const RowColours c = row_colours(m, x, y);
-      e[x] = static_cast<uint8_t>(c.even), o[x] = static_cast<uint8_t>(c.odd);
+      const RowColours c = row_colours<Layout>(m, x, y);
+      e[x] = static_cast<Sample>(c.even), o[x] = static_cast<Sample>(c.odd);
     }
 }
 
 // The row passes of rows a, b and c (in that order), made from those of the
 // last call where they were there.
-inline void row_passes(const MosaicRows &m, const int (&rows)[3], RowPass (&cache)[3],
-                       const RowPass *(&found)[3]) {
+template <class Layout, class Sample>
+void row_passes(const MosaicRows &m, const int (&rows)[3], RowPass<Sample> (&cache)[3],
+                const RowPass<Sample> *(&found)[3]) {
   bool kept[3] = {false, false, false};
   for (int i = 0; i < 3; ++i) {
     found[i] = nullptr;
@@ -145,7 +150,7 @@ inline void row_passes(const MosaicRows &m, const int (&rows)[3], RowPass (&cach
     if (found[i]) continue;
     int k = 0;
     while (kept[k]) ++k;
-    row_pass(m, rows[i], &cache[k]);
+    row_pass<Layout>(m, rows[i], &cache[k]);
     kept[k] = true;
     for (int j = i; j < 3; ++j)
       if (rows[j] == rows[i]) found[j] = &cache[k];
@@ -155,40 +160,48 @@ inline void row_passes(const MosaicRows &m, const int (&rows)[3], RowPass (&cach
 template <class Layout, int OutDepth>
 void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
   using Out = std::conditional_t<OutDepth == 16, uint16_t, uint8_t>;
+  using Sample = std::conditional_t<Layout::kDepth == 16, uint16_t, uint8_t>;
   const ToGray<Layout, OutDepth, false> op{w};
   const MosaicRows mosaic{in.plane[0], in.stride[0], in.width, in.height};
   const int width = in.width;
-  RowPass cache[3];
-  std::vector<uint8_t> chroma_x(width), chroma_y(width), green(width);
+  RowPass<Sample> cache[3];
+  std::vector<Sample> chroma_x(width), chroma_y(width), green(width);
   for (int y = y0; y < y1; ++y) {
     const NeighbourRows rows = neighbour_rows(y, in.height);
-    const RowPass *pass[3];
-    row_passes(mosaic, {rows.above, y, rows.below}, cache, pass);
-    const uint8_t *__restrict ae = pass[0]->even.data(), *__restrict ao = pass[0]->odd.data();
-    const uint8_t *__restrict ce = pass[1]->even.data(), *__restrict co = pass[1]->odd.data();
-    const uint8_t *__restrict be = pass[2]->even.data(), *__restrict bo = pass[2]->odd.data();
-    uint8_t *__restrict cx = chroma_x.data(), *__restrict cy = chroma_y.data(),
-                        *__restrict g = green.data();
+    const RowPass<Sample> *pass[3];
+    row_passes<Layout>(mosaic, {rows.above, y, rows.below}, cache, pass);
+    const Sample *__restrict ae = pass[0]->even.data(), *__restrict ao = pass[0]->odd.data();
+    const Sample *__restrict ce = pass[1]->even.data(), *__restrict co = pass[1]->odd.data();
+    const Sample *__restrict be = pass[2]->even.data(), *__restrict bo = pass[2]->odd.data();
+    Sample *__restrict cx = chroma_x.data(), *__restrict cy = chroma_y.data(),
+                       *__restrict g = green.data();
     if (chroma_first<Layout>(y)) {  // X at even columns, green at odd
       for (int x = 0; x < width; ++x) {
         cx[x] = ce[x];
-        cy[x] = static_cast<uint8_t>(avg_up(ao[x], bo[x]));
-        const uint8_t across = static_cast<uint8_t>(avg_up(avg_up(ae[x], be[x]), co[x]));
+        cy[x] = static_cast<Sample>(avg_up(ao[x], bo[x]));
+        const auto across = static_cast<Sample>(avg_up(avg_up(ae[x], be[x]), co[x]));
         g[x] = x & 1 ? co[x] : across;
       }
     } else {  // green at even columns, Y at odd
       for (int x = 0; x < width; ++x) {
         cy[x] = co[x];
-        cx[x] = static_cast<uint8_t>(avg_up(ae[x], be[x]));
-        const uint8_t across = static_cast<uint8_t>(avg_up(avg_up(ao[x], bo[x]), ce[x]));
+        cx[x] = static_cast<Sample>(avg_up(ae[x], be[x]));
+        const auto across = static_cast<Sample>(avg_up(avg_up(ao[x], bo[x]), ce[x]));
         g[x] = x & 1 ? across : ce[x];
       }
     }
     // X is red when red sits in column 0
-    const uint8_t *__restrict r = Layout::kRedX == 0 ? cx : cy;
-    const uint8_t *__restrict b = Layout::kRedX == 0 ? cy : cx;
+    const Sample *__restrict r = Layout::kRedX == 0 ? cx : cy;
+    const Sample *__restrict b = Layout::kRedX == 0 ? cy : cx;
     Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
-    for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Rgb{r[x], g[x], b[x]}));
+    if constexpr (Layout::kDepth == 8) {
+      for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Rgb{r[x], g[x], b[x]}));
+    } else {
+      const int bits = in.sample_bits;
+      for (int x = 0; x < width; ++x)
+        dst[x] = static_cast<Out>(op(Rgb{deep_bayer_to16(r[x], bits), deep_bayer_to16(g[x], bits),
+                                         deep_bayer_to16(b[x], bits)}));
+    }
   }
 }
 

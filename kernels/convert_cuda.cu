@@ -141,12 +141,12 @@ void launch(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stre
 template <class Layout, class Op>
 __global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
                              uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
-                             Op op) {
+                             int sample_bits, Op op) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y;
   if (x >= width) return;
-  const Rgb c = bayer_pixel<Layout>(MosaicRows{in, pitch, width, height}, x, y);
+  const Rgb c = bayer_colour<Layout>(MosaicRows{in, pitch, width, height}, x, y, sample_bits);
   reinterpret_cast<Out *>(out + y * out_pitch)[x] = static_cast<Out>(op(c));
 }
 
@@ -154,8 +154,8 @@ template <class Layout, class Op>
 void launch_bayer(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
   const dim3 grid((in.width + kThreadsPerBlock - 1) / kThreadsPerBlock,
                   static_cast<unsigned>(in.height));
-  bayer_kernel<Layout><<<grid, kThreadsPerBlock, 0, stream>>>(in.plane[0], in.stride[0], out.data,
-                                                              out.stride, in.width, in.height, op);
+  bayer_kernel<Layout><<<grid, kThreadsPerBlock, 0, stream>>>(
+      in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, in.sample_bits, op);
 }
 
 }  // namespace

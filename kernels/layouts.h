@@ -189,16 +189,19 @@ struct V210Layout {
   }
 };
 
-// Bayer, 8 bits: plane 0, one byte a pixel, the colour of pixel (x, y)
-// given by (x & 1, y & 1) within the top-left 2x2 block, whose R and B
-// positions are (RedX, RedY) and (1 - RedX, 1 - RedY). Demosaicked from its
-// neighbours (bayer.h); not read pixel by pixel like the layouts above.
-template <int RedX, int RedY>
+// Bayer: plane 0, one sample a pixel (a byte, or a 16-bit word of either
+// endianness), the colour of pixel (x, y) given by (x & 1, y & 1) within the
+// top-left 2x2 block, whose R and B positions are (RedX, RedY) and
+// (1 - RedX, 1 - RedY). Demosaicked from its neighbours (bayer.h); not read
+// pixel by pixel like the layouts above.
+template <int RedX, int RedY, int SampleBytes = 1, bool BigEndian = false>
 struct BayerLayout {
   static constexpr LayoutFamily kFamily = LayoutFamily::Bayer;
-  static constexpr int kDepth = 8, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 1;
+  static constexpr int kDepth = 8 * SampleBytes, kPlanes = 1, kGroupPixels = 1;
+  static constexpr int kGroupBytes = SampleBytes;
   static constexpr int r = -1, g = -1, b = -1;
   static constexpr int kRedX = RedX, kRedY = RedY;
+  static constexpr bool kBigEndian = BigEndian;
 };
 
 // Calls f with the layout's compile-time description; the single table that
@@ -240,6 +243,14 @@ decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
     case PixelLayout::Bayer_GBRG: return f(BayerLayout<0, 1>{});
     case PixelLayout::Bayer_GRBG: return f(BayerLayout<1, 0>{});
     case PixelLayout::Bayer_RGGB: return f(BayerLayout<0, 0>{});
+    case PixelLayout::Bayer16_BGGR: return f(BayerLayout<1, 1, 2>{});
+    case PixelLayout::Bayer16_GBRG: return f(BayerLayout<0, 1, 2>{});
+    case PixelLayout::Bayer16_GRBG: return f(BayerLayout<1, 0, 2>{});
+    case PixelLayout::Bayer16_RGGB: return f(BayerLayout<0, 0, 2>{});
+    case PixelLayout::Bayer16BE_BGGR: return f(BayerLayout<1, 1, 2, true>{});
+    case PixelLayout::Bayer16BE_GBRG: return f(BayerLayout<0, 1, 2, true>{});
+    case PixelLayout::Bayer16BE_GRBG: return f(BayerLayout<1, 0, 2, true>{});
+    case PixelLayout::Bayer16BE_RGGB: return f(BayerLayout<0, 0, 2, true>{});
   }
   return f(PackedLayout<3, 0, 1, 2>{});  // unreachable: every enumerator is handled
 }

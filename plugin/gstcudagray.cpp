@@ -423,6 +423,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   }
   cudagray::InputFrame &in = frame.input();
   in.limited_range = s.limited_range;
+  in.sample_bits = s.format->sample_bits;
   if (s.cuda_input && !in.on_device) {
     /* CUDA memory of another context: the backend was sized for frames on
      * the GPU; from now on it uploads host mappings, with buffers of its own */

@@ -133,17 +133,21 @@ gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
     *format = gst_cuda_gray_format_for_video(GST_VIDEO_INFO_FORMAT(info));
     return *format != NULL;
   }
-  /* GstVideoInfo knows no Bayer: one byte a pixel in rows of a multiple of
-   * 4 bytes, as bayer2rgb and rgb2bayer lay them out */
+  /* GstVideoInfo knows no Bayer: gray of its geometry, one sample a pixel
+   * (a byte, or a 16-bit word) in rows of a multiple of 4 samples, as
+   * bayer2rgb and rgb2bayer lay them out */
   gint width, height, fps_n = 0, fps_d = 1;
   *format = gst_cuda_gray_format_for_bayer(gst_structure_get_string(s, "format"));
   if (!*format || !gst_structure_get_int(s, "width", &width) ||
       !gst_structure_get_int(s, "height", &height) || width < 1 || height < 1)
     return FALSE;
   gst_structure_get_fraction(s, "framerate", &fps_n, &fps_d);
-  gst_video_info_set_format(info, GST_VIDEO_FORMAT_GRAY8, width, height);
-  GST_VIDEO_INFO_PLANE_STRIDE(info, 0) = GST_ROUND_UP_4(width);
-  GST_VIDEO_INFO_SIZE(info) = (gsize)GST_ROUND_UP_4(width) * height;
+  const gint sample_bytes = cudagray::layout_info((*format)->layout).group_bytes;
+  if (width > G_MAXINT / 2 / sample_bytes) return FALSE;
+  gst_video_info_set_format(
+      info, sample_bytes == 2 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8, width, height);
+  GST_VIDEO_INFO_PLANE_STRIDE(info, 0) = GST_ROUND_UP_4(width) * sample_bytes;
+  GST_VIDEO_INFO_SIZE(info) = (gsize)GST_ROUND_UP_4(width) * sample_bytes * height;
   info->fps_n = fps_n;
   info->fps_d = fps_d;
   return TRUE;

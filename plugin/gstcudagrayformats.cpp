@@ -8,9 +8,13 @@
 using cudagray::PixelLayout;
 
 #define ROW(fmt, layout, kind, cuda) \
-  { #fmt, GST_VIDEO_FORMAT_##fmt, PixelLayout::layout, GST_CUDA_GRAY_KIND_##kind, cuda }
-#define BAYER(name, layout) \
-  { name, GST_VIDEO_FORMAT_UNKNOWN, PixelLayout::layout, GST_CUDA_GRAY_KIND_BAYER, FALSE }
+  { #fmt, GST_VIDEO_FORMAT_##fmt, PixelLayout::layout, GST_CUDA_GRAY_KIND_##kind, cuda, 0 }
+#define BAYER(name, layout, bits) \
+  { name, GST_VIDEO_FORMAT_UNKNOWN, PixelLayout::layout, GST_CUDA_GRAY_KIND_BAYER, FALSE, bits }
+/* a 16-bit Bayer phase of bits bits, little- and big-endian: two rows */
+#define BAYER16(phase, layout_phase, bits)                \
+  BAYER(#phase #bits "le", Bayer16_##layout_phase, bits), \
+      BAYER(#phase #bits "be", Bayer16BE_##layout_phase, bits)
 
 static const GstCudaGrayFormat formats[] = {
     /* RGB, 8 bits a channel: gray from the weights */
@@ -65,10 +69,29 @@ static const GstCudaGrayFormat formats[] = {
     ROW(GRAY16_LE, Luma16, GRAY, FALSE),
     ROW(GRAY16_BE, Luma16_BE, GRAY, FALSE),
     /* Bayer, 8 bits */
-    BAYER("bggr", Bayer_BGGR),
-    BAYER("gbrg", Bayer_GBRG),
-    BAYER("grbg", Bayer_GRBG),
-    BAYER("rggb", Bayer_RGGB),
+    BAYER("bggr", Bayer_BGGR, 8),
+    BAYER("gbrg", Bayer_GBRG, 8),
+    BAYER("grbg", Bayer_GRBG, 8),
+    BAYER("rggb", Bayer_RGGB, 8),
+#if GST_CHECK_VERSION(1, 24, 0) /* GStreamer 1.24 named these, and bayer2rgb took them */
+    /* Bayer, 10 to 16 bits in 16-bit words */
+    BAYER16(bggr, BGGR, 10),
+    BAYER16(gbrg, GBRG, 10),
+    BAYER16(grbg, GRBG, 10),
+    BAYER16(rggb, RGGB, 10),
+    BAYER16(bggr, BGGR, 12),
+    BAYER16(gbrg, GBRG, 12),
+    BAYER16(grbg, GRBG, 12),
+    BAYER16(rggb, RGGB, 12),
+    BAYER16(bggr, BGGR, 14),
+    BAYER16(gbrg, GBRG, 14),
+    BAYER16(grbg, GRBG, 14),
+    BAYER16(rggb, RGGB, 14),
+    BAYER16(bggr, BGGR, 16),
+    BAYER16(gbrg, GBRG, 16),
+    BAYER16(grbg, GRBG, 16),
+    BAYER16(rggb, RGGB, 16),
+#endif
 };
 
 const GstCudaGrayFormat *gst_cuda_gray_formats(guint *n_formats) {

@@ -76,9 +76,11 @@ struct TestFrame {
   size_t offset[3] = {0, 0, 0};
   size_t stride[3] = {0, 0, 0};
   int planes = 1;
+  int sample_bits = 0;  // 16-bit Bayer: InputFrame::sample_bits
 
   InputFrame view(const uint8_t *base) const {
     InputFrame f{layout, width, height, {}, {}};
+    f.sample_bits = sample_bits;
     for (int p = 0; p < planes; ++p) {
       f.plane[p] = base + offset[p];
       f.stride[p] = stride[p];
@@ -118,6 +120,8 @@ inline TestFrame random_frame(PixelLayout layout, int width, int height, Rows ro
   }
   f.bytes.resize(end);
   fill_random(f.bytes);
+  if (info.family == LayoutFamily::Bayer && info.depth == 16)
+    f.sample_bits = 10 + 2 * random_int(0, 3);
   return f;
 }
 

@@ -329,36 +329,55 @@ TEST(CpuBackend, NeedsOneFrameInFlightAndNoPinnedMemory) {
 // ------------------------------------------------ Bayer: the CPU's row passes
 
 // The CPU demosaicks a row at a time (bayer.h's passes over whole rows);
-// every pixel must equal bayer_pixel, which the CUDA kernel runs pixel by
-// pixel: every phase, every size up to 12x8 (narrow rows and short frames
-// take the edge rules everywhere) and a few large ones, GRAY8 and GRAY16.
+// every pixel must equal bayer_colour, which the CUDA kernel runs pixel by
+// pixel: every phase of 8-bit and of 16-bit (both endiannesses, samples of
+// 10 to 16 bits), every size up to 12x8 (narrow rows and short frames take
+// the edge rules everywhere) and a few large ones, GRAY8 and GRAY16.
 TEST(Bayer, RowPassesEqualPixelByPixel) {
   std::vector<Size> sizes = {{641, 481}, {4097, 3}, {1920, 1080}};
   for (int w = 1; w <= 12; ++w)
     for (int h = 1; h <= 8; ++h) sizes.push_back({w, h});
   const Weights wt = standard_weights(Matrix::BT709);
-  for (PixelLayout layout : {PixelLayout::Bayer_BGGR, PixelLayout::Bayer_GBRG,
-                             PixelLayout::Bayer_GRBG, PixelLayout::Bayer_RGGB}) {
+  for (PixelLayout layout : every_layout()) {
+    if (layout_info(layout).family != LayoutFamily::Bayer) continue;
     for (const Size &size : sizes) {
       const TestFrame f = random_frame(layout, size.width, size.height);
       const MosaicRows m{f.bytes.data() + f.offset[0], f.stride[0], size.width, size.height};
+      const InputFrame in = f.view();  // 16-bit: random sample bits
       for (int depth : {8, 16}) {
         SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) +
-                     "x" + std::to_string(size.height) + " GRAY" + std::to_string(depth));
+                     "x" + std::to_string(size.height) + " GRAY" + std::to_string(depth) +
+                     " sample bits " + std::to_string(in.sample_bits));
         GrayImage cpu(size.width, size.height, 0, depth);
-        convert_cpu(f.view(), cpu.frame(), wt);
+        convert_cpu(in, cpu.frame(), wt);
         int wrong = 0;
         dispatch_layout(layout, [&](auto l) {
-          if constexpr (decltype(l)::kFamily == LayoutFamily::Bayer)
+          using L = decltype(l);
+          if constexpr (L::kFamily == LayoutFamily::Bayer)
             for (int y = 0; y < size.height; ++y)
               for (int x = 0; x < size.width; ++x) {
-                const Rgb c = bayer_pixel<decltype(l)>(m, x, y);
-                const uint32_t g16 = rgb_gray16<8>(c.r, c.g, c.b, wt);
-                wrong += cpu.at(x, y) != (depth == 16 ? g16 : luma(c.r, c.g, c.b, wt));
+                const Rgb c = bayer_colour<L>(m, x, y, in.sample_bits);
+                const uint32_t g16 = rgb_gray16<L::kDepth>(c.r, c.g, c.b, wt);
+                const uint32_t g8 = L::kDepth == 8 ? luma(c.r, c.g, c.b, wt) : reduce8(g16);
+                wrong += cpu.at(x, y) != (depth == 16 ? g16 : g8);
               }
         });
         EXPECT_EQ(wrong, 0);
       }
     }
   }
+}
+
+// The scale of 16-bit Bayer colours, for every code at every sample width:
+// min(65535, floor(c * 65535 / 2^bits)), bayer2rgb's RGBA64 output.
+TEST(Bayer, DeepColoursScaleAsBayer2rgb) {
+  for (int bits : {10, 12, 14, 16}) {
+    int wrong = 0;
+    for (uint32_t c = 0; c <= 65535; ++c) {
+      const uint64_t expected = std::min<uint64_t>(65535, uint64_t{c} * 65535 / (1u << bits));
+      wrong += deep_bayer_to16(c, bits) != expected;
+    }
+    EXPECT_EQ(wrong, 0) << bits << " bits";
+  }
+  EXPECT_EQ(deep_bayer_to16(65535, 0), deep_bayer_to16(65535, 16)) << "0 bits means 16";
 }

@@ -60,8 +60,19 @@ enum class PixelLayout {
   Bayer_GBRG,
   Bayer_GRBG,
   Bayer_RGGB,
+  // Bayer mosaic of 10 to 16-bit samples (InputFrame::sample_bits) in
+  // little-endian 16-bit words...
+  Bayer16_BGGR,
+  Bayer16_GBRG,
+  Bayer16_GRBG,
+  Bayer16_RGGB,
+  // ...or big-endian ones
+  Bayer16BE_BGGR,
+  Bayer16BE_GBRG,
+  Bayer16BE_GRBG,
+  Bayer16BE_RGGB,
 };
-constexpr int kLayoutCount = static_cast<int>(PixelLayout::Bayer_RGGB) + 1;
+constexpr int kLayoutCount = static_cast<int>(PixelLayout::Bayer16BE_RGGB) + 1;
 
 enum class LayoutFamily { Rgb, Luma, Bayer };
 
@@ -96,6 +107,10 @@ struct InputFrame {
   // Luma only: the codes are limited range (16..235, scaled for deeper
   // codes) and are expanded to full range; full-range luma is taken as it is.
   bool limited_range = false;
+  // 16-bit Bayer only: the bits a sample has (10, 12, 14 or 16; 0: 16). The
+  // demosaicked colours are scaled from them to 16 bits as GStreamer's
+  // bayer2rgb does (bayer.h).
+  int sample_bits = 0;
   // The planes are device memory of the backend's CUDA context: no upload.
   bool on_device = false;
   // On the device only: a CUDA stream (cudaStream_t) whose queued work writes
