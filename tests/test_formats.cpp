@@ -816,6 +816,8 @@ struct DeepBayerFormat {
   std::string name() const { return phase + std::to_string(bits) + (big_endian ? "be" : "le"); }
 };
 
+void PrintTo(const DeepBayerFormat &format, std::ostream *os) { *os << format.name(); }
+
 class DeepBayer : public ::testing::TestWithParam<DeepBayerFormat> {};
 
 }  // namespace
