@@ -59,25 +59,23 @@ CUDAGRAY_HOST_DEVICE uint32_t deep_bayer_to16(uint32_t c, int bits) {
   return v > 65535u ? 65535u : v;
 }
 
-// The row pass at column x of row y: E (colour of even columns) and O
-// (colour of odd columns).
+// The row pass at column x of a row of width w: E (colour of even columns)
+// and O (colour of odd columns), from the row's samples at x - 1, x and
+// x + 1, each clamped into the row (so that every read is inside it).
 struct RowColours {
   uint32_t even, odd;
 };
 
-template <class Layout>
-CUDAGRAY_HOST_DEVICE RowColours row_colours(const MosaicRows &m, int x, int y) {
-  const uint8_t *row = m.data + static_cast<size_t>(y) * m.pitch;
-  const auto s = [row](int i) { return mosaic_sample<Layout>(row, i); };
-  const int w = m.width;
+CUDAGRAY_HOST_DEVICE RowColours row_colours(uint32_t left, uint32_t here, uint32_t right, int x,
+                                            int w) {
   const bool even = (x & 1) == 0;
-  if (x >= w - 2) {  // the row's last two columns: the left neighbour only
-    if (even) return {s(x), s(x > 0 ? x - 1 : w > 1 ? 1 : 0)};
-    return {s(x - 1), s(x)};
+  if (x >= w - 2) {                    // the row's last two columns: the left neighbour only...
+    if (x == 0) return {here, right};  // ...or column 1 (itself, clamped, at width 1)
+    return even ? RowColours{here, left} : RowColours{left, here};
   }
-  if (x == 0) return {s(0), s(1)};  // the first: the right neighbour only
-  const uint32_t between = avg_up(s(x - 1), s(x + 1));
-  return even ? RowColours{s(x), between} : RowColours{between, s(x)};
+  if (x == 0) return {here, right};  // the first: the right neighbour only
+  const uint32_t between = avg_up(left, right);
+  return even ? RowColours{here, between} : RowColours{between, here};
 }
 
 // The rows a pixel of row y takes as its rows above and below, in a mosaic
@@ -100,13 +98,12 @@ CUDAGRAY_HOST_DEVICE bool chroma_first(int y) {
   return (y & 1) == (Layout::kRedX == 0 ? Layout::kRedY : 1 - Layout::kRedY);
 }
 
-// R, G and B of pixel (x, y) of a mosaic whose red sample sits at
-// (Layout::kRedX, Layout::kRedY) of each 2x2 block, in the samples' codes.
+// R, G and B of a pixel of column x and row y of a mosaic whose red sample
+// sits at (Layout::kRedX, Layout::kRedY) of each 2x2 block, from the row
+// passes of the rows above (a), its own (c) and below (b) at that column.
 template <class Layout>
-CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
-  const NeighbourRows rows = neighbour_rows(y, m.height);
-  const RowColours a = row_colours<Layout>(m, x, rows.above), c = row_colours<Layout>(m, x, y),
-                   b = row_colours<Layout>(m, x, rows.below);
+CUDAGRAY_HOST_DEVICE Rgb demosaic(const RowColours &a, const RowColours &c, const RowColours &b,
+                                  int x, int y) {
   const bool even = (x & 1) == 0;
   uint32_t chroma_x, chroma_y, green;
   if (chroma_first<Layout>(y)) {
@@ -122,16 +119,55 @@ CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
   return {chroma_y, green, chroma_x};
 }
 
-// The colour gray is taken from: bayer_pixel, scaled to 16 bits for 16-bit
-// samples of sample_bits bits.
+// R, G and B, in the samples' codes, of the N pixels of row y from column
+// x0 on (as many as the row has), reading each sample of the three rows
+// once: a window of N + 2 samples a row, clamped into the row.
+template <class Layout, int N>
+CUDAGRAY_HOST_DEVICE void bayer_run(const MosaicRows &m, int x0, int y, Rgb (&out)[N]) {
+  const NeighbourRows rows = neighbour_rows(y, m.height);
+  const int row_of[3] = {rows.above, y, rows.below};
+  const int last = m.width - 1;
+  RowColours pass[3][N];
+  for (int r = 0; r < 3; ++r) {
+    const uint8_t *row = m.data + static_cast<size_t>(row_of[r]) * m.pitch;
+    uint32_t window[N + 2];
+    for (int j = 0; j < N + 2; ++j) {
+      const int x = x0 - 1 + j;
+      window[j] = mosaic_sample<Layout>(row, x < 0 ? 0 : x > last ? last : x);
+    }
+    for (int k = 0; k < N; ++k)
+      pass[r][k] = row_colours(window[k], window[k + 1], window[k + 2], x0 + k, m.width);
+  }
+  for (int k = 0; k < N; ++k)
+    out[k] = demosaic<Layout>(pass[0][k], pass[1][k], pass[2][k], x0 + k, y);
+}
+
+// R, G and B of pixel (x, y), in the samples' codes.
+template <class Layout>
+CUDAGRAY_HOST_DEVICE Rgb bayer_pixel(const MosaicRows &m, int x, int y) {
+  Rgb c[1];
+  bayer_run<Layout, 1>(m, x, y, c);
+  return c[0];
+}
+
+// The colours gray is taken from, of the N pixels of row y from column x0
+// on: bayer_run's, scaled to 16 bits for 16-bit samples of sample_bits bits.
+template <class Layout, int N>
+CUDAGRAY_HOST_DEVICE void bayer_colours(const MosaicRows &m, int x0, int y, int sample_bits,
+                                        Rgb (&out)[N]) {
+  bayer_run<Layout, N>(m, x0, y, out);
+  if constexpr (Layout::kDepth == 16)
+    for (Rgb &c : out)
+      c = {deep_bayer_to16(c.r, sample_bits), deep_bayer_to16(c.g, sample_bits),
+           deep_bayer_to16(c.b, sample_bits)};
+}
+
+// The colour gray is taken from, of pixel (x, y).
 template <class Layout>
 CUDAGRAY_HOST_DEVICE Rgb bayer_colour(const MosaicRows &m, int x, int y, int sample_bits) {
-  const Rgb c = bayer_pixel<Layout>(m, x, y);
-  if constexpr (Layout::kDepth == 8)
-    return c;
-  else
-    return {deep_bayer_to16(c.r, sample_bits), deep_bayer_to16(c.g, sample_bits),
-            deep_bayer_to16(c.b, sample_bits)};
+  Rgb c[1];
+  bayer_colours<Layout, 1>(m, x, y, sample_bits, c);
+  return c[0];
 }
 
 }  // namespace cudagray

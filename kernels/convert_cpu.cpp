@@ -104,7 +104,7 @@ void rows_pixels(const InputFrame &in, const GrayFrame &out, const Weights &w, i
 // (X), the other chroma (Y) and green of every column, which is
 // bayer_pixel's arithmetic with its choices made per row and per column
 // parity; then gray, as from planar RGB. The edge columns come from
-// row_colours itself.
+// bayer.h's row_colours itself.
 template <class Sample>
 struct RowPass {
   int row = -1;
@@ -128,9 +128,12 @@ void row_pass(const MosaicRows &m, int y, RowPass<Sample> *pass) {
     e[x] = x & 1 ? between : sample;
     o[x] = x & 1 ? sample : between;
   }
+  const auto clamped = [&](int x) {
+    return mosaic_sample<Layout>(row, x < 0 ? 0 : x >= w ? w - 1 : x);
+  };
   for (int x : {0, 1, 2, w - 2, w - 1})  // the edges, and every column of a narrow row
     if (x >= 0 && x < w && (x == 0 || x >= w - 2 || w < 4)) {
-      const RowColours c = row_colours<Layout>(m, x, y);
+      const RowColours c = row_colours(clamped(x - 1), clamped(x), clamped(x + 1), x, w);
       e[x] = static_cast<Sample>(c.even), o[x] = static_cast<Sample>(c.odd);
     }
 }

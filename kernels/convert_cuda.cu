@@ -136,23 +136,40 @@ void launch(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stre
     go(std::integral_constant<int, 1>{});
 }
 
-// Bayer: a thread per pixel, reading its neighbourhood through the cache.
-// The frame is whole (the backend does not cut Bayer frames into strips).
+// Bayer: a thread per run of kBayerRun pixels of a row, reading the three
+// rows' samples of the run once (bayer_run) through the cache, and writing
+// the run with one store where the row allows. The frame is whole (the
+// backend does not cut Bayer frames into strips).
+constexpr int kBayerRun = 8;
+
 template <class Layout, class Op>
 __global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
                              uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
                              int sample_bits, Op op) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  using Run = std::conditional_t<Op::kOutDepth == 16, uint4, uint2>;  // kBayerRun outputs
+  const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * kBayerRun;
   const int y = blockIdx.y;
-  if (x >= width) return;
-  const Rgb c = bayer_colour<Layout>(MosaicRows{in, pitch, width, height}, x, y, sample_bits);
-  reinterpret_cast<Out *>(out + y * out_pitch)[x] = static_cast<Out>(op(c));
+  if (x0 >= width) return;
+  Rgb c[kBayerRun];
+  bayer_colours<Layout, kBayerRun>(MosaicRows{in, pitch, width, height}, x0, y, sample_bits, c);
+  Out *dst = reinterpret_cast<Out *>(out + y * out_pitch) + x0;
+  if (x0 + kBayerRun <= width && reinterpret_cast<uintptr_t>(dst) % sizeof(Run) == 0) {
+    union {
+      Run run;
+      Out pixel[kBayerRun];
+    } values;
+    for (int k = 0; k < kBayerRun; ++k) values.pixel[k] = static_cast<Out>(op(c[k]));
+    *reinterpret_cast<Run *>(dst) = values.run;
+  } else {
+    for (int k = 0; k < kBayerRun && x0 + k < width; ++k) dst[k] = static_cast<Out>(op(c[k]));
+  }
 }
 
 template <class Layout, class Op>
 void launch_bayer(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
-  const dim3 grid((in.width + kThreadsPerBlock - 1) / kThreadsPerBlock,
+  const int runs = (in.width + kBayerRun - 1) / kBayerRun;
+  const dim3 grid((runs + kThreadsPerBlock - 1) / kThreadsPerBlock,
                   static_cast<unsigned>(in.height));
   bayer_kernel<Layout><<<grid, kThreadsPerBlock, 0, stream>>>(
       in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, in.sample_bits, op);

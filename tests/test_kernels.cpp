@@ -368,6 +368,39 @@ TEST(Bayer, RowPassesEqualPixelByPixel) {
   }
 }
 
+// The CUDA kernel demosaicks a run of 8 pixels a thread from one window of
+// samples a row (bayer_colours); every pixel of a run, at every start
+// column, including runs that cross the row's end, equals the pixel alone
+// (bayer_colour): every Bayer layout, widths 1 to 20 and a few large ones.
+TEST(Bayer, RunsEqualPixelByPixel) {
+  std::vector<Size> sizes = {{641, 5}, {4097, 3}};
+  for (int w = 1; w <= 20; ++w) sizes.push_back({w, 1 + w % 6});
+  for (PixelLayout layout : every_layout()) {
+    if (layout_info(layout).family != LayoutFamily::Bayer) continue;
+    for (const Size &size : sizes) {
+      SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) + "x" +
+                   std::to_string(size.height));
+      const TestFrame f = random_frame(layout, size.width, size.height);
+      const MosaicRows m{f.bytes.data() + f.offset[0], f.stride[0], size.width, size.height};
+      int wrong = 0;
+      dispatch_layout(layout, [&](auto l) {
+        using L = decltype(l);
+        if constexpr (L::kFamily == LayoutFamily::Bayer)
+          for (int y = 0; y < size.height; ++y)
+            for (int x0 = 0; x0 < size.width; ++x0) {
+              Rgb run[8];
+              bayer_colours<L, 8>(m, x0, y, f.sample_bits, run);
+              for (int k = 0; k < 8 && x0 + k < size.width; ++k) {
+                const Rgb one = bayer_colour<L>(m, x0 + k, y, f.sample_bits);
+                wrong += run[k].r != one.r || run[k].g != one.g || run[k].b != one.b;
+              }
+            }
+      });
+      EXPECT_EQ(wrong, 0);
+    }
+  }
+}
+
 // The scale of 16-bit Bayer colours, for every code at every sample width:
 // min(65535, floor(c * 65535 / 2^bits)), bayer2rgb's RGBA64 output.
 TEST(Bayer, DeepColoursScaleAsBayer2rgb) {
