@@ -973,23 +973,29 @@ TEST(BadInput, BufferTooSmallNamesTheFrame) {
     std::string message;
   };
   const Case cases[] = {
-      // v210 rows of 6 pixels in 16 bytes, GStreamer's stride 128 bytes per 48
-      // pixels: 64 pixels need ceil(64 / 6) * 16 = 176 bytes of a 256-byte row
-      {caps_string("v210", 64, 48), 12000,
-       "Input buffer does not hold a 64x48 v210 frame: plane 0 (offset 0, stride 256) needs "
-       "12208 bytes, the buffer has 12000"},
-      // YUY2: 2 bytes a pixel, rows of GST_ROUND_UP_4(66) = 68 bytes
-      {caps_string("YUY2", 33, 20), 1300,
-       "Input buffer does not hold a 33x20 YUY2 frame: plane 0 (offset 0, stride 68) needs 1358 "
-       "bytes, the buffer has 1300"},
-      // P010_10LE: the luma plane alone, 2 bytes a pixel, does not fit
-      {caps_string("P010_10LE", 64, 48), 5000,
-       "Input buffer does not hold a 64x48 P010_10LE frame: plane 0 (offset 0, stride 128) needs "
-       "6144 bytes, the buffer has 5000"},
-      // Bayer: rows of GST_ROUND_UP_4(62) = 64 bytes, 62 of them pixels
-      {bayer_caps("bggr", 62, 48), 3000,
-       "Input buffer does not hold a 62x48 bggr frame: plane 0 (offset 0, stride 64) needs 3070 "
-       "bytes, the buffer has 3000"},
+    // v210 rows of 6 pixels in 16 bytes, GStreamer's stride 128 bytes per 48
+    // pixels: 64 pixels need ceil(64 / 6) * 16 = 176 bytes of a 256-byte row
+    {caps_string("v210", 64, 48), 12000,
+     "Input buffer does not hold a 64x48 v210 frame: plane 0 (offset 0, stride 256) needs "
+     "12208 bytes, the buffer has 12000"},
+    // YUY2: 2 bytes a pixel, rows of GST_ROUND_UP_4(66) = 68 bytes
+    {caps_string("YUY2", 33, 20), 1300,
+     "Input buffer does not hold a 33x20 YUY2 frame: plane 0 (offset 0, stride 68) needs 1358 "
+     "bytes, the buffer has 1300"},
+    // P010_10LE: the luma plane alone, 2 bytes a pixel, does not fit
+    {caps_string("P010_10LE", 64, 48), 5000,
+     "Input buffer does not hold a 64x48 P010_10LE frame: plane 0 (offset 0, stride 128) needs "
+     "6144 bytes, the buffer has 5000"},
+    // Bayer: rows of GST_ROUND_UP_4(62) = 64 bytes, 62 of them pixels
+    {bayer_caps("bggr", 62, 48), 3000,
+     "Input buffer does not hold a 62x48 bggr frame: plane 0 (offset 0, stride 64) needs 3070 "
+     "bytes, the buffer has 3000"},
+#if GST_CHECK_VERSION(1, 24, 0)
+    // 16-bit Bayer: rows of GST_ROUND_UP_4(62) = 64 words, 62 of them pixels
+    {bayer_caps("rggb12be", 62, 48), 6000,
+     "Input buffer does not hold a 62x48 rggb12be frame: plane 0 (offset 0, stride 128) needs "
+     "6140 bytes, the buffer has 6000"},
+#endif
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.caps);
