@@ -396,6 +396,46 @@ TEST_P(Output, ReversePlaybackKeepsOrderThenEos) {
   }
 }
 
+// Gray passed through holds nothing of the backend's: with downstream stuck
+// on the first buffer, upstream queues 16 before it waits (with room for
+// one, the streaming thread waited for the output task at every buffer),
+// and all come out in order, untouched, once downstream moves.
+TEST(Passthrough, UpstreamQueuesSixteenBuffersBeforeItWaits) {
+  constexpr int kBuffers = 20, kRoom = 16;
+  Harness harness({"backend=cpu"});
+  harness.set_caps(caps_string("GRAY8", kWidth, kHeight));
+  GstPad *src = gst_element_get_static_pad(harness.element(), "src");
+  Gate gate(src);
+  std::vector<GstBuffer *> sent;
+  for (int i = 0; i < kBuffers; ++i) {  // GStreamer's GRAY8 layout: rows of a multiple of 4 bytes
+    std::vector<uint8_t> bytes(static_cast<size_t>(GST_ROUND_UP_4(kWidth)) * kHeight);
+    fill_random(bytes);
+    sent.push_back(timed(gst_buffer_new_memdup(bytes.data(), bytes.size()), i));
+  }
+  std::atomic<int> pushed{0};
+  std::thread streaming([&] {
+    for (GstBuffer *buf : sent) {
+      EXPECT_EQ(gst_harness_push(harness.h, gst_buffer_ref(buf)), GST_FLOW_OK);
+      ++pushed;
+    }
+  });
+  int last = -1;  // until the count stays put for 200 ms
+  for (int i = 0; i < 100 && pushed.load() != last; ++i) {
+    last = pushed.load();
+    g_usleep(200 * 1000);
+  }
+  EXPECT_EQ(pushed.load(), kRoom) << "buffers queued while downstream was stuck";
+  gate.open();
+  streaming.join();
+  for (int i = 0; i < kBuffers; ++i) {
+    GstBuffer *out = gst_harness_pull(harness.h);
+    EXPECT_EQ(out, sent[i]) << "buffer " << i << " was not passed through in its place";
+    gst_clear_buffer(&out);
+  }
+  for (GstBuffer *buf : sent) gst_buffer_unref(buf);
+  gst_object_unref(src);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Output,
                          ::testing::Combine(::testing::Values("cpu", "cuda"),
                                             ::testing::Values(0, 1, 4, 16)),
