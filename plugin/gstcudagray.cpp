@@ -406,9 +406,9 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
     GST_BUFFER_FLAG_SET(outbuf, GST_BUFFER_FLAG_DISCONT);
     s.discont_pending = false;
   }
-  GstCudaGrayFrame frame;
-  switch (frame.map(self->context, inbuf, &s.in_info, s.format->layout, outbuf, s.out_depth,
-                    s.cuda_output, &error)) {
+  auto frame = std::make_unique<GstCudaGrayFrame>();
+  switch (frame->map(self->context, inbuf, &s.in_info, s.format->layout, outbuf, s.out_depth,
+                     s.cuda_output, &error)) {
     case GST_CUDA_GRAY_MAP_OK: break;
     case GST_CUDA_GRAY_MAP_OTHER_DEVICE:
       GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", error.c_str()),
@@ -421,7 +421,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
                         ("%s", error.c_str()));
       return GST_FLOW_ERROR;
   }
-  cudagray::InputFrame &in = frame.input();
+  cudagray::InputFrame &in = frame->input();
   in.limited_range = s.limited_range;
   in.sample_bits = s.format->sample_bits;
   if (s.cuda_input && !in.on_device) {
@@ -438,7 +438,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
   GST_OBJECT_UNLOCK(self);
   warn_if_weights_unused(self, weights);
-  if (!s.backend->submit(in, frame.output(), weights, &error)) {
+  if (!s.backend->submit(in, frame->output(), weights, &error)) {
     gst_cuda_gray_post_backend_error(self, "start converting a frame", error);
     gst_cuda_gray_stop_output(self, GST_FLOW_ERROR);
     return GST_FLOW_ERROR;

@@ -4,8 +4,6 @@
  * not hold its frame. */
 #include "gstcudagrayframe.h"
 
-#include <utility>
-
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                                    cudagray::PixelLayout layout, std::string *why) {
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
@@ -54,21 +52,6 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
   *why = text;
   g_free(text);
   return FALSE;
-}
-
-GstCudaGrayFrame::GstCudaGrayFrame(GstCudaGrayFrame &&other) noexcept { *this = std::move(other); }
-
-GstCudaGrayFrame &GstCudaGrayFrame::operator=(GstCudaGrayFrame &&other) noexcept {
-  if (this != &other) {
-    unmap();
-    in_ = other.in_;
-    out_ = other.out_;
-    in_mapped_ = std::exchange(other.in_mapped_, false);
-    out_mapped_ = std::exchange(other.out_mapped_, false);
-    input_ = other.input_;
-    output_ = other.output_;
-  }
-  return *this;
 }
 
 GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }

@@ -30,13 +30,11 @@ typedef enum {
 } GstCudaGrayMapResult;
 
 /* One frame in flight: its input and output buffers, mapped (and so
- * referenced) from map until release or destruction. Moves, never copies:
- * one owner at a time. */
+ * referenced) from map until release or destruction. Stays where it is made
+ * (the output queue holds it by pointer): it is neither copied nor moved. */
 class GstCudaGrayFrame {
  public:
   GstCudaGrayFrame() = default;
-  GstCudaGrayFrame(GstCudaGrayFrame &&other) noexcept;
-  GstCudaGrayFrame &operator=(GstCudaGrayFrame &&other) noexcept;
   GstCudaGrayFrame(const GstCudaGrayFrame &) = delete;
   GstCudaGrayFrame &operator=(const GstCudaGrayFrame &) = delete;
   ~GstCudaGrayFrame();

@@ -25,7 +25,6 @@ GstCudaGrayOutputItem &GstCudaGrayOutputItem::operator=(GstCudaGrayOutputItem &&
   if (this != &other) {
     clear();
     frame_ = std::move(other.frame_);
-    converting_ = std::exchange(other.converting_, false);
     buffer_ = std::exchange(other.buffer_, nullptr);
     event_ = std::exchange(other.event_, nullptr);
   }
@@ -35,8 +34,7 @@ GstCudaGrayOutputItem &GstCudaGrayOutputItem::operator=(GstCudaGrayOutputItem &&
 GstCudaGrayOutputItem::~GstCudaGrayOutputItem() { clear(); }
 
 void GstCudaGrayOutputItem::clear() {
-  frame_ = GstCudaGrayFrame();
-  converting_ = false;
+  frame_.reset();
   gst_clear_buffer(&buffer_);
   gst_clear_event(&event_);
 }

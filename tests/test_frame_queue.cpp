@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The frames in flight and their one owner: GstCudaGrayFrame maps a frame's
 // input and output buffers (and names what is wrong with a buffer that does
-// not hold its frame); CudaGrayFrameQueue hands frames from the streaming
+// not hold its frame); GstCudaGrayOutputQueue hands frames from the streaming
 // thread to the output task in order, holds upstream back at its limit, and
 // unmaps every frame it drops. No element, no GPU.
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "element_harness.h"
@@ -29,12 +30,12 @@ struct Buffers {
     gst_buffer_unref(in);
     gst_buffer_unref(out);
   }
-  GstCudaGrayFrame map() const {
+  std::unique_ptr<GstCudaGrayFrame> map() const {
     GstVideoInfo info;
     gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
-    GstCudaGrayFrame f;
+    auto f = std::make_unique<GstCudaGrayFrame>();
     std::string why;
-    EXPECT_EQ(f.map(nullptr, in, &info, PixelLayout::RGB, out, 8, FALSE, &why),
+    EXPECT_EQ(f->map(nullptr, in, &info, PixelLayout::RGB, out, 8, FALSE, &why),
               GST_CUDA_GRAY_MAP_OK)
         << why;
     return f;
@@ -47,21 +48,21 @@ struct Buffers {
 // into the mapped output gives the reference.
 TEST(GstCudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
   Buffers b;
-  GstCudaGrayFrame f = b.map();
-  EXPECT_EQ(f.input().width, kWidth);
-  EXPECT_EQ(f.input().stride[0], b.frame.stride[0]);
+  std::unique_ptr<GstCudaGrayFrame> f = b.map();
+  EXPECT_EQ(f->input().width, kWidth);
+  EXPECT_EQ(f->input().stride[0], b.frame.stride[0]);
   GstMapInfo map;
   ASSERT_TRUE(gst_buffer_map(b.in, &map, GST_MAP_READ));
-  EXPECT_EQ(0, memcmp(f.input().plane[0], map.data + b.frame.offset[0], kWidth * 3));
+  EXPECT_EQ(0, memcmp(f->input().plane[0], map.data + b.frame.offset[0], kWidth * 3));
   gst_buffer_unmap(b.in, &map);
-  EXPECT_FALSE(f.output().on_device);
-  convert_cpu(f.input(), f.output(), weights_of(kWeightChoices[0]));
-  GstBuffer *out = f.release_output();
+  EXPECT_FALSE(f->output().on_device);
+  convert_cpu(f->input(), f->output(), weights_of(kWeightChoices[0]));
+  GstBuffer *out = f->release_output();
   EXPECT_EQ(out, b.out);
   EXPECT_TRUE(
       same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(b.frame, kWeightChoices[0])));
   EXPECT_EQ(refcount(b.in), 2) << "the input stays mapped until the frame goes";
-  f = GstCudaGrayFrame();
+  f.reset();
   EXPECT_EQ(refcount(b.in), 1);
   gst_buffer_unref(out);
 }
