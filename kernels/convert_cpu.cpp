@@ -527,14 +527,17 @@ RowsFn rows_kernel(const InputFrame &in, int out_depth) {
         using Op = decltype(op);
         rows = &rows_pixels<Layout, Op>;
 #ifdef CUDAGRAY_X86_SIMD
-        if constexpr (kHasRgb8Simd<Layout> && Op::kOutDepth == 8) {
-          if (simd == Simd::kAvx512) rows = avx512_kernel(layout);
-          if (simd == Simd::kAvx2) rows = avx2_kernel(layout);
-        } else {
-          if (simd != Simd::kScalar) rows = &rows_pixels_avx2<Layout, Op>;
-        }
+        if (simd != Simd::kScalar) rows = &rows_pixels_avx2<Layout, Op>;
 #endif
       });
+#ifdef CUDAGRAY_X86_SIMD
+      // 8-bit RGB to GRAY8: the hand-written kernels (chosen here, where the
+      // call depends on the layout, so that other layouts never name them)
+      if constexpr (kHasRgb8Simd<Layout>) {
+        if (out_depth == 8 && simd == Simd::kAvx512) rows = avx512_kernel(layout);
+        if (out_depth == 8 && simd == Simd::kAvx2) rows = avx2_kernel(layout);
+      }
+#endif
     }
   });
   return rows;

@@ -7,8 +7,6 @@
 
 #include "cudagray/device.h"
 
-G_BEGIN_DECLS
-
 #define GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME "CudaGrayPinned"
 
 /* A pinned allocator whose memory is allocated and freed in the CUDA
@@ -20,5 +18,3 @@ GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwit
  * memory for its caps, with min_buffers, and puts allocator first among its
  * allocation params. Nothing when the query has no video caps. */
 void gst_cuda_gray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers);
-
-G_END_DECLS

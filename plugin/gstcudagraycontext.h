@@ -13,8 +13,6 @@
 
 #include "cudagray/device.h"
 
-G_BEGIN_DECLS
-
 /* The caps feature of frames in GPU memory (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY). */
 #define GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY "memory:CUDAMemory"
 
@@ -82,5 +80,3 @@ gpointer gst_cuda_gray_output_stream(GstBuffer *buffer);
  * queued on gst_cuda_gray_output_stream (1.24+ NEED_SYNC), so that downstream
  * orders itself after it. */
 void gst_cuda_gray_mark_output_pending(GstBuffer *buffer);
-
-G_END_DECLS

@@ -172,11 +172,10 @@ struct Session {
       default: finding(std::string("push returned ") + gst_flow_get_name(ret));
     }
     if (verbose()) std::fprintf(stderr, "push %s -> %s\n", caps.c_str(), gst_flow_get_name(ret));
-    // A frame taken leaves from the element's output task, maybe after the
-    // push returned: wait for it (the CPU converts each frame in the push).
-    const bool converted =
-        ret == GST_FLOW_OK && !gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(element));
-    drain_outputs(ret == GST_FLOW_OK && check ? plain_frame : nullptr, w, converted);
+    // A buffer taken, converted or passed through, leaves from the
+    // element's output task, maybe after the push returned: wait for it, so
+    // that it is checked against the caps it was taken with.
+    drain_outputs(ret == GST_FLOW_OK && check ? plain_frame : nullptr, w, ret == GST_FLOW_OK);
   }
 
   // Pulls every output (waiting for the first when one is due); each must
@@ -277,7 +276,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           case 2: caps += ",colorimetry=(string)bt601"; break;
           case 3: caps = "audio/x-raw,format=S16LE,rate=48000,channels=2"; break;
           case 4:  // a Bayer mosaic of the same size (its buffers: case 4 below)
-            caps = std::string("video/x-bayer,format=") + kBayer[w % 4] +
+            caps = std::string("video/x-bayer,format=") + kBayer[static_cast<unsigned>(w) % 4] +
                    ",width=" + std::to_string(w) + ",height=" + std::to_string(hgt) +
                    ",framerate=30/1";
             break;
