@@ -26,9 +26,23 @@ if [ ${#names[@]} -eq 0 ]; then
     [ -x "$t" ] && [ "$n" != examples ] && [ "$n" != fuzz_corpus ] && names+=("$n")
   done
 fi
+# Stopped itself (a timeout around the suite), it stops the binary running:
+# one left behind would share the GPU with whatever runs next.
+child=
+trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 143' TERM INT
+run() {  # LOG COMMAND...: runs it as the one child, returns its status
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 &
+  child=$!
+  wait "$child"
+  local status=$?
+  child=
+  return $status
+}
 for n in "${names[@]}"; do
   start=$(date +%s)
-  timeout 590 "$BUILD/tests/test_$n" --gtest_output="xml:$LOGS/$n.xml" >"$LOGS/$n.log" 2>&1
+  run "$LOGS/$n.log" timeout 590 "$BUILD/tests/test_$n" --gtest_output="xml:$LOGS/$n.xml"
   echo "test_$n: exit $? in $(($(date +%s) - start)) s"
 done
 # 1.24+ decoders allocate stream-ordered when asked: the parallel decode
@@ -36,9 +50,9 @@ done
 for n in "${names[@]}"; do
   [ "$n" = cuda_memory ] || continue
   start=$(date +%s)
-  GST_CUDA_ENABLE_STREAM_ORDERED_ALLOC=1 timeout 590 "$BUILD/tests/test_cuda_memory" \
-    --gtest_filter='*ParallelDecoders*' \
-    --gtest_output="xml:$LOGS/cuda_memory_stream_ordered.xml" >"$LOGS/cuda_memory_stream_ordered.log" 2>&1
+  run "$LOGS/cuda_memory_stream_ordered.log" env GST_CUDA_ENABLE_STREAM_ORDERED_ALLOC=1 \
+    timeout 590 "$BUILD/tests/test_cuda_memory" --gtest_filter='*ParallelDecoders*' \
+    --gtest_output="xml:$LOGS/cuda_memory_stream_ordered.xml"
   echo "test_cuda_memory (stream-ordered allocation): exit $? in $(($(date +%s) - start)) s"
   names+=(cuda_memory_stream_ordered)
 done
