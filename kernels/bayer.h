@@ -52,11 +52,29 @@ CUDAGRAY_HOST_DEVICE uint32_t mosaic_sample(const uint8_t *row, int x) {
     return row[2 * x] | uint32_t{row[2 * x + 1]} << 8;
 }
 
+// Sample x of a mosaic row of width w, x clamped into the row.
+template <class Layout>
+CUDAGRAY_HOST_DEVICE uint32_t mosaic_sample_clamped(const uint8_t *row, int x, int w) {
+  return mosaic_sample<Layout>(row, x < 0 ? 0 : x >= w ? w - 1 : x);
+}
+
 // A demosaicked colour of bits-bit samples scaled to 16 bits as bayer2rgb
 // does for RGBA64 (bits 0: 16); c * 65535 stays below 2^32.
 CUDAGRAY_HOST_DEVICE uint32_t deep_bayer_to16(uint32_t c, int bits) {
   const uint32_t v = (c * 65535u) >> (bits > 0 ? bits : 16);
   return v > 65535u ? 65535u : v;
+}
+
+// The colour gray is taken from, given a demosaicked one of Layout's
+// samples: as it is for 8 bits, scaled to 16 bits for 16-bit samples of
+// sample_bits bits.
+template <class Layout>
+CUDAGRAY_HOST_DEVICE Rgb bayer_gray_colour(const Rgb &c, int sample_bits) {
+  if constexpr (Layout::kDepth == 8)
+    return c;
+  else
+    return {deep_bayer_to16(c.r, sample_bits), deep_bayer_to16(c.g, sample_bits),
+            deep_bayer_to16(c.b, sample_bits)};
 }
 
 // The row pass at column x of a row of width w: E (colour of even columns)
@@ -126,15 +144,12 @@ template <class Layout, int N>
 CUDAGRAY_HOST_DEVICE void bayer_run(const MosaicRows &m, int x0, int y, Rgb (&out)[N]) {
   const NeighbourRows rows = neighbour_rows(y, m.height);
   const int row_of[3] = {rows.above, y, rows.below};
-  const int last = m.width - 1;
   RowColours pass[3][N];
   for (int r = 0; r < 3; ++r) {
     const uint8_t *row = m.data + static_cast<size_t>(row_of[r]) * m.pitch;
     uint32_t window[N + 2];
-    for (int j = 0; j < N + 2; ++j) {
-      const int x = x0 - 1 + j;
-      window[j] = mosaic_sample<Layout>(row, x < 0 ? 0 : x > last ? last : x);
-    }
+    for (int j = 0; j < N + 2; ++j)
+      window[j] = mosaic_sample_clamped<Layout>(row, x0 - 1 + j, m.width);
     for (int k = 0; k < N; ++k)
       pass[r][k] = row_colours(window[k], window[k + 1], window[k + 2], x0 + k, m.width);
   }
@@ -156,10 +171,7 @@ template <class Layout, int N>
 CUDAGRAY_HOST_DEVICE void bayer_colours(const MosaicRows &m, int x0, int y, int sample_bits,
                                         Rgb (&out)[N]) {
   bayer_run<Layout, N>(m, x0, y, out);
-  if constexpr (Layout::kDepth == 16)
-    for (Rgb &c : out)
-      c = {deep_bayer_to16(c.r, sample_bits), deep_bayer_to16(c.g, sample_bits),
-           deep_bayer_to16(c.b, sample_bits)};
+  for (Rgb &c : out) c = bayer_gray_colour<Layout>(c, sample_bits);
 }
 
 // The colour gray is taken from, of pixel (x, y).

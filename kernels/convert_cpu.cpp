@@ -128,12 +128,11 @@ void row_pass(const MosaicRows &m, int y, RowPass<Sample> *pass) {
     e[x] = x & 1 ? between : sample;
     o[x] = x & 1 ? sample : between;
   }
-  const auto clamped = [&](int x) {
-    return mosaic_sample<Layout>(row, x < 0 ? 0 : x >= w ? w - 1 : x);
-  };
   for (int x : {0, 1, 2, w - 2, w - 1})  // the edges, and every column of a narrow row
     if (x >= 0 && x < w && (x == 0 || x >= w - 2 || w < 4)) {
-      const RowColours c = row_colours(clamped(x - 1), clamped(x), clamped(x + 1), x, w);
+      const RowColours c = row_colours(mosaic_sample_clamped<Layout>(row, x - 1, w),
+                                       mosaic_sample_clamped<Layout>(row, x, w),
+                                       mosaic_sample_clamped<Layout>(row, x + 1, w), x, w);
       e[x] = static_cast<Sample>(c.even), o[x] = static_cast<Sample>(c.odd);
     }
 }
@@ -197,14 +196,9 @@ void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, in
     const Sample *__restrict r = Layout::kRedX == 0 ? cx : cy;
     const Sample *__restrict b = Layout::kRedX == 0 ? cy : cx;
     Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
-    if constexpr (Layout::kDepth == 8) {
-      for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Rgb{r[x], g[x], b[x]}));
-    } else {
-      const int bits = in.sample_bits;
-      for (int x = 0; x < width; ++x)
-        dst[x] = static_cast<Out>(op(Rgb{deep_bayer_to16(r[x], bits), deep_bayer_to16(g[x], bits),
-                                         deep_bayer_to16(b[x], bits)}));
-    }
+    for (int x = 0; x < width; ++x)
+      dst[x] =
+          static_cast<Out>(op(bayer_gray_colour<Layout>(Rgb{r[x], g[x], b[x]}, in.sample_bits)));
   }
 }
 
