@@ -524,6 +524,34 @@ TEST(CudaMemory, ParallelDecodersGiveExactFrames) {
   rmdir(dir.c_str());
 }
 
+#ifdef CUDAGRAY_HAVE_GST_CUDA
+namespace {
+
+// f's rows copied to dst, laid out as the planes of a CUDA memory (laid_out).
+void place_rows(const TestFrame &f, const GstVideoInfo &laid_out, uint8_t *dst) {
+  const size_t row_bytes = layout_info(f.layout).row_bytes(f.width);
+  for (int p = 0; p < f.planes; ++p)
+    for (int y = 0; y < f.height; ++y)
+      memcpy(dst + GST_VIDEO_INFO_PLANE_OFFSET(&laid_out, p) +
+                 y * GST_VIDEO_INFO_PLANE_STRIDE(&laid_out, p),
+             &f.bytes[f.offset[p] + y * f.stride[p]], row_bytes);
+}
+
+// A buffer of the CUDA memory mem (taken) holding f, with the video meta of
+// its layout.
+GstBuffer *buffer_of_cuda_memory(GstMemory *mem, const TestFrame &f) {
+  GstVideoInfo laid_out = GST_CUDA_MEMORY_CAST(mem)->info;
+  GstBuffer *buf = gst_buffer_new();
+  gst_buffer_append_memory(buf, mem);
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out),
+                                 f.width, f.height, GST_VIDEO_INFO_N_PLANES(&laid_out),
+                                 laid_out.offset, laid_out.stride);
+  return buf;
+}
+
+}  // namespace
+#endif
+
 #if defined(CUDAGRAY_HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
 namespace {
 
@@ -538,36 +566,21 @@ GstBuffer *pending_cuda_buffer(GstCudaContext *context, const TestFrame &f, void
   EXPECT_NE(stream, nullptr);
   GstMemory *mem = gst_cuda_allocator_alloc(nullptr, context, stream, &info);
   EXPECT_NE(mem, nullptr);
-  const GstVideoInfo &laid_out = GST_CUDA_MEMORY_CAST(mem)->info;
   // f's bytes laid out as the memory's planes
-  TestFrame placed = f;
-  placed.bytes.assign(gst_memory_get_sizes(mem, nullptr, nullptr), 0);
-  for (int p = 0; p < f.planes; ++p) {
-    placed.offset[p] = GST_VIDEO_INFO_PLANE_OFFSET(&laid_out, p);
-    placed.stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(&laid_out, p);
-    const size_t row_bytes = layout_info(f.layout).row_bytes(f.width);
-    for (int y = 0; y < f.height; ++y)
-      memcpy(&placed.bytes[placed.offset[p] + y * placed.stride[p]],
-             &f.bytes[f.offset[p] + y * f.stride[p]], row_bytes);
-  }
+  std::vector<uint8_t> placed(gst_memory_get_sizes(mem, nullptr, nullptr), 0);
+  place_rows(f, GST_CUDA_MEMORY_CAST(mem)->info, placed.data());
   GstMapInfo map;
   EXPECT_TRUE(gst_memory_map(mem, &map, GstMapFlags(GST_MAP_WRITE | GST_MAP_CUDA)));
   EXPECT_TRUE(gst_cuda_context_push(context));
-  EXPECT_EQ(cudaMemcpy(staged, placed.bytes.data(), placed.bytes.size(), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  EXPECT_EQ(write_after_spin(gst_cuda_stream_get_handle(stream), map.data, staged,
-                             placed.bytes.size(), 3000),
-            "");
+  EXPECT_EQ(cudaMemcpy(staged, placed.data(), placed.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(
+      write_after_spin(gst_cuda_stream_get_handle(stream), map.data, staged, placed.size(), 3000),
+      "");
   gst_cuda_context_pop(nullptr);
   gst_memory_unmap(mem, &map);
   GST_MINI_OBJECT_FLAG_SET(mem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC);
   gst_cuda_stream_unref(stream);  // the memory keeps it
-  GstBuffer *buf = gst_buffer_new();
-  gst_buffer_append_memory(buf, mem);
-  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out),
-                                 f.width, f.height, GST_VIDEO_INFO_N_PLANES(&laid_out),
-                                 laid_out.offset, laid_out.stride);
-  return buf;
+  return buffer_of_cuda_memory(mem, f);
 }
 
 }  // namespace
@@ -675,25 +688,14 @@ GstBuffer *cuda_buffer_of(GstCudaContext *context, const TestFrame &f) {
 #endif
   gst_object_unref(allocator);
   if (!mem) return nullptr;
-  GstVideoInfo laid_out = GST_CUDA_MEMORY_CAST(mem)->info;
   GstMapInfo map;
   if (!gst_memory_map(mem, &map, GST_MAP_WRITE)) {
     gst_memory_unref(mem);
     return nullptr;
   }
-  const size_t row_bytes = layout_info(f.layout).row_bytes(f.width);
-  for (int p = 0; p < f.planes; ++p)
-    for (int y = 0; y < f.height; ++y)
-      memcpy(map.data + GST_VIDEO_INFO_PLANE_OFFSET(&laid_out, p) +
-                 y * GST_VIDEO_INFO_PLANE_STRIDE(&laid_out, p),
-             &f.bytes[f.offset[p] + y * f.stride[p]], row_bytes);
+  place_rows(f, GST_CUDA_MEMORY_CAST(mem)->info, map.data);
   gst_memory_unmap(mem, &map);
-  GstBuffer *buf = gst_buffer_new();
-  gst_buffer_append_memory(buf, mem);
-  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&laid_out),
-                                 f.width, f.height, GST_VIDEO_INFO_N_PLANES(&laid_out),
-                                 laid_out.offset, laid_out.stride);
-  return buf;
+  return buffer_of_cuda_memory(mem, f);
 }
 
 }  // namespace
