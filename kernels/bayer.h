@@ -84,6 +84,13 @@ struct RowColours {
   uint32_t even, odd;
 };
 
+// Inside the row (0 < x < w - 2), where both neighbours count:
+CUDAGRAY_HOST_DEVICE RowColours inner_row_colours(uint32_t left, uint32_t here, uint32_t right,
+                                                  bool even) {
+  const uint32_t between = avg_up(left, right);
+  return even ? RowColours{here, between} : RowColours{between, here};
+}
+
 CUDAGRAY_HOST_DEVICE RowColours row_colours(uint32_t left, uint32_t here, uint32_t right, int x,
                                             int w) {
   const bool even = (x & 1) == 0;
@@ -92,8 +99,7 @@ CUDAGRAY_HOST_DEVICE RowColours row_colours(uint32_t left, uint32_t here, uint32
     return even ? RowColours{here, left} : RowColours{left, here};
   }
   if (x == 0) return {here, right};  // the first: the right neighbour only
-  const uint32_t between = avg_up(left, right);
-  return even ? RowColours{here, between} : RowColours{between, here};
+  return inner_row_colours(left, here, right, even);
 }
 
 // The rows a pixel of row y takes as its rows above and below, in a mosaic
@@ -119,12 +125,13 @@ CUDAGRAY_HOST_DEVICE bool chroma_first(int y) {
 // R, G and B of a pixel of column x and row y of a mosaic whose red sample
 // sits at (Layout::kRedX, Layout::kRedY) of each 2x2 block, from the row
 // passes of the rows above (a), its own (c) and below (b) at that column.
+// chroma_row: chroma_first<Layout>(y).
 template <class Layout>
-CUDAGRAY_HOST_DEVICE Rgb demosaic(const RowColours &a, const RowColours &c, const RowColours &b,
-                                  int x, int y) {
+CUDAGRAY_HOST_DEVICE Rgb demosaic_in_row(const RowColours &a, const RowColours &c,
+                                         const RowColours &b, int x, bool chroma_row) {
   const bool even = (x & 1) == 0;
   uint32_t chroma_x, chroma_y, green;
-  if (chroma_first<Layout>(y)) {
+  if (chroma_row) {
     chroma_x = c.even;
     chroma_y = avg_up(a.odd, b.odd);
     green = even ? avg_up(avg_up(a.even, b.even), c.odd) : c.odd;
@@ -135,6 +142,12 @@ CUDAGRAY_HOST_DEVICE Rgb demosaic(const RowColours &a, const RowColours &c, cons
   }
   if (Layout::kRedX == 0) return {chroma_x, green, chroma_y};
   return {chroma_y, green, chroma_x};
+}
+
+template <class Layout>
+CUDAGRAY_HOST_DEVICE Rgb demosaic(const RowColours &a, const RowColours &c, const RowColours &b,
+                                  int x, int y) {
+  return demosaic_in_row<Layout>(a, c, b, x, chroma_first<Layout>(y));
 }
 
 // R, G and B, in the samples' codes, of the N pixels of row y from column

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The CUDA kernels and convert_cuda, which launches them: one traversal (a
-// thread per chunk of a row, 16-byte loads and stores where rows are
-// aligned) instantiated per layout with the per-pixel operation, as CUB and
-// OpenCV's cudev separate traversal from operation; Bayer frames have their
-// own (bayer.h).
+// thread per chunk of a row, 16-byte loads and the widest stores the chunk
+// allows where rows are aligned) instantiated per layout with the per-pixel
+// operation, as CUB and OpenCV's cudev separate traversal from operation;
+// Bayer frames have their own (bayer.h).
 #include "cudagray/convert_cuda.h"
 
 #include <cstdint>
@@ -18,10 +18,34 @@ namespace {
 
 constexpr int kThreadsPerBlock = 256;
 
-// Pixels a thread converts on the wide path: 16 (one 16-byte store of GRAY8,
-// two of GRAY16, fed by 16-byte loads), or for v210 48, one 128-byte block.
+// Pixels a thread converts on the wide path: 16, fed by 16-byte loads; 8
+// where a pixel is 4 bytes or more (planes together), so that a thread holds
+// no more than 48 bytes of input; 12 for v210, two of its 16-byte groups of
+// 6 pixels. (Measured on an H100: 16 pixels of 4 bytes and 48 of v210 held
+// too many registers for the memory's latency to be hidden.)
 template <class Layout>
-constexpr int kWidePixels = Layout::kGroupPixels == 6 ? 48 : 16;
+constexpr int kWidePixels = Layout::kGroupPixels == 6                                          ? 12
+                            : Layout::kGroupBytes *Layout::kPlanes / Layout::kGroupPixels >= 4 ? 8
+                                                                                               : 16;
+
+// Stores a chunk's Words words of gray with the widest stores it allows: a
+// chunk of Words words starts at a multiple of 4 * Words bytes of a row that
+// is 16-byte aligned.
+template <int Words>
+__device__ __forceinline__ void store_words(uint32_t *dst, const uint32_t (&w)[Words]) {
+  if constexpr (Words % 4 == 0) {
+#pragma unroll
+    for (int k = 0; k < Words; k += 4)
+      __stcs(reinterpret_cast<uint4 *>(dst + k), make_uint4(w[k], w[k + 1], w[k + 2], w[k + 3]));
+  } else if constexpr (Words % 2 == 0) {
+#pragma unroll
+    for (int k = 0; k < Words; k += 2)
+      __stcs(reinterpret_cast<uint2 *>(dst + k), make_uint2(w[k], w[k + 1]));
+  } else {
+#pragma unroll
+    for (int k = 0; k < Words; ++k) __stcs(dst + k, w[k]);
+  }
+}
 
 __device__ __forceinline__ uint4 load16(const uint8_t *p) {
   return __ldcs(reinterpret_cast<const uint4 *>(p));  // read once: stream past the cache
@@ -68,6 +92,8 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
                                int chunks, Op op) {
   constexpr int kPlanes = Layout::kPlanes;
   constexpr int kChunkBytes = Chunk / Layout::kGroupPixels * Layout::kGroupBytes;
+  static_assert(Chunk == 1 || (kChunkBytes % 16 == 0 && Chunk * sizeof(Out) % 4 == 0),
+                "a wide chunk is whole 16-byte loads and whole words of gray");
   int row, x0;
   if (!chunk_of_thread<Chunk>(height, chunks, &row, &x0)) return;
   // where the chunk starts in each plane (x0 is a whole number of groups)
@@ -93,10 +119,7 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
 #pragma unroll
       for (int p = 0; p < Chunk; ++p)
         gray[p / kPerWord] |= op(Layout::pixel(bytes, p)) << (p % kPerWord * 8 * sizeof(Out));
-#pragma unroll
-      for (int k = 0; k < Chunk / kPerWord; k += 4)
-        __stcs(reinterpret_cast<uint4 *>(dst) + k / 4,
-               make_uint4(gray[k], gray[k + 1], gray[k + 2], gray[k + 3]));
+      store_words(reinterpret_cast<uint32_t *>(dst), gray);
       return;
     }
   }
@@ -136,42 +159,100 @@ void launch(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stre
     go(std::integral_constant<int, 1>{});
 }
 
-// Bayer: a thread per run of kBayerRun pixels of a row, reading the three
-// rows' samples of the run once (bayer_run) through the cache, and writing
-// the run with one store where the row allows. The frame is whole (the
-// backend does not cut Bayer frames into strips).
+// Bayer: a thread per run of kBayerRun pixels of a row, in blocks of 32
+// runs by 8 rows, so that a block's rows share their neighbours in the
+// cache. Inside the frame (both neighbours of every column and row are the
+// frame's own, rows aligned for vector loads) a thread reads each of its
+// three rows with one vector load of the run's samples and two loads of
+// their neighbours; at the frame's edges it runs bayer_colours. The frame is
+// whole (the backend does not cut Bayer frames into strips).
 constexpr int kBayerRun = 8;
+constexpr int kBayerBlockRuns = 32, kBayerBlockRows = 8;
+
+// The vector of a run's samples of a row, or of its gray: 8 or 16 bytes.
+template <int Bytes>
+using RunVector =
+    std::enable_if_t<Bytes == 8 || Bytes == 16, std::conditional_t<Bytes == 8, uint2, uint4>>;
+
+// The row pass (bayer.h) of the run of row y that starts at x0
+// (even), inside the row: column x0 + k is even when k is.
+template <class Layout>
+__device__ __forceinline__ void inner_row_pass(const MosaicRows &m, int x0, int y,
+                                               RowColours (&pass)[kBayerRun]) {
+  using Samples = RunVector<kBayerRun * Layout::kGroupBytes>;
+  const uint8_t *row = m.data + static_cast<size_t>(y) * m.pitch;
+  union {
+    Samples vector;
+    uint8_t bytes[sizeof(Samples)];
+  } run;
+  run.vector = *reinterpret_cast<const Samples *>(row + x0 * Layout::kGroupBytes);
+  uint32_t s[kBayerRun + 2];  // samples x0 - 1 to x0 + kBayerRun
+  s[0] = mosaic_sample<Layout>(row, x0 - 1);
+#pragma unroll
+  for (int k = 0; k < kBayerRun; ++k) s[k + 1] = mosaic_sample<Layout>(run.bytes, k);
+  s[kBayerRun + 1] = mosaic_sample<Layout>(row, x0 + kBayerRun);
+#pragma unroll
+  for (int k = 0; k < kBayerRun; ++k)
+    pass[k] = inner_row_colours(s[k], s[k + 1], s[k + 2], (k & 1) == 0);
+}
+
+template <class Op, class Out>
+__device__ __forceinline__ void store_bayer_run(const Rgb (&c)[kBayerRun], Out *dst, int n, Op op) {
+  using Stored = RunVector<kBayerRun * sizeof(Out)>;
+  if (n == kBayerRun && reinterpret_cast<uintptr_t>(dst) % sizeof(Stored) == 0) {
+    union {
+      Stored vector;
+      Out pixel[kBayerRun];
+    } values;
+#pragma unroll
+    for (int k = 0; k < kBayerRun; ++k) values.pixel[k] = static_cast<Out>(op(c[k]));
+    *reinterpret_cast<Stored *>(dst) = values.vector;
+  } else {
+    for (int k = 0; k < n; ++k) dst[k] = static_cast<Out>(op(c[k]));
+  }
+}
 
 template <class Layout, class Op>
 __global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
                              uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
                              int sample_bits, Op op) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
-  using Run = std::conditional_t<Op::kOutDepth == 16, uint4, uint2>;  // kBayerRun outputs
   const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * kBayerRun;
-  const int y = blockIdx.y;
-  if (x0 >= width) return;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x0 >= width || y >= height) return;
+  const MosaicRows m{in, pitch, width, height};
   Rgb c[kBayerRun];
-  bayer_colours<Layout, kBayerRun>(MosaicRows{in, pitch, width, height}, x0, y, sample_bits, c);
-  Out *dst = reinterpret_cast<Out *>(out + y * out_pitch) + x0;
-  if (x0 + kBayerRun <= width && reinterpret_cast<uintptr_t>(dst) % sizeof(Run) == 0) {
-    union {
-      Run run;
-      Out pixel[kBayerRun];
-    } values;
-    for (int k = 0; k < kBayerRun; ++k) values.pixel[k] = static_cast<Out>(op(c[k]));
-    *reinterpret_cast<Run *>(dst) = values.run;
+  constexpr int kRunBytes = kBayerRun * Layout::kGroupBytes;
+  if (x0 >= kBayerRun && x0 + kBayerRun + 2 <= width && y >= 1 && y + 1 < height &&
+      reinterpret_cast<uintptr_t>(in) % kRunBytes == 0 && pitch % kRunBytes == 0) {
+    RowColours above[kBayerRun], here[kBayerRun], below[kBayerRun];
+    inner_row_pass<Layout>(m, x0, y - 1, above);
+    inner_row_pass<Layout>(m, x0, y, here);
+    inner_row_pass<Layout>(m, x0, y + 1, below);
+    // a warp is one row: the row's kind, a branch that does not diverge
+    auto demosaic_run = [&](bool chroma_row) {
+#pragma unroll
+      for (int k = 0; k < kBayerRun; ++k)
+        c[k] = bayer_gray_colour<Layout>(
+            demosaic_in_row<Layout>(above[k], here[k], below[k], k, chroma_row), sample_bits);
+    };
+    if (chroma_first<Layout>(y))
+      demosaic_run(true);
+    else
+      demosaic_run(false);
   } else {
-    for (int k = 0; k < kBayerRun && x0 + k < width; ++k) dst[k] = static_cast<Out>(op(c[k]));
+    bayer_colours<Layout, kBayerRun>(m, x0, y, sample_bits, c);
   }
+  store_bayer_run(c, reinterpret_cast<Out *>(out + y * out_pitch) + x0, min(kBayerRun, width - x0),
+                  op);
 }
 
 template <class Layout, class Op>
 void launch_bayer(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
   const int runs = (in.width + kBayerRun - 1) / kBayerRun;
-  const dim3 grid((runs + kThreadsPerBlock - 1) / kThreadsPerBlock,
-                  static_cast<unsigned>(in.height));
-  bayer_kernel<Layout><<<grid, kThreadsPerBlock, 0, stream>>>(
+  const dim3 grid((runs + kBayerBlockRuns - 1) / kBayerBlockRuns,
+                  (in.height + kBayerBlockRows - 1) / kBayerBlockRows);
+  bayer_kernel<Layout><<<grid, dim3(kBayerBlockRuns, kBayerBlockRows), 0, stream>>>(
       in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, in.sample_bits, op);
 }
 
