@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// CudaQueueing (cuda_gate.h) and CudaResourceChange (cudagray/device.h): the
+// CudaQueueing and CudaResourceChange (cuda_gate.h): the
 // CUDA driver's context lock lets readers (launches, copies, queries) in
 // ahead of a waiting writer (creating or freeing streams, events, memory),
 // and launches hold it while they queue for the GPU. With tens of streams
@@ -56,6 +56,11 @@ CudaResourceChange::~CudaResourceChange() {
   Gate &g = gate();
   std::lock_guard<std::mutex> hold(g.lock);
   if (--g.changing == 0) g.changed.notify_all();
+}
+
+void change_cuda_resources(const std::function<void()> &change) {
+  const CudaResourceChange gate;
+  change();
 }
 
 }  // namespace cudagray

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The process's gate between cudagray's streaming CUDA calls and its CUDA
-// resource changes (CudaResourceChange, cudagray/device.h).
+// resource changes (cuda_gate.cpp says why), private to kernels/: the
+// plugin's own changes go through change_cuda_resources (cudagray/device.h).
 #pragma once
 
 namespace cudagray {
@@ -13,6 +14,16 @@ class CudaQueueing {
   ~CudaQueueing();
   CudaQueueing(const CudaQueueing &) = delete;
   CudaQueueing &operator=(const CudaQueueing &) = delete;
+};
+
+// Held while a thread creates or frees CUDA resources (streams, events,
+// device or pinned memory): while one waits, CudaQueueing waits.
+class CudaResourceChange {
+ public:
+  CudaResourceChange();
+  ~CudaResourceChange();
+  CudaResourceChange(const CudaResourceChange &) = delete;
+  CudaResourceChange &operator=(const CudaResourceChange &) = delete;
 };
 
 }  // namespace cudagray

@@ -2,6 +2,7 @@
 // Makes and frees the CUDA owners of cudagray/cuda_owners.h, each call
 // checked, each inside a CudaResourceChange.
 #include "cuda_check.h"
+#include "cuda_gate.h"
 #include "cudagray/device.h"
 
 namespace cudagray {

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "cuda_check.h"
+#include "cuda_gate.h"
 #include "cudagray/device.h"
 
 namespace cudagray {

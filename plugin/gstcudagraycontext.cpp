@@ -127,10 +127,9 @@ gboolean gst_cuda_gray_context_open(GstCudaGrayContext *context, gint device_id,
   guint device = 0;
   g_object_get(context->cuda, "cuda-device-id", &device, NULL);
   context->device = device;
-  {
-    const cudagray::CudaResourceChange change; /* device.h says why */
-    context->stream = gst_cuda_gray_stream_new(context->cuda);
-  }
+  /* a resource change: cudagray/device.h says why */
+  cudagray::change_cuda_resources(
+      [context] { context->stream = gst_cuda_gray_stream_new(context->cuda); });
   if (!context->stream)
     GST_INFO_OBJECT(context->element, "no CUDA stream of our own (before 1.24 there are none)");
   GST_INFO_OBJECT(context->element,
@@ -140,10 +139,7 @@ gboolean gst_cuda_gray_context_open(GstCudaGrayContext *context, gint device_id,
 }
 
 void gst_cuda_gray_context_close(GstCudaGrayContext *context) {
-  {
-    const cudagray::CudaResourceChange change;
-    gst_cuda_gray_stream_clear(&context->stream);
-  }
+  cudagray::change_cuda_resources([context] { gst_cuda_gray_stream_clear(&context->stream); });
   gst_clear_object(&context->cuda);
   context->device = -1;
 }

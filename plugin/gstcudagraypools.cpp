@@ -26,12 +26,13 @@ static gboolean add_configured_pool(GstQuery *query, GstBufferPool *pool, GstStr
   return TRUE;
 }
 
-/* The CUDA pool offered upstream (1.24+, carrying our stream): GStreamer's own, with each step that
- * allocates or frees CUDA memory (configuring, starting, stopping, a new
- * buffer) inside a CudaResourceChange, as the element's own allocations
- * are: upstream fills it from threads that also run cudagray, and without
- * the change its allocations waited for the context's lock for as long as
- * other pipelines streamed (1.26, 32 pipelines started together). */
+/* The CUDA pool offered upstream (1.24+, carrying our stream): GStreamer's
+ * own, with each step that allocates or frees CUDA memory (configuring,
+ * starting, stopping, a new buffer) made a resource change
+ * (cudagray::change_cuda_resources), as the element's own allocations are:
+ * upstream fills it from threads that also run cudagray, and without that
+ * its allocations waited for the context's lock for as long as other
+ * pipelines streamed (1.26, 32 pipelines started together). */
 typedef struct {
   GstCudaBufferPool parent;
 } GstCudaGrayOfferedPool;
@@ -47,24 +48,29 @@ static GstBufferPoolClass *cuda_pool_class(void) {
 }
 
 static gboolean offered_pool_set_config(GstBufferPool *pool, GstStructure *config) {
-  const cudagray::CudaResourceChange change;
-  return cuda_pool_class()->set_config(pool, config);
+  gboolean ok = FALSE;
+  cudagray::change_cuda_resources([&] { ok = cuda_pool_class()->set_config(pool, config); });
+  return ok;
 }
 
 static gboolean offered_pool_start(GstBufferPool *pool) {
-  const cudagray::CudaResourceChange change;
-  return cuda_pool_class()->start(pool);
+  gboolean ok = FALSE;
+  cudagray::change_cuda_resources([&] { ok = cuda_pool_class()->start(pool); });
+  return ok;
 }
 
 static gboolean offered_pool_stop(GstBufferPool *pool) {
-  const cudagray::CudaResourceChange change;
-  return cuda_pool_class()->stop(pool);
+  gboolean ok = FALSE;
+  cudagray::change_cuda_resources([&] { ok = cuda_pool_class()->stop(pool); });
+  return ok;
 }
 
 static GstFlowReturn offered_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                                GstBufferPoolAcquireParams *params) {
-  const cudagray::CudaResourceChange change;
-  return cuda_pool_class()->alloc_buffer(pool, buffer, params);
+  GstFlowReturn flow = GST_FLOW_ERROR;
+  cudagray::change_cuda_resources(
+      [&] { flow = cuda_pool_class()->alloc_buffer(pool, buffer, params); });
+  return flow;
 }
 
 static void gst_cuda_gray_offered_pool_class_init(GstCudaGrayOfferedPoolClass *klass) {
@@ -127,12 +133,15 @@ static GstBufferPoolClass *base_pool_class(void) {
 }
 
 /* Allocating and freeing CUDA memory wait for the driver's context lock:
- * inside a CudaResourceChange, so that cudagray's streaming elsewhere in the
- * process lets them have it. */
+ * as resource changes (cudagray/device.h), so that cudagray's streaming
+ * elsewhere in the process lets them have it. */
 static GstMemory *device_pool_alloc_memory(GstCudaGrayDevicePool *self) {
-  GstCudaContext *context = self->parent.context;
-  const cudagray::CudaResourceChange change;
-  return gst_cuda_gray_memory_alloc(self->allocator, context, self->stream, &self->standin);
+  GstMemory *memory = NULL;
+  cudagray::change_cuda_resources([&] {
+    memory = gst_cuda_gray_memory_alloc(self->allocator, self->parent.context, self->stream,
+                                        &self->standin);
+  });
+  return memory;
 }
 
 static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config) {
@@ -162,10 +171,7 @@ static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config
     return FALSE;
   }
   gst_buffer_pool_config_set_params(config, caps, probe->size, min_buffers, max_buffers);
-  {
-    const cudagray::CudaResourceChange change;
-    gst_memory_unref(probe);
-  }
+  cudagray::change_cuda_resources([&] { gst_memory_unref(probe); });
   return base_pool_class()->set_config(pool, config);
 }
 
@@ -193,8 +199,7 @@ static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **b
 }
 
 static void device_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
-  const cudagray::CudaResourceChange change;
-  base_pool_class()->free_buffer(pool, buffer);
+  cudagray::change_cuda_resources([&] { base_pool_class()->free_buffer(pool, buffer); });
 }
 
 static void gst_cuda_gray_device_pool_dispose(GObject *object) {

@@ -55,7 +55,7 @@ class CudaOwner {
   Handle handle_{};
 };
 
-// Each frees one inside a CudaResourceChange (cudagray/device.h).
+// Each frees one as a resource change (change_cuda_resources, cudagray/device.h).
 cudaError_t destroy_stream(cudaStream_t stream);
 cudaError_t destroy_event(cudaEvent_t event);
 cudaError_t free_device_memory(void *memory);
@@ -67,8 +67,8 @@ using EventOwner = CudaOwner<cudaEvent_t, destroy_event>;
 using DeviceMemory = CudaOwner<void *, free_device_memory>;
 using PinnedMemory = CudaOwner<void *, release_pinned>;
 
-// Each makes one inside a CudaResourceChange or throws CudaError
-// (cuda_owners.cpp; in fault-injection builds through the fault switch,
+// Each makes one as a resource change (change_cuda_resources, cudagray/device.h) or throws
+// CudaError (cuda_owners.cpp; in fault-injection builds through the fault switch,
 // cudagray/fault_injection.h).
 StreamOwner make_stream();  // non-blocking
 EventOwner make_event(unsigned flags = cudaEventDefault);

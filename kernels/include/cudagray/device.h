@@ -58,18 +58,13 @@ bool is_pinned(const void *memory);
 // blocks and the CUDA backends' staging buffers, every element together.
 size_t pinned_bytes_held();
 
-// Held while a thread creates or frees CUDA resources (streams, events,
-// device or pinned memory) in a context where cudagray may be streaming:
-// while one waits, cudagray's frames in this process wait to be queued, so
-// that the change gets the CUDA context's lock (cuda_gate.cpp says why).
-// cudagray's own allocations take it themselves; hold it around allocations
-// made for cudagray elsewhere, e.g. a CUDA buffer pool's activation.
-class CudaResourceChange {
- public:
-  CudaResourceChange();
-  ~CudaResourceChange();
-  CudaResourceChange(const CudaResourceChange &) = delete;
-  CudaResourceChange &operator=(const CudaResourceChange &) = delete;
-};
+// Runs change, which creates or frees CUDA resources (streams, events,
+// device or pinned memory) for cudagray outside kernels/ (a GStreamer CUDA
+// buffer pool's allocations, say) in a context where cudagray may be
+// streaming: meanwhile cudagray's frames in this process wait to be queued,
+// so that the change gets the CUDA context's lock, which busy streams would
+// otherwise keep from it (cuda_gate.cpp says why). kernels/ does this itself
+// around its own allocations.
+void change_cuda_resources(const std::function<void()> &change);
 
 }  // namespace cudagray
