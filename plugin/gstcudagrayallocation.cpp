@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Pinned host memory for CUDA's copies: the GstAllocator, and the video
- * buffer pools of it offered upstream and used for the output. Its memories
+/* Pinned host memory for CUDA's copies: the GstAllocator, and the buffer
+ * pools of it offered upstream and used for the output. Its memories
  * are plain system memories (mappable anywhere) whose bytes come from
  * cudaHostAlloc and go back with cudaFreeHost when the last reference drops. */
 #include "gstcudagrayallocation.h"
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cudagray/device.h"
+#include "gstcudagraycaps.h"
 #include "gstcudagraycontext.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_pinned_debug);
@@ -91,15 +92,20 @@ GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwit
 void gst_cuda_gray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers) {
   GstCaps *caps;
   GstVideoInfo info;
+  const GstCudaGrayFormat *format;
   gst_query_parse_allocation(query, &caps, NULL);
-  if (!caps || !gst_video_info_from_caps(&info, caps)) return;
+  /* the frame's size as the element maps it: GstVideoInfo would take
+   * video/x-bayer for an encoded format of size 0 */
+  if (!caps || !gst_cuda_gray_input_from_caps(caps, &info, &format)) return;
+  const gboolean raw = gst_structure_has_name(gst_caps_get_structure(caps, 0), "video/x-raw");
   GstAllocationParams params;
   gst_allocation_params_init(&params);
-  GstBufferPool *pool = gst_video_buffer_pool_new();
+  /* a video pool lays out raw video only; a mosaic is one plane of bytes */
+  GstBufferPool *pool = raw ? gst_video_buffer_pool_new() : gst_buffer_pool_new();
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, info.size, min_buffers, 0);
   gst_buffer_pool_config_set_allocator(config, allocator, &params);
-  gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (raw) gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (gst_buffer_pool_set_config(pool, config)) {
     gst_query_add_allocation_pool(query, pool, info.size, min_buffers, 0);
     if (gst_query_get_n_allocation_params(query) > 0)

@@ -723,6 +723,67 @@ TEST(PinnedPool, OfferedUpstream) {
   gst_caps_unref(caps);
 }
 
+// A mosaic's pool holds whole frames, and a mosaic written there converts
+// as the same bytes do on the CPU. (GstVideoInfo takes video/x-bayer for an
+// encoded format of size 0: the pool offered for it gave empty buffers, and
+// rgb2bayer in front of cudagray wrote past them.)
+TEST(PinnedPool, OfferedUpstreamForBayerHoldsWholeFrames) {
+  SKIP_WITHOUT_GPU();
+  const int width = 641, height = 481;
+  const gsize frame_bytes = static_cast<gsize>(GST_ROUND_UP_4(width)) * height;
+  const std::string caps_text = "video/x-bayer,format=grbg,width=" + std::to_string(width) +
+                                ",height=" + std::to_string(height) + ",framerate=30/1";
+  Harness cuda({"backend=cuda"}), cpu({"backend=cpu"});
+  cuda.set_caps(caps_text);
+  cpu.set_caps(caps_text);
+  GstCaps *caps = gst_caps_from_string(caps_text.c_str());
+  GstQuery *query = gst_query_new_allocation(caps, TRUE);
+  ASSERT_TRUE(gst_pad_peer_query(cuda.h->srcpad, query));
+  ASSERT_GE(gst_query_get_n_allocation_pools(query), 1u);
+  GstBufferPool *pool;
+  guint size, min, max;
+  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_GE(size, frame_bytes);
+  GstAllocator *allocator;
+  GstAllocationParams params;
+  gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, size, min, max);
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  for (int i = 0; i < 3; ++i) {
+    GstBuffer *buf = nullptr;
+    ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buf, nullptr), GST_FLOW_OK);
+    ASSERT_GE(gst_buffer_get_size(buf), frame_bytes);
+    std::vector<uint8_t> mosaic(frame_bytes);
+    fill_random(mosaic);
+    GstMapInfo map;
+    ASSERT_TRUE(gst_buffer_map(buf, &map, GST_MAP_WRITE));
+    EXPECT_TRUE(is_pinned(map.data));
+    memcpy(map.data, mosaic.data(), mosaic.size());
+    gst_buffer_unmap(buf, &map);
+    ASSERT_EQ(gst_harness_push(cuda.h, buf), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(cpu.h, gst_buffer_new_memdup(mosaic.data(), mosaic.size())),
+              GST_FLOW_OK);
+    drain_element(cuda);
+    drain_element(cpu);
+    GstBuffer *on_gpu = gst_harness_pull(cuda.h), *on_cpu = gst_harness_pull(cpu.h);
+    ASSERT_NE(on_gpu, nullptr);
+    ASSERT_NE(on_cpu, nullptr);
+    EXPECT_TRUE(same_pixels(gray_of(on_gpu, width, height), gray_of(on_cpu, width, height)));
+    gst_buffer_unref(on_gpu);
+    gst_buffer_unref(on_cpu);
+  }
+  EXPECT_EQ(cuda.pop_message(GST_MESSAGE_ERROR), "");
+  gst_buffer_pool_set_active(pool, FALSE);
+  gst_object_unref(pool);
+  gst_clear_object(&allocator);
+  gst_query_unref(query);
+  gst_caps_unref(caps);
+}
+
 // Output buffers are allocated as agreed with downstream: the element asks
 // downstream's ALLOCATION (whose pool or allocator it then uses, or else
 // offers its pinned pool). It has no transform vfunc, which GstBaseTransform
