@@ -13,13 +13,18 @@
 # rows, not absolute figures). Rows whose elements are missing (no NVDEC, no
 # x265enc) say so.
 #
-#   bench/format_pipelines.sh [FRAMES] [CSV]      (default 300, bench-formats.csv)
+#   bench/format_pipelines.sh [FRAMES] [CSV] [GROUPS]
+#
+# FRAMES defaults to 300, CSV to bench-formats.csv; GROUPS picks rows by
+# group, comma-separated: hevc, yuy2, cpu, bayer (default: all four).
 #
 # Needs cudagray on GST_PLUGIN_PATH (or installed); writes its clips to a
 # scratch directory that it removes.
 set -uo pipefail
 frames=${1:-300}
 csv=${2:-bench-formats.csv}
+groups=",${3:-hevc,yuy2,cpu,bayer},"
+wanted() { [[ $groups == *",$1,"* ]]; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 echo "key,what,ms_per_frame,versus,ratio" >"$csv"
@@ -55,7 +60,9 @@ size="width=1920,height=1080,framerate=30/1"
 sink="fakesink sync=false"
 
 # --- 10-bit HEVC through NVDEC
-if have nvh265dec && have x265enc; then
+if ! wanted hevc; then
+  :
+elif have nvh265dec && have x265enc; then
   for depth in 8 10; do
     raw=$([ $depth = 8 ] && echo I420 || echo I420_10LE)
     gst-launch-1.0 -q videotestsrc num-buffers="$frames" pattern=ball ! \
@@ -87,16 +94,16 @@ frozen() {
     "video/x-raw,format=$1,$size" ! filesink location="$file"
   echo "filesrc location=$file ! rawvideoparse format=$nick width=1920 height=1080 framerate=30/1"
 }
-for backend in cuda cpu; do
+wanted yuy2 && for backend in cuda cpu; do
   row "I420:$backend" "I420 1080p, system memory, backend=$backend" "" \
     $(frozen I420) ! cudagray backend=$backend ! $sink
   row "YUY2:$backend" "YUY2 1080p, system memory, backend=$backend" "I420:$backend" \
     $(frozen YUY2) ! cudagray backend=$backend ! $sink
 done
-row "source" "the source alone (file, rawvideoparse)" "" $(frozen I420) ! $sink
+wanted yuy2 && row "source" "the source alone (file, rawvideoparse)" "" $(frozen I420) ! $sink
 
 # --- the CPU backend on the new layouts, against videoconvert to GRAY8
-for format in UYVY v210 P010_10LE I420_10LE Y444_16LE GBR_12LE BGR10A2_LE GRAY16_BE; do
+wanted cpu && for format in UYVY v210 P010_10LE I420_10LE Y444_16LE GBR_12LE BGR10A2_LE GRAY16_BE; do
   row "$format:videoconvert" "$format 1080p, videoconvert (all cores) to GRAY8" "" \
     $(frozen $format) ! videoconvert n-threads=0 ! video/x-raw,format=GRAY8 ! $sink
   row "$format:cpu" "$format 1080p, cudagray backend=cpu" "$format:videoconvert" \
@@ -107,7 +114,9 @@ done
 
 # --- Bayer: the mosaic made by rgb2bayer from one frozen ARGB frame, in
 # every row (the "bayer:source" row is that cost alone)
-if have bayer2rgb && have rgb2bayer; then
+if ! wanted bayer; then
+  :
+elif have bayer2rgb && have rgb2bayer; then
   mosaic() { echo "$(frozen ARGB) ! rgb2bayer ! video/x-bayer,format=rggb"; }
   row bayer:source "rgb2bayer alone" "" $(mosaic) ! $sink
   row bayer:cudagray "cudagray on the mosaic" "" $(mosaic) ! cudagray ! $sink
