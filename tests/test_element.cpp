@@ -670,6 +670,47 @@ INSTANTIATE_TEST_SUITE_P(Backends, InFlight, ::testing::Values("cpu", "cuda"),
 
 // ------------------------------------------------ pinned memory
 
+namespace {
+
+// The pool cudagray offers upstream for caps, with its pinned allocator,
+// configured as offered and active; given back at scope end.
+struct OfferedPool {
+  GstBufferPool *pool = nullptr;
+  GstAllocator *allocator = nullptr;
+  guint size = 0;
+  ~OfferedPool() {
+    if (pool) gst_buffer_pool_set_active(pool, FALSE);
+    gst_clear_object(&pool);
+    gst_clear_object(&allocator);
+  }
+};
+
+// Asks the element behind harness for its pool for caps, as upstream does.
+void take_offered_pool(Harness &harness, GstCaps *caps, OfferedPool *offered) {
+  GstQuery *query = gst_query_new_allocation(caps, TRUE);
+  const gboolean answered = gst_pad_peer_query(harness.h->srcpad, query);
+  const guint pools = gst_query_get_n_allocation_pools(query);
+  guint min = 0, max = 0;
+  GstAllocationParams params;
+  if (pools > 0) {
+    gst_query_parse_nth_allocation_pool(query, 0, &offered->pool, &offered->size, &min, &max);
+    gst_query_parse_nth_allocation_param(query, 0, &offered->allocator, &params);
+  }
+  gst_query_unref(query);
+  ASSERT_TRUE(answered);
+  ASSERT_GE(pools, 1u);
+  ASSERT_NE(offered->pool, nullptr);
+  ASSERT_NE(offered->allocator, nullptr);
+  EXPECT_STREQ(offered->allocator->mem_type, "CudaGrayPinned");
+  GstStructure *config = gst_buffer_pool_get_config(offered->pool);
+  gst_buffer_pool_config_set_params(config, caps, offered->size, min, max);
+  gst_buffer_pool_config_set_allocator(config, offered->allocator, &params);
+  ASSERT_TRUE(gst_buffer_pool_set_config(offered->pool, config));
+  ASSERT_TRUE(gst_buffer_pool_set_active(offered->pool, TRUE));
+}
+
+}  // namespace
+
 // Upstream that asks gets a pool of pinned memory, and frames written there
 // convert correctly.
 TEST(PinnedPool, OfferedUpstream) {
@@ -678,23 +719,9 @@ TEST(PinnedPool, OfferedUpstream) {
   const std::string caps_text = caps_string("RGBx", 641, 481);
   harness.set_caps(caps_text);
   GstCaps *caps = gst_caps_from_string(caps_text.c_str());
-  GstQuery *query = gst_query_new_allocation(caps, TRUE);
-  ASSERT_TRUE(gst_pad_peer_query(harness.h->srcpad, query));
-  ASSERT_GE(gst_query_get_n_allocation_pools(query), 1u);
-  GstBufferPool *pool;
-  guint size, min, max;
-  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
-  ASSERT_NE(pool, nullptr);
-  GstAllocator *allocator;
-  GstAllocationParams params;
-  gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
-  ASSERT_NE(allocator, nullptr);
-  EXPECT_STREQ(allocator->mem_type, "CudaGrayPinned");
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, caps, size, min, max);
-  gst_buffer_pool_config_set_allocator(config, allocator, &params);
-  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
-  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  OfferedPool offered;
+  ASSERT_NO_FATAL_FAILURE(take_offered_pool(harness, caps, &offered));
+  GstBufferPool *pool = offered.pool;
 
   for (int i = 0; i < 4; ++i) {
     GstBuffer *buf = nullptr;
@@ -716,10 +743,6 @@ TEST(PinnedPool, OfferedUpstream) {
     EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])));
     gst_buffer_unref(out);
   }
-  gst_buffer_pool_set_active(pool, FALSE);
-  gst_object_unref(pool);
-  gst_object_unref(allocator);
-  gst_query_unref(query);
   gst_caps_unref(caps);
 }
 
@@ -737,22 +760,10 @@ TEST(PinnedPool, OfferedUpstreamForBayerHoldsWholeFrames) {
   cuda.set_caps(caps_text);
   cpu.set_caps(caps_text);
   GstCaps *caps = gst_caps_from_string(caps_text.c_str());
-  GstQuery *query = gst_query_new_allocation(caps, TRUE);
-  ASSERT_TRUE(gst_pad_peer_query(cuda.h->srcpad, query));
-  ASSERT_GE(gst_query_get_n_allocation_pools(query), 1u);
-  GstBufferPool *pool;
-  guint size, min, max;
-  gst_query_parse_nth_allocation_pool(query, 0, &pool, &size, &min, &max);
-  ASSERT_NE(pool, nullptr);
-  EXPECT_GE(size, frame_bytes);
-  GstAllocator *allocator;
-  GstAllocationParams params;
-  gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
-  GstStructure *config = gst_buffer_pool_get_config(pool);
-  gst_buffer_pool_config_set_params(config, caps, size, min, max);
-  gst_buffer_pool_config_set_allocator(config, allocator, &params);
-  ASSERT_TRUE(gst_buffer_pool_set_config(pool, config));
-  ASSERT_TRUE(gst_buffer_pool_set_active(pool, TRUE));
+  OfferedPool offered;
+  ASSERT_NO_FATAL_FAILURE(take_offered_pool(cuda, caps, &offered));
+  EXPECT_GE(offered.size, frame_bytes);
+  GstBufferPool *pool = offered.pool;
   for (int i = 0; i < 3; ++i) {
     GstBuffer *buf = nullptr;
     ASSERT_EQ(gst_buffer_pool_acquire_buffer(pool, &buf, nullptr), GST_FLOW_OK);
@@ -777,10 +788,6 @@ TEST(PinnedPool, OfferedUpstreamForBayerHoldsWholeFrames) {
     gst_buffer_unref(on_cpu);
   }
   EXPECT_EQ(cuda.pop_message(GST_MESSAGE_ERROR), "");
-  gst_buffer_pool_set_active(pool, FALSE);
-  gst_object_unref(pool);
-  gst_clear_object(&allocator);
-  gst_query_unref(query);
   gst_caps_unref(caps);
 }
 
