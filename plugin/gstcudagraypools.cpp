@@ -47,30 +47,29 @@ static GstBufferPoolClass *cuda_pool_class(void) {
   return GST_BUFFER_POOL_CLASS(gst_cuda_gray_offered_pool_parent_class);
 }
 
+/* What step returns, the step made a resource change. */
+template <class Step>
+static auto as_resource_change(Step step) -> decltype(step()) {
+  decltype(step()) result{};
+  cudagray::change_cuda_resources([&] { result = step(); });
+  return result;
+}
+
 static gboolean offered_pool_set_config(GstBufferPool *pool, GstStructure *config) {
-  gboolean ok = FALSE;
-  cudagray::change_cuda_resources([&] { ok = cuda_pool_class()->set_config(pool, config); });
-  return ok;
+  return as_resource_change([&] { return cuda_pool_class()->set_config(pool, config); });
 }
 
 static gboolean offered_pool_start(GstBufferPool *pool) {
-  gboolean ok = FALSE;
-  cudagray::change_cuda_resources([&] { ok = cuda_pool_class()->start(pool); });
-  return ok;
+  return as_resource_change([&] { return cuda_pool_class()->start(pool); });
 }
 
 static gboolean offered_pool_stop(GstBufferPool *pool) {
-  gboolean ok = FALSE;
-  cudagray::change_cuda_resources([&] { ok = cuda_pool_class()->stop(pool); });
-  return ok;
+  return as_resource_change([&] { return cuda_pool_class()->stop(pool); });
 }
 
 static GstFlowReturn offered_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                                GstBufferPoolAcquireParams *params) {
-  GstFlowReturn flow = GST_FLOW_ERROR;
-  cudagray::change_cuda_resources(
-      [&] { flow = cuda_pool_class()->alloc_buffer(pool, buffer, params); });
-  return flow;
+  return as_resource_change([&] { return cuda_pool_class()->alloc_buffer(pool, buffer, params); });
 }
 
 static void gst_cuda_gray_offered_pool_class_init(GstCudaGrayOfferedPoolClass *klass) {
@@ -136,12 +135,10 @@ static GstBufferPoolClass *base_pool_class(void) {
  * as resource changes (cudagray/device.h), so that cudagray's streaming
  * elsewhere in the process lets them have it. */
 static GstMemory *device_pool_alloc_memory(GstCudaGrayDevicePool *self) {
-  GstMemory *memory = NULL;
-  cudagray::change_cuda_resources([&] {
-    memory = gst_cuda_gray_memory_alloc(self->allocator, self->parent.context, self->stream,
-                                        &self->standin);
+  return as_resource_change([self] {
+    return gst_cuda_gray_memory_alloc(self->allocator, self->parent.context, self->stream,
+                                      &self->standin);
   });
-  return memory;
 }
 
 static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config) {
