@@ -132,8 +132,10 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
   }
 }
 
-bool aligned16(const void *p, size_t pitch) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && pitch % 16 == 0;
+// Whether every row of a plane at p, pitch bytes apart, starts on a
+// multiple of bytes.
+bool rows_aligned(const void *p, size_t pitch, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0 && pitch % bytes == 0;
 }
 
 // Launches the traversal for layout and op: the wide instance when every
@@ -142,8 +144,9 @@ bool aligned16(const void *p, size_t pitch) {
 template <class Layout, class Op>
 void launch(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
-  bool wide = aligned16(out.data, out.stride);
-  for (int p = 0; p < Layout::kPlanes; ++p) wide = wide && aligned16(in.plane[p], in.stride[p]);
+  bool wide = rows_aligned(out.data, out.stride, 16);
+  for (int p = 0; p < Layout::kPlanes; ++p)
+    wide = wide && rows_aligned(in.plane[p], in.stride[p], 16);
   auto go = [&](auto chunk) {
     constexpr int Chunk = decltype(chunk)::value;
     const int chunks = (in.width + Chunk - 1) / Chunk;
@@ -215,16 +218,14 @@ __device__ __forceinline__ void store_bayer_run(const Rgb (&c)[kBayerRun], Out *
 template <class Layout, class Op>
 __global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
                              uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
-                             int sample_bits, Op op) {
+                             int sample_bits, bool vector_rows, Op op) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
   const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * kBayerRun;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x0 >= width || y >= height) return;
   const MosaicRows m{in, pitch, width, height};
   Rgb c[kBayerRun];
-  constexpr int kRunBytes = kBayerRun * Layout::kGroupBytes;
-  if (x0 >= kBayerRun && x0 + kBayerRun + 2 <= width && y >= 1 && y + 1 < height &&
-      reinterpret_cast<uintptr_t>(in) % kRunBytes == 0 && pitch % kRunBytes == 0) {
+  if (vector_rows && x0 >= kBayerRun && x0 + kBayerRun + 2 <= width && y >= 1 && y + 1 < height) {
     RowColours above[kBayerRun], here[kBayerRun], below[kBayerRun];
     inner_row_pass<Layout>(m, x0, y - 1, above);
     inner_row_pass<Layout>(m, x0, y, here);
@@ -252,8 +253,11 @@ void launch_bayer(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_
   const int runs = (in.width + kBayerRun - 1) / kBayerRun;
   const dim3 grid((runs + kBayerBlockRuns - 1) / kBayerBlockRuns,
                   (in.height + kBayerBlockRows - 1) / kBayerBlockRows);
+  // whether each row's runs start where their vector loads may
+  const bool vector_rows = rows_aligned(in.plane[0], in.stride[0], kBayerRun * Layout::kGroupBytes);
   bayer_kernel<Layout><<<grid, dim3(kBayerBlockRuns, kBayerBlockRows), 0, stream>>>(
-      in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, in.sample_bits, op);
+      in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, in.sample_bits,
+      vector_rows, op);
 }
 
 }  // namespace
