@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The cudagray element's type and instance, shared by gstcudagray.cpp and
- * its output task (gstcudagrayoutput.cpp). */
+/* The cudagray element's type and instance. */
 #pragma once
 
 #include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 
 #include "cudagray/backend.h"
 #include "gstcudagraycontext.h"
 #include "gstcudagrayformats.h"
-#include "gstcudagrayoutputqueue.h"
+#include "gstcudagrayoutput.h"
 #include "gstcudagrayproperties.h"
 
 G_BEGIN_DECLS
@@ -27,18 +27,52 @@ GST_DEBUG_CATEGORY_EXTERN(gst_cuda_gray_debug);
 
 G_END_DECLS
 
-/* Everything the streaming thread and the output task share; set up at
- * start and in set_caps, while the output task is idle. */
-struct GstCudaGrayStreaming {
+/* How many times a renegotiation is tried before it fails: an application
+ * changing a capsfilter while it is being asked makes it answer nothing for
+ * a moment. */
+#define GST_CUDA_GRAY_RENEGOTIATION_ATTEMPTS 200
+
+/* What the element converts with, set up at start and in set_caps while
+ * nothing is in flight; it answers the output unit's questions (it is its
+ * client). */
+struct GstCudaGrayStreaming final : GstCudaGrayOutputClient {
+  explicit GstCudaGrayStreaming(GstCudaGray *element);
+  /* start and stop: makes the backend the properties name, and lets go */
+  gboolean open();
+  void close();
+  /* Sizes the backend for the frames set_caps described (nothing in
+   * flight); posts an error, once for the same cause, when it cannot. */
+  gboolean configure();
+  /* Whether the backend reads and writes the memory the caps say (an error
+   * posted, saying why, when not). */
+  gboolean memory_usable();
+  /* Upstream may write straight into pinned memory (system memory) or into
+   * CUDA memory carrying our stream: adds that pool when upstream has none. */
+  void offer_input_pool(GstQuery *query);
+  /* Output buffers in system memory come from downstream's pool when it has
+   * one, else from our pinned pool, so that the download lands in them
+   * directly; in CUDA memory from downstream's CUDA pool of our context,
+   * else from ours: the kernel writes into them. FALSE after an error. */
+  gboolean decide_output_pool(GstQuery *query);
+  /* The error for an input buffer that does not hold its frame. */
+  GstFlowReturn refuse_input(const std::string &why);
+  /* Starts converting inbuf into outbuf and hands the frame to output. */
+  GstFlowReturn convert(GstBuffer *inbuf, GstBuffer *outbuf);
+  /* Negotiates the source pad again until downstream takes its caps,
+   * trying GST_CUDA_GRAY_RENEGOTIATION_ATTEMPTS times a millisecond apart. */
+  gboolean renegotiate();
+  /* Lets go of everything held without pushing it (the output task
+   * stopped); the GPU lets go of the buffers first. */
+  void discard_in_flight();
+
+  gboolean finish_oldest() override;
+  GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) override;
+  GstFlowReturn convert_again(GstCudaGrayFrame &frame, const cudagray::Weights &weights);
+
+  GstCudaGray *self;
   std::unique_ptr<cudagray::Backend> backend;
   cudagray::BackendNeeds needs;
-  GstCudaGrayOutputQueue output;
-  /* the next frame queued is flagged DISCONT (after a QoS drop, a flush or
-   * a gap); streaming thread only */
-  bool discont_pending = false;
-  /* frames taken for output and dropped late, for QoS messages; streaming
-   * thread only */
-  guint64 processed = 0, dropped = 0;
+  GstCudaGrayOutput output;
   GstAllocator *pinned = NULL; /* when the backend wants pinned memory */
   /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info;
@@ -53,6 +87,8 @@ struct GstCudaGrayStreaming {
   std::string configure_error;
   /* the warning that matrix and weights do not apply to luma was posted */
   bool warned_weights_unused = false;
+  /* why backend=auto converts on the CPU ("" when it does not) */
+  std::string cpu_fallback_reason;
 };
 
 struct _GstCudaGray {
@@ -64,16 +100,6 @@ struct _GstCudaGray {
   /* whether the backend in use reads / writes CUDA memory; -1 when none is */
   gint reads_device_memory;
   gint writes_device_memory;
-
-  /* What the output task last pushed, for the POSITION query: the segment
-   * it pushed last and the end of the last buffer (guarded by the object
-   * lock). */
-  GstSegment out_segment;
-  GstClockTime position_out;
-  /* The last QoS event from downstream: frames due (running time) at or
-   * before qos_earliest are late (guarded by the object lock). */
-  gdouble qos_proportion;
-  GstClockTime qos_earliest;
 
   GstCudaGrayStreaming *streaming;
   /* the CUDA context every backend call is made in */

@@ -60,7 +60,7 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
                                            const GstVideoInfo *info, cudagray::PixelLayout layout,
                                            GstBuffer *outbuf, int out_depth, gboolean cuda_output,
                                            std::string *why) {
-  GstMapFlags in_flags = GST_MAP_READ, out_flags = GST_MAP_WRITE;
+  GstMapFlags in_flags = GST_MAP_READ;
   std::string mismatch;
   const gboolean in_on_device =
       context && gst_cuda_gray_context_reads_on_device(context, inbuf, &in_flags, &mismatch);
@@ -85,12 +85,21 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
    * waits for it on the GPU, and inbuf stays mapped until the frame goes */
   if (in_on_device) input_.producer_stream = gst_cuda_gray_pending_writer_stream(inbuf);
 
+  return map_output(context, outbuf, out_depth, cuda_output, why);
+}
+
+GstCudaGrayMapResult GstCudaGrayFrame::map_output(GstCudaGrayContext *context, GstBuffer *outbuf,
+                                                  int out_depth, gboolean cuda_output,
+                                                  std::string *why) {
+  GstMapFlags out_flags = GST_MAP_WRITE;
+  if (out_mapped_) gst_video_frame_unmap(&out_);
+  out_mapped_ = false;
   const gboolean out_on_device =
       context && gst_cuda_gray_context_writes_on_device(context, outbuf, &out_flags);
   GstVideoInfo gray;
   gst_video_info_set_format(&gray,
                             out_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
-                            GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info));
+                            input_.width, input_.height);
   if (out_on_device != cuda_output || !gst_video_frame_map(&out_, &gray, outbuf, out_flags)) {
     *why = std::string("the output buffer is not ") +
            (cuda_output ? "CUDA memory of the element's CUDA context" : "system memory") +

@@ -52,6 +52,11 @@ class GstCudaGrayFrame {
                            cudagray::PixelLayout layout, GstBuffer *outbuf, int out_depth,
                            gboolean cuda_output, std::string *why);
 
+  /* Maps outbuf as map does, in place of the output mapped before (a frame
+   * converted again for new caps). */
+  GstCudaGrayMapResult map_output(GstCudaGrayContext *context, GstBuffer *outbuf, int out_depth,
+                                  gboolean cuda_output, std::string *why);
+
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }
   cudagray::InputFrame &input() { return input_; }

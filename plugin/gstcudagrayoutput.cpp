@@ -1,135 +1,280 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The element's output task, the one thread that pushes on the source pad:
- * frames (each when its conversion is done), buffers and serialized events
- * from the output queue, in order; it reports the backend's figures to the
- * stats property. */
+/* The output unit: what leaves on the source pad, in order, and GStreamer's
+ * contract there (EOS, flow returns, refused caps, QoS, position). */
 #include "gstcudagrayoutput.h"
 
+#include <utility>
+
+GST_DEBUG_CATEGORY_EXTERN(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
 
-/* A GST_DEBUG line with the running stats every this many frames. */
-#define STATS_LOG_INTERVAL 300
+/* How often the output task looks again for the sink pad's stream lock
+ * while no streaming thread is there to serve a renegotiation. */
+#define RENEGOTIATION_POLL_US (5 * 1000)
+/* How often a frame is converted again for caps downstream refused before
+ * its not-negotiated stops the output. */
+#define REFUSALS_RENEGOTIATED 8
 
-void gst_cuda_gray_post_backend_error(GstCudaGray *self, const char *doing,
-                                      const std::string &why) {
-  GST_ELEMENT_ERROR(
-      self, RESOURCE, FAILED,
-      ("The %s backend failed to %s: %s", self->streaming->backend->name(), doing, why.c_str()),
-      ("check the GPU with nvidia-smi, or set backend=cpu"));
+GstCudaGrayOutput::GstCudaGrayOutput(GstBaseTransform *trans, GstCudaGrayOutputClient *client)
+    : trans_(trans),
+      element_(GST_ELEMENT(trans)),
+      srcpad_(GST_BASE_TRANSFORM_SRC_PAD(trans)),
+      sinkpad_(GST_BASE_TRANSFORM_SINK_PAD(trans)),
+      client_(client) {
+  restart(false);
 }
 
-void gst_cuda_gray_discard_in_flight(GstCudaGray *self) {
-  GstCudaGrayStreaming &s = *self->streaming;
-  if (s.backend) s.backend->discard_all(); /* the GPU lets go of the buffers first */
-  const gsize dropped = s.output.discard_all(GST_BASE_TRANSFORM_SRC_PAD(self));
-  if (dropped > 0)
-    GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
+gboolean GstCudaGrayOutput::start() {
+  return gst_pad_start_task(srcpad_, (GstTaskFunction)loop, this, NULL);
 }
 
-void gst_cuda_gray_stop_output(GstCudaGray *self, GstFlowReturn ret) {
-  self->streaming->output.stop(ret);
-  gst_pad_pause_task(GST_BASE_TRANSFORM_SRC_PAD(self));
-  gst_cuda_gray_discard_in_flight(self);
+void GstCudaGrayOutput::stop() {
+  queue_.set_flushing(TRUE);
+  gst_pad_stop_task(srcpad_); /* joins it: nothing waits on the queue after */
 }
 
-/* Copies the backend's figures for the stats property after each frame. */
-static void update_stats(GstCudaGray *self) {
-  const cudagray::Backend &backend = *self->streaming->backend;
-  const cudagray::TimingStats stats = backend.stats();
-  GST_OBJECT_LOCK(self);
-  self->props.stats = stats;
-  self->props.stats_in_flight = backend.in_flight();
-  GST_OBJECT_UNLOCK(self);
-  if (stats.frames % STATS_LOG_INTERVAL == 0)
-    GST_DEBUG_OBJECT(self,
-                     "%" G_GUINT64_FORMAT
-                     " frames: device %.1f us "
-                     "(min %.1f, max %.1f), upload %.1f us, download %.1f us, %d in flight",
-                     (guint64)stats.frames, stats.device_us_mean, stats.device_us_min,
-                     stats.device_us_max, stats.upload_us_mean, stats.download_us_mean,
-                     backend.in_flight());
+void GstCudaGrayOutput::restart(bool discont) {
+  queue_.reset();
+  discont_pending_ = discont;
+  processed_ = dropped_ = 0;
+  std::lock_guard<std::mutex> hold(state_lock_);
+  gst_segment_init(&out_segment_, GST_FORMAT_UNDEFINED);
+  position_out_ = GST_CLOCK_TIME_NONE;
+  qos_proportion_ = 1.0;
+  qos_earliest_ = GST_CLOCK_TIME_NONE;
 }
 
-/* Waits for the oldest frame's conversion; FALSE after posting the error. */
-static gboolean finish_oldest(GstCudaGray *self) {
-  GstCudaGrayStreaming &s = *self->streaming;
-  std::string error;
-  const gboolean converted = s.backend->finish_oldest(&error);
-  if (converted)
-    update_stats(self);
-  else
-    gst_cuda_gray_post_backend_error(self, "convert a frame", error);
-  return converted;
+void GstCudaGrayOutput::flush_start() { queue_.set_flushing(TRUE); }
+
+gsize GstCudaGrayOutput::discard_all() { return queue_.discard_all(srcpad_); }
+
+void GstCudaGrayOutput::set_limit(guint frames, bool push_on_streaming_thread) {
+  limit_ = frames;
+  push_here_ = push_on_streaming_thread;
 }
 
 /* Pushes a buffer, remembering where it ends for the POSITION query (as
  * GstBaseTransform does for the buffers it pushes). */
-static GstFlowReturn push_buffer(GstCudaGray *self, GstBuffer *buffer) {
+GstFlowReturn GstCudaGrayOutput::push_buffer(GstBuffer *buffer) {
   if (GST_BUFFER_PTS_IS_VALID(buffer)) {
     GstClockTime end = GST_BUFFER_PTS(buffer);
     if (GST_BUFFER_DURATION_IS_VALID(buffer)) end += GST_BUFFER_DURATION(buffer);
-    GST_OBJECT_LOCK(self);
-    self->position_out = end;
-    GST_OBJECT_UNLOCK(self);
+    std::lock_guard<std::mutex> hold(state_lock_);
+    position_out_ = end;
   }
-  return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), buffer);
+  return gst_pad_push(srcpad_, buffer);
+}
+
+/* Pushes a serialized event in its place. An EOS goes out whatever the
+ * output's flow (downstream ends the stream only when it gets one); when the
+ * output stopped with an error upstream never got, it is posted first. */
+void GstCudaGrayOutput::push_serialized(GstEvent *event) {
+  const GstEventType type = GST_EVENT_TYPE(event);
+  if (type == GST_EVENT_SEGMENT) {
+    std::lock_guard<std::mutex> hold(state_lock_);
+    gst_event_copy_segment(event, &out_segment_);
+    position_out_ = GST_CLOCK_TIME_NONE;
+  }
+  GstFlowReturn unreported;
+  if (type == GST_EVENT_EOS && queue_.take_unreported_failure(&unreported))
+    GST_ELEMENT_FLOW_ERROR(element_, unreported);
+  if (!gst_pad_push_event(srcpad_, event))
+    GST_DEBUG_OBJECT(element_, "downstream refused %s", gst_event_type_get_name(type));
 }
 
 /* Pushes a converted frame as soon as its conversion is done, or, when its
  * CUDA memory carries a stream that waits for the conversion (1.24+), as
  * soon as it is queued, flagged so that downstream waits. */
-static GstFlowReturn push_converted(GstCudaGray *self, GstCudaGrayFrame &frame) {
+GstFlowReturn GstCudaGrayOutput::push_converted(GstCudaGrayOutputItem &item) {
+  GstCudaGrayFrame &frame = item.frame();
   if (frame.output().consumer_stream) {
-    const GstFlowReturn ret = push_buffer(self, frame.release_output());
-    return finish_oldest(self) ? ret : GST_FLOW_ERROR;
+    const GstFlowReturn ret = push_buffer(frame.release_output());
+    return client_->finish_oldest() ? ret : GST_FLOW_ERROR;
   }
-  if (!finish_oldest(self)) return GST_FLOW_ERROR; /* the frame unrefs its output */
-  return push_buffer(self, frame.release_output());
+  if (!client_->finish_oldest()) return GST_FLOW_ERROR; /* the frame unrefs its output */
+  return push_buffer(frame.release_output());
 }
 
-/* Pushes a serialized event, in its place among the frames. */
-static void push_event(GstCudaGray *self, GstEvent *event) {
-  if (GST_EVENT_TYPE(event) == GST_EVENT_SEGMENT) {
-    GST_OBJECT_LOCK(self);
-    gst_event_copy_segment(event, &self->out_segment);
-    self->position_out = GST_CLOCK_TIME_NONE;
-    GST_OBJECT_UNLOCK(self);
+/* Pushes one item; once the output stopped, frames and buffers are dropped
+ * (a conversion still running finished first) and events still go. A frame
+ * whose caps downstream refused is *refused: it stays held, to be converted
+ * again for caps renegotiated, as GStreamer answers a NOT_NEGOTIATED while
+ * downstream changes what it takes (GstBaseSrc and GstBaseTransform do);
+ * refused that many times, it is a real not-negotiated. */
+GstFlowReturn GstCudaGrayOutput::push_item(GstCudaGrayOutputItem &item, gboolean *refused) {
+  *refused = FALSE;
+  const gboolean stopped = queue_.flow() != GST_FLOW_OK;
+  if (item.is_event()) {
+    push_serialized(item.take_event());
+    return GST_FLOW_OK;
   }
-  const GstEventType type = GST_EVENT_TYPE(event);
-  if (!gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self), event))
-    GST_DEBUG_OBJECT(self, "downstream refused %s", gst_event_type_get_name(type));
+  if (item.converting()) {
+    if (stopped) {
+      client_->finish_oldest();
+      return GST_FLOW_OK;
+    }
+    const GstFlowReturn ret = push_converted(item);
+    *refused = ret == GST_FLOW_NOT_NEGOTIATED && item.refusals() < REFUSALS_RENEGOTIATED;
+    if (*refused) item.count_refusal();
+    return ret;
+  }
+  return stopped ? GST_FLOW_OK : push_buffer(item.take_buffer());
 }
 
-/* The output task, the one thread that pushes on the source pad: takes the
- * output queue's items in order and pushes each (a frame when its
- * conversion is done); its input is let go once pushed. Pauses when
- * flushing or when a push fails. */
-static void gst_cuda_gray_output_loop(GstCudaGray *self) {
-  GstCudaGrayOutputQueue &output = self->streaming->output;
-  GstPad *srcpad = GST_BASE_TRANSFORM_SRC_PAD(self);
-  if (!output.wait_for_item()) {
-    gst_pad_pause_task(srcpad);
+/* Renegotiates for the frames downstream refused and converts them again,
+ * with the sink pad's stream lock held (so no input comes meanwhile). */
+void GstCudaGrayOutput::serve_renegotiation() {
+  GST_DEBUG_OBJECT(element_, "downstream refused our caps: renegotiating");
+  serving_ = true;
+  std::deque<GstCudaGrayOutputItem> items = queue_.take_refused();
+  const GstFlowReturn ret = client_->convert_again(items);
+  queue_.put_back_converted(std::move(items), ret);
+  serving_ = false;
+}
+
+/* The output task's side of a refusal: a streaming thread inside the element
+ * serves it from the wait it is in; when none is, the task serves it itself
+ * under the stream lock. */
+void GstCudaGrayOutput::wait_for_renegotiation() {
+  GRecMutex *stream_lock = GST_PAD_GET_STREAM_LOCK(sinkpad_);
+  while (queue_.renegotiation_pending()) {
+    if (g_rec_mutex_trylock(stream_lock)) {
+      if (queue_.renegotiation_pending()) serve_renegotiation();
+      g_rec_mutex_unlock(stream_lock);
+      return;
+    }
+    queue_.wait_for_renegotiation(RENEGOTIATION_POLL_US);
+  }
+}
+
+/* The output task, the one thread that pushes what the queue holds: each
+ * item in order (a frame once its conversion is done); its input is let go
+ * once pushed. It stops only when flushing: after a failed push it goes on
+ * dropping frames and pushing events, so that an EOS still ends the stream
+ * downstream. */
+void GstCudaGrayOutput::loop(GstCudaGrayOutput *self) {
+  if (!self->queue_.wait_for_item()) {
+    gst_pad_pause_task(self->srcpad_);
     return;
   }
-  GstCudaGrayOutputItem item = output.take_oldest();
-  GstFlowReturn ret = GST_FLOW_OK;
-  if (item.is_event())
-    push_event(self, item.take_event());
-  else if (item.converting())
-    ret = push_converted(self, item.frame());
-  else
-    ret = push_buffer(self, item.take_buffer());
+  GstCudaGrayOutputItem item = self->queue_.take_oldest();
+  gboolean refused;
+  const GstFlowReturn ret = self->push_item(item, &refused);
+  if (refused) {
+    self->queue_.refuse(std::move(item));
+    self->wait_for_renegotiation();
+    return;
+  }
   item = GstCudaGrayOutputItem(); /* the input goes back upstream */
-  output.pushed(ret);
-  if (ret != GST_FLOW_OK) {
-    GST_DEBUG_OBJECT(self, "output stopped: %s", gst_flow_get_name(ret));
-    GstFlowReturn unreported;
-    if (output.take_unreported_failure(&unreported)) GST_ELEMENT_FLOW_ERROR(self, unreported);
-    gst_pad_pause_task(srcpad);
+  self->queue_.pushed(ret);
+  if (ret != GST_FLOW_OK)
+    GST_DEBUG_OBJECT(self->element_, "output stopped: %s", gst_flow_get_name(ret));
+}
+
+GstFlowReturn GstCudaGrayOutput::wait_for_room() {
+  for (;;) {
+    const GstFlowReturn ret = queue_.wait_for_room(limit_);
+    if (ret != GST_CUDA_GRAY_FLOW_RENEGOTIATE) return ret;
+    serve_renegotiation();
   }
 }
 
-gboolean gst_cuda_gray_start_output(GstCudaGray *self) {
-  return gst_pad_start_task(GST_BASE_TRANSFORM_SRC_PAD(self),
-                            (GstTaskFunction)gst_cuda_gray_output_loop, self, NULL);
+GstFlowReturn GstCudaGrayOutput::drain() {
+  for (;;) {
+    const GstFlowReturn ret = queue_.drain();
+    if (ret != GST_CUDA_GRAY_FLOW_RENEGOTIATE) return ret;
+    if (serving_) return GST_FLOW_OK;
+    serve_renegotiation();
+  }
+}
+
+GstFlowReturn GstCudaGrayOutput::push_frame(std::unique_ptr<GstCudaGrayFrame> frame) {
+  processed_++;
+  GstCudaGrayOutputItem item(std::move(frame));
+  if (!push_here_ || !queue_.claim_idle_output(true)) return queue_.push(std::move(item));
+  gboolean refused;
+  const GstFlowReturn ret = push_item(item, &refused);
+  if (refused) { /* converted again, the output task pushes it */
+    queue_.refuse(std::move(item));
+    serve_renegotiation();
+    return GST_FLOW_OK;
+  }
+  item = GstCudaGrayOutputItem();
+  queue_.pushed(ret, true);
+  return ret;
+}
+
+GstFlowReturn GstCudaGrayOutput::push_ready(GstBuffer *buffer) {
+  processed_++;
+  return queue_.push(GstCudaGrayOutputItem::ready(buffer));
+}
+
+gboolean GstCudaGrayOutput::push_event(GstEvent *event) {
+  const GstEventType type = GST_EVENT_TYPE(event);
+  if (type == GST_EVENT_SEGMENT) { /* for QoS, as GstBaseTransform keeps it */
+    gst_event_copy_segment(event, &trans_->segment);
+    trans_->have_segment = TRUE;
+  }
+  if (type == GST_EVENT_GAP) discont_pending_ = true;
+  if (push_here_ && queue_.claim_idle_output(false)) {
+    push_serialized(event);
+    queue_.pushed(GST_FLOW_OK);
+    return TRUE;
+  }
+  if (queue_.push(GstCudaGrayOutputItem::serialized(event)) == GST_FLOW_OK) return TRUE;
+  GST_DEBUG_OBJECT(element_, "%s dropped: flushing", gst_event_type_get_name(type));
+  return FALSE;
+}
+
+gboolean GstCudaGrayOutput::take_discont() { return std::exchange(discont_pending_, false); }
+
+gboolean GstCudaGrayOutput::drop_late(GstBuffer *input) {
+  if (!gst_base_transform_is_qos_enabled(trans_) || trans_->segment.format != GST_FORMAT_TIME)
+    return FALSE;
+  const GstClockTime pts = GST_BUFFER_PTS(input);
+  const GstClockTime running_time =
+      gst_segment_to_running_time(&trans_->segment, GST_FORMAT_TIME, pts);
+  GstClockTime earliest;
+  gdouble proportion;
+  {
+    std::lock_guard<std::mutex> hold(state_lock_);
+    earliest = qos_earliest_;
+    proportion = qos_proportion_;
+  }
+  if (!GST_CLOCK_TIME_IS_VALID(running_time) || !GST_CLOCK_TIME_IS_VALID(earliest) ||
+      running_time > earliest)
+    return FALSE;
+  dropped_++;
+  discont_pending_ = true;
+  GST_DEBUG_OBJECT(element_,
+                   "frame due at %" GST_TIME_FORMAT " is late (earliest %" GST_TIME_FORMAT
+                   "): not converted",
+                   GST_TIME_ARGS(running_time), GST_TIME_ARGS(earliest));
+  GstMessage *qos =
+      gst_message_new_qos(GST_OBJECT(element_), FALSE, running_time,
+                          gst_segment_to_stream_time(&trans_->segment, GST_FORMAT_TIME, pts), pts,
+                          GST_BUFFER_DURATION(input));
+  gst_message_set_qos_values(qos, GST_CLOCK_DIFF(running_time, earliest), proportion, 1000000);
+  gst_message_set_qos_stats(qos, GST_FORMAT_BUFFERS, processed_, dropped_);
+  gst_element_post_message(element_, qos);
+  return TRUE;
+}
+
+void GstCudaGrayOutput::qos(gdouble proportion, GstClockTimeDiff diff, GstClockTime timestamp) {
+  if (!GST_CLOCK_TIME_IS_VALID(timestamp)) return;
+  std::lock_guard<std::mutex> hold(state_lock_);
+  qos_proportion_ = proportion;
+  qos_earliest_ = timestamp + diff;
+}
+
+gboolean GstCudaGrayOutput::answer_position(GstQuery *query) {
+  GstFormat format;
+  gst_query_parse_position(query, &format, NULL);
+  if (format != GST_FORMAT_TIME) return FALSE;
+  std::lock_guard<std::mutex> hold(state_lock_);
+  if (out_segment_.format != GST_FORMAT_TIME || !GST_CLOCK_TIME_IS_VALID(position_out_))
+    return FALSE;
+  gst_query_set_position(query, format,
+                         gst_segment_to_stream_time(&out_segment_, GST_FORMAT_TIME, position_out_));
+  return TRUE;
 }

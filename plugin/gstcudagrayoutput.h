@@ -1,22 +1,122 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The element's output task on its source pad, which pushes what the output
- * queue holds in order (each frame as its conversion finishes), and the
- * calls that stop it and drop what is queued. */
+/* The element's output unit: everything that belongs to what leaves on the
+ * source pad. It holds the output queue and the output task (the thread
+ * that pushes what the queue holds, in order), QoS, the position, DISCONT,
+ * the processed and dropped counts, and the flow return owed upstream. The
+ * element feeds it frames (being converted), ready buffers and serialized
+ * events; it asks the element back through one client interface for what
+ * only the element knows: when a conversion is done, and how to convert
+ * frames again when downstream renegotiates. GstVideoDecoder's and gstqueue's
+ * handling of flow returns and EOS are its models. */
 #pragma once
 
-#include <string>
+#include <gst/base/gstbasetransform.h>
+#include <gst/gst.h>
 
-#include "gstcudagray.h"
+#include <deque>
+#include <memory>
+#include <mutex>
 
-/* Starts the output task; it runs from READY to PAUSED until PAUSED to READY
- * and is started again after a flush. */
-gboolean gst_cuda_gray_start_output(GstCudaGray *self);
-/* Stops the output task (its waits fail with ret) and drops everything
- * queued. */
-void gst_cuda_gray_stop_output(GstCudaGray *self, GstFlowReturn ret);
-/* Lets go of everything queued without pushing it (sticky events stay on
- * the source pad); the output task is paused. */
-void gst_cuda_gray_discard_in_flight(GstCudaGray *self);
+#include "gstcudagrayframe.h"
+#include "gstcudagrayoutputqueue.h"
 
-/* Posts the error of a failed backend call. */
-void gst_cuda_gray_post_backend_error(GstCudaGray *self, const char *doing, const std::string &why);
+/* What the output unit asks of the element. */
+class GstCudaGrayOutputClient {
+ public:
+  /* Waits for the oldest conversion queued (conversions finish in the order
+   * they were queued); FALSE after posting the element's error. */
+  virtual gboolean finish_oldest() = 0;
+  /* Downstream refused frames converted for caps it no longer takes. Called
+   * with the sink pad's stream lock held and the output task waiting:
+   * renegotiates the source pad and converts the frames among items again
+   * for the caps then in force. OK, or the flow error that stops the
+   * output. */
+  virtual GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) = 0;
+
+ protected:
+  ~GstCudaGrayOutputClient() = default;
+};
+
+class GstCudaGrayOutput {
+ public:
+  GstCudaGrayOutput(GstBaseTransform *trans, GstCudaGrayOutputClient *client);
+  GstCudaGrayOutput(const GstCudaGrayOutput &) = delete;
+  GstCudaGrayOutput &operator=(const GstCudaGrayOutput &) = delete;
+
+  /* Life: the task runs from READY to PAUSED until PAUSED to READY (or
+   * dispose), and is started again after a flush. stop() makes every wait
+   * fail with FLUSHING, joins the task and drops what is held. */
+  gboolean start();
+  void stop();
+  /* Nothing held, no position, QoS as GstBaseTransform's starts; the first
+   * frame out is flagged DISCONT when discont. */
+  void restart(bool discont);
+  void flush_start();
+  gboolean flushing() { return queue_.flushing(); }
+  /* Drops everything held (the output task stopped); sticky events stay on
+   * the source pad for the next buffer. Returns how many frames. */
+  gsize discard_all();
+
+  /* Streaming thread (the sink pad's stream lock held). */
+  /* How many frames may be held before upstream waits, and whether a frame
+   * is pushed on the streaming thread itself when the output is idle (one
+   * frame in flight: then the latency is the conversion's alone, as with any
+   * synchronous filter). */
+  void set_limit(guint frames, bool push_on_streaming_thread);
+  /* Waits for room for one more frame; serves a renegotiation meanwhile. */
+  GstFlowReturn wait_for_room();
+  /* Hands over a frame whose conversion was queued: OK, or why upstream
+   * must stop. */
+  GstFlowReturn push_frame(std::unique_ptr<GstCudaGrayFrame> frame);
+  /* Hands over a buffer ready as it is (passthrough). */
+  GstFlowReturn push_ready(GstBuffer *buffer);
+  /* A serialized event, in its place after what came before it. */
+  gboolean push_event(GstEvent *event);
+  /* Waits until everything held has left; serves a renegotiation meanwhile
+   * (inside one, returns at once: the frames held wait for the caps being
+   * set). FLUSHING while flushing. */
+  GstFlowReturn drain();
+  /* Whether the next frame is flagged DISCONT; TRUE once after a gap, a
+   * flush or a QoS drop. */
+  gboolean take_discont();
+  /* GstBaseTransform's QoS rule: input due before the last QoS event's
+   * timestamp + jitter is late; it is counted and a QoS message posted. */
+  gboolean drop_late(GstBuffer *input);
+
+  /* Source pad side. */
+  void qos(gdouble proportion, GstClockTimeDiff diff, GstClockTime timestamp);
+  /* The stream time of the end of the last buffer pushed; FALSE before. */
+  gboolean answer_position(GstQuery *query);
+
+  /* Frames held (queued or being pushed). */
+  gsize frames() { return queue_.frames(); }
+
+ private:
+  static void loop(GstCudaGrayOutput *self);
+  GstFlowReturn push_buffer(GstBuffer *buffer);
+  void push_serialized(GstEvent *event);
+  GstFlowReturn push_converted(GstCudaGrayOutputItem &item);
+  GstFlowReturn push_item(GstCudaGrayOutputItem &item, gboolean *refused);
+  void serve_renegotiation();
+  void wait_for_renegotiation();
+
+  GstBaseTransform *trans_;
+  GstElement *element_;
+  GstPad *srcpad_, *sinkpad_;
+  GstCudaGrayOutputClient *client_;
+  GstCudaGrayOutputQueue queue_;
+  guint limit_ = 1;
+  bool push_here_ = false;
+  bool serving_ = false; /* a renegotiation is being served (stream lock) */
+
+  /* streaming thread only */
+  bool discont_pending_ = false;
+  guint64 processed_ = 0, dropped_ = 0;
+
+  /* what the source pad side reads; guarded by state_lock_ */
+  std::mutex state_lock_;
+  GstSegment out_segment_;
+  GstClockTime position_out_ = GST_CLOCK_TIME_NONE;
+  gdouble qos_proportion_ = 1.0;
+  GstClockTime qos_earliest_ = GST_CLOCK_TIME_NONE;
+};

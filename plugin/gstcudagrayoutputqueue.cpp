@@ -3,6 +3,7 @@
  * streaming thread and the output task. */
 #include "gstcudagrayoutputqueue.h"
 
+#include <chrono>
 #include <utility>
 
 GstCudaGrayOutputItem GstCudaGrayOutputItem::ready(GstBuffer *buffer) {
@@ -27,6 +28,7 @@ GstCudaGrayOutputItem &GstCudaGrayOutputItem::operator=(GstCudaGrayOutputItem &&
     frame_ = std::move(other.frame_);
     buffer_ = std::exchange(other.buffer_, nullptr);
     event_ = std::exchange(other.event_, nullptr);
+    refusals_ = std::exchange(other.refusals_, 0);
   }
   return *this;
 }
@@ -44,40 +46,50 @@ GstBuffer *GstCudaGrayOutputItem::take_buffer() { return std::exchange(buffer_, 
 GstEvent *GstCudaGrayOutputItem::take_event() { return std::exchange(event_, nullptr); }
 
 GstFlowReturn GstCudaGrayOutputQueue::stopped_flow() const {
-  return flushing_ ? GST_FLOW_FLUSHING : output_flow_;
+  if (flushing_) return GST_FLOW_FLUSHING;
+  if (renegotiating_) return GST_CUDA_GRAY_FLOW_RENEGOTIATE;
+  return output_flow_;
 }
 
 GstFlowReturn GstCudaGrayOutputQueue::wait_for_room(guint limit) {
   std::unique_lock<std::mutex> hold(lock_);
   changed_.wait(hold, [&] { return frames_held_ < limit || stopped_flow() != GST_FLOW_OK; });
   /* returned to upstream from the chain function: upstream reports it */
-  if (output_flow_ != GST_FLOW_OK && !flushing_) upstream_told_ = true;
+  if (output_flow_ != GST_FLOW_OK && !flushing_ && !renegotiating_) upstream_told_ = true;
   return stopped_flow();
 }
 
 GstFlowReturn GstCudaGrayOutputQueue::push(GstCudaGrayOutputItem &&item) {
   std::lock_guard<std::mutex> hold(lock_);
-  if (item.is_event()) {
-    if (GST_EVENT_TYPE(item.event()) == GST_EVENT_EOS) eos_queued_ = true;
-    if (stopped_flow() != GST_FLOW_OK) return stopped_flow(); /* the item drops it */
-  }
+  if (flushing_) return GST_FLOW_FLUSHING; /* the item drops it */
+  if (item.is_event() && GST_EVENT_TYPE(item.event()) == GST_EVENT_EOS) eos_queued_ = true;
   if (item.is_frame()) frames_held_++;
   items_.push_back(std::move(item));
   changed_.notify_all();
   return GST_FLOW_OK;
 }
 
+gboolean GstCudaGrayOutputQueue::claim_idle_output(bool frame) {
+  std::lock_guard<std::mutex> hold(lock_);
+  if (!items_.empty() || pushing_ || stopped_flow() != GST_FLOW_OK) return FALSE;
+  pushing_ = true;
+  pushing_frame_ = frame;
+  frames_held_ += frame;
+  return TRUE;
+}
+
 GstFlowReturn GstCudaGrayOutputQueue::drain() {
   std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait(hold,
-                [&] { return (items_.empty() && !pushing_) || stopped_flow() != GST_FLOW_OK; });
+  /* a stopped output still lets its events out (and drops its frames) */
+  changed_.wait(hold, [&] { return (items_.empty() && !pushing_) || flushing_ || renegotiating_; });
   return stopped_flow();
 }
 
 gboolean GstCudaGrayOutputQueue::wait_for_item() {
   std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait(hold, [&] { return !items_.empty() || stopped_flow() != GST_FLOW_OK; });
-  return stopped_flow() == GST_FLOW_OK;
+  /* frames refused stay put until converted again */
+  changed_.wait(hold, [&] { return (!items_.empty() && !renegotiating_) || flushing_; });
+  return !flushing_;
 }
 
 GstCudaGrayOutputItem GstCudaGrayOutputQueue::take_oldest() {
@@ -89,12 +101,60 @@ GstCudaGrayOutputItem GstCudaGrayOutputQueue::take_oldest() {
   return item;
 }
 
-void GstCudaGrayOutputQueue::pushed(GstFlowReturn ret) {
+void GstCudaGrayOutputQueue::pushed(GstFlowReturn ret, bool upstream_told) {
   std::lock_guard<std::mutex> hold(lock_);
+  if (upstream_told && ret != GST_FLOW_OK) upstream_told_ = true;
   if (pushing_frame_) frames_held_--;
   pushing_ = pushing_frame_ = false;
-  if (ret != GST_FLOW_OK) output_flow_ = ret;
+  if (ret != GST_FLOW_OK && output_flow_ == GST_FLOW_OK) output_flow_ = ret;
   changed_.notify_all();
+}
+
+GstFlowReturn GstCudaGrayOutputQueue::flow() {
+  std::lock_guard<std::mutex> hold(lock_);
+  return output_flow_;
+}
+
+void GstCudaGrayOutputQueue::refuse(GstCudaGrayOutputItem &&item) {
+  std::lock_guard<std::mutex> hold(lock_);
+  items_.push_front(std::move(item));
+  pushing_ = pushing_frame_ = false; /* the frame stays counted: it is held again */
+  renegotiating_ = true;
+  changed_.notify_all();
+}
+
+gboolean GstCudaGrayOutputQueue::renegotiation_pending() {
+  std::lock_guard<std::mutex> hold(lock_);
+  return renegotiating_ && !flushing_;
+}
+
+std::deque<GstCudaGrayOutputItem> GstCudaGrayOutputQueue::take_refused() {
+  std::lock_guard<std::mutex> hold(lock_);
+  return std::move(items_);
+}
+
+void GstCudaGrayOutputQueue::put_back_converted(std::deque<GstCudaGrayOutputItem> &&items,
+                                                GstFlowReturn ret) {
+  std::lock_guard<std::mutex> hold(lock_);
+  /* the serving thread holds the stream lock: nothing was queued meanwhile */
+  items_.clear();
+  for (GstCudaGrayOutputItem &item : items) {
+    if (ret != GST_FLOW_OK && item.is_frame()) { /* not converted again: dropped */
+      frames_held_--;
+      continue;
+    }
+    items_.push_back(std::move(item));
+  }
+  renegotiating_ = false;
+  if (ret != GST_FLOW_OK && output_flow_ == GST_FLOW_OK) output_flow_ = ret;
+  changed_.notify_all();
+}
+
+gboolean GstCudaGrayOutputQueue::wait_for_renegotiation(gint64 timeout_us) {
+  std::unique_lock<std::mutex> hold(lock_);
+  changed_.wait_for(hold, std::chrono::microseconds(timeout_us),
+                    [&] { return !renegotiating_ || flushing_; });
+  return renegotiating_ && !flushing_;
 }
 
 gboolean GstCudaGrayOutputQueue::take_unreported_failure(GstFlowReturn *ret) {
@@ -105,6 +165,11 @@ gboolean GstCudaGrayOutputQueue::take_unreported_failure(GstFlowReturn *ret) {
   failure_reported_ = true;
   *ret = output_flow_;
   return TRUE;
+}
+
+gboolean GstCudaGrayOutputQueue::flushing() {
+  std::lock_guard<std::mutex> hold(lock_);
+  return flushing_;
 }
 
 void GstCudaGrayOutputQueue::set_flushing(gboolean flushing) {
@@ -130,7 +195,7 @@ gsize GstCudaGrayOutputQueue::discard_all(GstPad *keep_sticky_on) {
     dropped.swap(items_);
     frames = frames_held_ - pushing_frame_;
     frames_held_ = 0;
-    pushing_ = pushing_frame_ = false;
+    pushing_ = pushing_frame_ = renegotiating_ = false;
     changed_.notify_all();
   }
   for (GstCudaGrayOutputItem &item : dropped) {

@@ -38,6 +38,9 @@ class GstCudaGrayOutputItem {
   /* a frame or a buffer: what max-inflight counts */
   bool is_frame() const { return frame_ || buffer_ != NULL; }
   GstCudaGrayFrame &frame() { return *frame_; }
+  /* How many times downstream refused the frame's caps. */
+  int refusals() const { return refusals_; }
+  void count_refusal() { refusals_++; }
   /* Transfer full; NULL when the item is not one. */
   GstBuffer *take_buffer();
   GstEvent *take_event();
@@ -49,7 +52,14 @@ class GstCudaGrayOutputItem {
   std::unique_ptr<GstCudaGrayFrame> frame_;
   GstBuffer *buffer_ = NULL;
   GstEvent *event_ = NULL;
+  int refusals_ = 0;
 };
+
+/* What wait_for_room and drain return while frames that downstream refused
+ * (NOT_NEGOTIATED with a renegotiation due) wait to be converted again for
+ * new caps: the thread that gets it serves the renegotiation (see
+ * take_refused) and waits again. */
+#define GST_CUDA_GRAY_FLOW_RENEGOTIATE GST_FLOW_CUSTOM_SUCCESS
 
 class GstCudaGrayOutputQueue {
  public:
@@ -58,25 +68,48 @@ class GstCudaGrayOutputQueue {
   GstCudaGrayOutputQueue &operator=(const GstCudaGrayOutputQueue &) = delete;
 
   /* Streaming thread. Blocks while limit frames are held (queued, or being
-   * pushed; events do not count); then GST_FLOW_OK, or what stopped the
-   * output: FLUSHING while flushing, else the flow return of the push that
-   * failed. */
+   * pushed; events do not count); then GST_FLOW_OK, FLUSHING while
+   * flushing, GST_CUDA_GRAY_FLOW_RENEGOTIATE, or the flow return of the
+   * push that stopped the output. */
   GstFlowReturn wait_for_room(guint limit);
-  /* Queues an item; it goes out after everything queued before it. An
-   * event is dropped instead when the output has stopped, and the return
-   * says why (else GST_FLOW_OK). */
+  /* Queues an item; it goes out after everything queued before it. Events
+   * are queued also when the output stopped (an EOS must still reach
+   * downstream), but not while flushing: then the item drops it and the
+   * return says so (else GST_FLOW_OK). */
   GstFlowReturn push(GstCudaGrayOutputItem &&item);
+  /* Streaming thread: TRUE when the output is idle (nothing queued or being
+   * pushed, flow OK): the caller then pushes an item itself, which counts as
+   * being pushed until pushed() says how it went. */
+  gboolean claim_idle_output(bool frame);
   /* Blocks until everything queued has been pushed; the same returns as
    * wait_for_room (not OK: items may be left, see discard_all). */
   GstFlowReturn drain();
 
   /* Output task. Blocks until an item is queued: TRUE, or FALSE when
-   * flushing or when a push failed (the task then pauses). */
+   * flushing (the task then pauses). */
   gboolean wait_for_item();
   /* Hands over the oldest item; a frame still counts as held until pushed ()
    * says how its push went. */
   GstCudaGrayOutputItem take_oldest();
-  void pushed(GstFlowReturn ret);
+  /* How the push of the item taken (or claimed) went; upstream_told: the
+   * pushing thread returns ret upstream itself. */
+  void pushed(GstFlowReturn ret, bool upstream_told = false);
+  /* The flow of the output: OK, or what the push that stopped it returned. */
+  GstFlowReturn flow();
+
+  /* Refused caps. The output task puts back a frame that downstream refused
+   * for caps it no longer takes, and asks for a renegotiation; it then waits
+   * for it (wait_for_renegotiation) or serves it itself. The thread that
+   * serves takes every item held (take_refused), converts the frames again
+   * and puts them back in front (put_back_converted), in order; when that
+   * failed (ret), the frames are dropped and the events stay. */
+  void refuse(GstCudaGrayOutputItem &&item);
+  gboolean renegotiation_pending();
+  std::deque<GstCudaGrayOutputItem> take_refused();
+  void put_back_converted(std::deque<GstCudaGrayOutputItem> &&items, GstFlowReturn ret);
+  /* Waits up to timeout_us for the renegotiation or a flush; TRUE while
+   * still pending. */
+  gboolean wait_for_renegotiation(gint64 timeout_us);
 
   /* Either thread: TRUE once, for the thread that must post the error of a
    * failed push (NOT_LINKED or NOT_NEGOTIATED, in *ret) that upstream never
@@ -86,6 +119,7 @@ class GstCudaGrayOutputQueue {
 
   /* Any thread. Flushing wakes and fails every wait until cleared. */
   void set_flushing(gboolean flushing);
+  gboolean flushing();
   /* Stops the output with ret (FLUSHING: as set_flushing), as a failed push
    * does. */
   void stop(GstFlowReturn ret);
@@ -109,6 +143,7 @@ class GstCudaGrayOutputQueue {
   bool pushing_ = false;
   bool pushing_frame_ = false;
   bool flushing_ = false;
+  bool renegotiating_ = false;
   GstFlowReturn output_flow_ = GST_FLOW_OK;
   bool upstream_told_ = false;
   bool eos_queued_ = false;

@@ -171,7 +171,7 @@ TEST(OutputQueue, WaitsForRoomUntilAFrameIsPushed) {
 }
 
 // Flushing wakes both threads; a failed push stops the output and is what
-// upstream and a drain are told, until reset.
+// upstream and a drain are told, until reset, while events still go out.
 TEST(OutputQueue, FlushingAndFailedPushesStopTheWaits) {
   Buffers a;
   GstCudaGrayOutputQueue queue;
@@ -187,7 +187,9 @@ TEST(OutputQueue, FlushingAndFailedPushesStopTheWaits) {
   queue.pushed(GST_FLOW_NOT_LINKED);
   EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_NOT_LINKED);
   EXPECT_EQ(queue.drain(), GST_FLOW_NOT_LINKED);
-  EXPECT_FALSE(queue.wait_for_item());
+  // a stopped output still takes events (an EOS must reach downstream)
+  EXPECT_EQ(queue.push(GstCudaGrayOutputItem::serialized(gst_event_new_eos())), GST_FLOW_OK);
+  EXPECT_TRUE(queue.wait_for_item());
   queue.reset();
   EXPECT_EQ(queue.drain(), GST_FLOW_OK);
 }

@@ -4,18 +4,24 @@
 // events that do not wait, DISCONT after a QoS drop, the POSITION query
 // beside videoconvert's, and reverse playback.
 #include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "element_harness.h"
+#include "probes.h"
+#include "shell.h"
 
 namespace cudagray::test {
 namespace {
@@ -86,28 +92,34 @@ class Output : public ::testing::TestWithParam<std::tuple<const char *, int>> {
   }
 };
 
-// What downstream asks for at frame boundaries: before every `every`-th
-// frame enters cudagray (on the streaming thread, so that one negotiation
-// ends before the next change), the capsfilter takes the next caps of the
-// list, or downstream only sends RECONFIGURE.
+// How downstream changes what it wants: the capsfilter takes the next caps
+// of the list before every `every`-th frame enters cudagray (on the
+// streaming thread, so that one negotiation ends before the next change), or
+// from the application's own thread (the one pulling the frames) after every
+// `every`-th frame it got, whatever cudagray holds then; or downstream only
+// sends RECONFIGURE.
+enum class Change { kFlipBetweenFrames, kFlipFromApplication, kReconfigure };
+
 struct Renegotiator {
   GstElement *filter;
   GstPad *sink_pad;  // appsink's
   std::vector<std::string> caps;
   int every;
-  bool flip;
+  Change change;
   int frames = 0;
+  void flip(int i) {
+    GstCaps *next = gst_caps_from_string(caps[i / every % caps.size()].c_str());
+    g_object_set(filter, "caps", next, nullptr);
+    gst_caps_unref(next);
+  }
   static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *, gpointer data) {
     Renegotiator *r = static_cast<Renegotiator *>(data);
     const int i = r->frames++;
     if (i == 0 || i % r->every) return GST_PAD_PROBE_OK;
-    if (r->flip) {
-      GstCaps *next = gst_caps_from_string(r->caps[i / r->every % r->caps.size()].c_str());
-      g_object_set(r->filter, "caps", next, nullptr);
-      gst_caps_unref(next);
-    } else {
+    if (r->change == Change::kFlipBetweenFrames)
+      r->flip(i);
+    else
       gst_pad_push_event(r->sink_pad, gst_event_new_reconfigure());
-    }
     return GST_PAD_PROBE_OK;
   }
 };
@@ -117,7 +129,7 @@ struct Renegotiator {
 // out, in order, with their timestamps, each as the caps it carries say, and
 // nothing is posted.
 void renegotiate(const std::string &element, const std::vector<std::string> &caps, int every,
-                 bool flip) {
+                 Change change) {
   const int kFrames = 600;
   const Pipeline pipeline("appsrc name=src format=time caps=\"" +
                           caps_string("BGRx", kWidth, kHeight) + "\" ! " + element +
@@ -127,9 +139,10 @@ void renegotiate(const std::string &element, const std::vector<std::string> &cap
   GstElement *sink = pipeline.by_name("sink");
   GstPad *gray_sink = gst_element_get_static_pad(gray, "sink");
   Renegotiator renegotiator{pipeline.by_name("filter"), gst_element_get_static_pad(sink, "sink"),
-                            caps, every, flip};
-  gst_pad_add_probe(gray_sink, GST_PAD_PROBE_TYPE_BUFFER, Renegotiator::on_buffer, &renegotiator,
-                    nullptr);
+                            caps, every, change};
+  if (change != Change::kFlipFromApplication)
+    gst_pad_add_probe(gray_sink, GST_PAD_PROBE_TYPE_BUFFER, Renegotiator::on_buffer, &renegotiator,
+                      nullptr);
   ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
   std::vector<TestFrame> frames;
   std::vector<GrayImage> out;
@@ -142,6 +155,8 @@ void renegotiate(const std::string &element, const std::vector<std::string> &cap
       out.push_back(gray_of(buf, kWidth, kHeight, depth));
       pts.push_back(GST_BUFFER_PTS(buf));
       gst_sample_unref(sample);
+      if (change == Change::kFlipFromApplication && out.size() % every == 0)
+        renegotiator.flip(++renegotiator.frames * every);
     }
   });
   for (int i = 0; i < kFrames; ++i) {
@@ -151,17 +166,30 @@ void renegotiate(const std::string &element, const std::vector<std::string> &cap
   pipeline.end_of_stream("src");
   BusLog log;
   EXPECT_EQ(pipeline.wait_end(60 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
-  EXPECT_EQ(describe(log.warnings), "");
+  // A capsfilter changed by the application while it is being asked answers
+  // nothing for a moment: GstBaseTransform warns of each attempt that then
+  // fails (cudagray tries again, and nothing is lost); nothing else.
+  std::vector<BusMessage> unexpected;
+  for (const BusMessage &warning : log.warnings)
+    if (change != Change::kFlipFromApplication || warning.text != "not negotiated")
+      unexpected.push_back(warning);
+  EXPECT_EQ(describe(unexpected), "");
   puller.join();
   gst_object_unref(renegotiator.sink_pad);
   gst_object_unref(gray_sink);
-  ASSERT_EQ(out.size(), frames.size()) << "frames lost";
+  std::string lost;
+  for (size_t i = 0, j = 0; i < frames.size(); ++i)
+    if (j < pts.size() && pts[j] == i * kFrame)
+      ++j;
+    else
+      lost += " " + std::to_string(i);
+  ASSERT_EQ(out.size(), frames.size()) << "frames lost:" << lost;
   for (size_t i = 0; i < out.size(); ++i) {
     ASSERT_EQ(pts[i], i * kFrame) << "out of order at " << i;
     ASSERT_TRUE(same_pixels(out[i], cpu_reference(frames[i], kWeightChoices[0], out[i].depth)))
         << "frame " << i << " at depth " << out[i].depth;
   }
-  if (flip && every < kFrames / 2) {
+  if (change == Change::kFlipBetweenFrames && every < kFrames / 2) {
     EXPECT_GT(renegotiator.frames / every, 1) << "caps never changed";
   }
 }
@@ -169,15 +197,184 @@ void renegotiate(const std::string &element, const std::vector<std::string> &cap
 TEST_P(Output, RenegotiationKeepsEveryFrame) {
   for (int every : {1, 3, 25}) {
     SCOPED_TRACE("caps change every " + std::to_string(every) + " frames");
-    renegotiate(element(), output_caps(), every, true);
+    renegotiate(element(), output_caps(), every, Change::kFlipBetweenFrames);
   }
+}
+
+// The application flips the caps from its own thread, so that the change
+// meets frames already converted for the caps before: downstream refuses
+// them (NOT_NEGOTIATED with a reconfiguration due), and cudagray
+// renegotiates and converts them again instead of stopping with
+// not-negotiated (it did in 8 of 80 runs on the CPU).
+TEST_P(Output, RenegotiationFromTheApplicationKeepsEveryFrame) {
+  const long repetitions = scaled(20);
+  for (int every : {1, 3, 25})
+    for (long run = 0; run < repetitions; ++run) {
+      SCOPED_TRACE("caps change every " + std::to_string(every) + " frames, run " +
+                   std::to_string(run));
+      renegotiate(element(), output_caps(), every, Change::kFlipFromApplication);
+      if (HasFatalFailure() || HasNonfatalFailure()) return;
+    }
 }
 
 TEST_P(Output, ReconfigureKeepsEveryFrame) {
   for (int every : {1, 3, 25}) {
     SCOPED_TRACE("RECONFIGURE every " + std::to_string(every) + " frames");
-    renegotiate(element(), output_caps(), every, false);
+    renegotiate(element(), output_caps(), every, Change::kReconfigure);
   }
+}
+
+// Runs body on a thread of its own; FALSE when it has not returned within
+// seconds (a deadlock: the process then ends, as the thread cannot).
+bool returns_within(int seconds, const std::function<void()> &body) {
+  auto done = std::async(std::launch::async, body);
+  if (done.wait_for(std::chrono::seconds(seconds)) == std::future_status::ready) return true;
+  ADD_FAILURE() << "still running after " << seconds << " s";
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+// Downstream that ends first (a sink that has had enough, identity
+// eos-after, through a queue, from a live source, gray passed through, YUV):
+// upstream is told EOS, and the source's EOS still reaches the sink, so the
+// pipeline ends as it does with videoconvert (it never did).
+TEST_P(Output, PipelineEndsWhenDownstreamEndsFirst) {
+  const std::string endings[] = {"fakesink num-buffers=10", "identity eos-after=10 ! fakesink",
+                                 "queue ! fakesink num-buffers=10"};
+  for (const char *format : {"RGB", "NV12", "GRAY8"})
+    for (const std::string &ending : endings)
+      for (const char *live : {"false", "true"}) {
+        const std::string description = std::string("videotestsrc num-buffers=300 is-live=") +
+                                        live + " ! video/x-raw,format=" + format +
+                                        ",width=64,height=48,framerate=300/1 ! " + element() +
+                                        " ! " + ending;
+        SCOPED_TRACE(description);
+        const Pipeline pipeline(description);
+        ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+        BusLog log;
+        EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND, &log), GST_MESSAGE_EOS)
+            << describe(log.errors);
+      }
+}
+
+// Dropped by its bin in NULL, READY or PAUSED, with or without frames held
+// (what OpenCV's VideoCapture does when opening fails): the output task is
+// stopped and joined first, so nothing it waits on is destroyed under it (it
+// deadlocked in PAUSED); the pipeline then goes to NULL as usual.
+TEST_P(Output, DroppedInAnyStateWithOrWithoutFramesHeld) {
+  for (GstState state : {GST_STATE_NULL, GST_STATE_READY, GST_STATE_PAUSED})
+    for (int frames : {0, 3}) {
+      SCOPED_TRACE(std::string(gst_element_state_get_name(state)) + ", " + std::to_string(frames) +
+                   " frames pushed");
+      EXPECT_TRUE(returns_within(20, [&] {
+        GstElement *pipeline = gst_parse_launch(
+            ("appsrc name=src format=time caps=\"" + caps_string("BGRx", kWidth, kHeight) +
+             "\" ! " + element() + " ! fakesink")
+                .c_str(),
+            nullptr);
+        gst_element_set_state(pipeline, state); /* PAUSED: prerolls once frames come */
+        GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+        for (int i = 0; i < frames && state == GST_STATE_PAUSED; ++i)
+          gst_app_src_push_buffer(
+              GST_APP_SRC(src),
+              timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), i));
+        g_usleep(100 * 1000);
+        GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "gray");
+        gst_bin_remove(GST_BIN(pipeline), gray);
+        gst_object_unref(gray); /* disposed here, or when its streaming thread lets go */
+        gst_element_set_state(pipeline, GST_STATE_NULL);
+        gst_object_unref(src);
+        gst_object_unref(pipeline);
+      }));
+    }
+}
+
+// PAUSED, PLAYING and READY in turn, 200 times, with frames in flight (a
+// sink that syncs to the clock keeps them coming and held): no state change
+// hangs or fails, and the pipeline still ends after.
+TEST_P(Output, StateCyclesWithFramesInFlight) {
+  const Pipeline pipeline("videotestsrc name=src pattern=snow ! video/x-raw,format=BGRx,width=" +
+                          std::to_string(kWidth) + ",height=" + std::to_string(kHeight) +
+                          ",framerate=1000/1 ! " + element() + " ! fakesink sync=true");
+  const long cycles = scaled(200);
+  EXPECT_TRUE(returns_within(120, [&] {
+    for (long i = 0; i < cycles; ++i)
+      for (GstState state : {GST_STATE_PAUSED, GST_STATE_PLAYING, GST_STATE_READY}) {
+        ASSERT_NE(gst_element_set_state(pipeline.get(), state), GST_STATE_CHANGE_FAILURE);
+        ASSERT_NE(gst_element_get_state(pipeline.get(), nullptr, nullptr, 5 * GST_SECOND),
+                  GST_STATE_CHANGE_FAILURE)
+            << "cycle " << i;
+        if (state == GST_STATE_PLAYING) g_usleep(2000);
+      }
+  }));
+  ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+  GstElement *src = pipeline.by_name("src");
+  gst_element_send_event(src, gst_event_new_eos());
+  EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND), GST_MESSAGE_EOS);
+}
+
+// GStreamer's latency tracer, on a live source into sinks that sync, books
+// cudagray no more than videoconvert beside it in the same pipeline (2 ms of
+// slack): a frame does not wait in cudagray while the previous one waits for
+// its time at the sink (it was booked about 20 ms against 1.5).
+TEST(Latency, TracerBooksNoMoreThanVideoconvert) {
+  for (const char *backend : {"cpu", "auto"}) {
+    SCOPED_TRACE(std::string("backend=") + backend);
+    std::string output;
+    const int status = shell(
+        std::string("GST_TRACERS='latency(flags=element)' GST_DEBUG=GST_TRACER:7 "
+                    "GST_DEBUG_NO_COLOR=1 gst-launch-1.0 -q videotestsrc is-live=true "
+                    "num-buffers=90 ! video/x-raw,format=RGB,width=640,height=480,framerate=30/1 "
+                    "! tee name=t ! queue ! cudagray name=gray backend=") +
+            backend +
+            " ! video/x-raw,format=GRAY8 ! fakesink sync=true t. ! queue ! videoconvert "
+            "name=convert ! video/x-raw,format=GRAY8 ! fakesink sync=true",
+        &output);
+    ASSERT_EQ(status, 0) << output.substr(0, 2000);
+    auto mean_ms = [&](const std::string &name) {
+      const std::regex line("element=\\(string\\)" + name +
+                            ", src=\\(string\\)src, time=\\(guint64\\)([0-9]+)");
+      double sum = 0;
+      int n = 0;
+      for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+           it != std::sregex_iterator(); ++it, ++n)
+        sum += std::stod((*it)[1]);
+      EXPECT_GT(n, 60) << "the tracer booked too few frames to " << name;
+      return n ? sum / n / 1e6 : 0.0;
+    };
+    const double gray = mean_ms("gray"), convert = mean_ms("convert");
+    EXPECT_LE(gray, convert + 2.0)
+        << "cudagray " << gray << " ms, videoconvert " << convert << " ms";
+  }
+}
+
+// Downstream wanting CUDA memory while backend=auto converts on the CPU
+// (no usable GPU): the element's own error says why, not a bare
+// not-negotiated.
+TEST(CpuFallback, CudaMemoryOutputIsRefusedWithTheReason) {
+  std::string why;
+  if (cudagray::cuda_device_count(&why) > 0) GTEST_SKIP() << "a GPU is usable: no fallback here";
+  GstElement *probe = gst_element_factory_make("cudagray", nullptr);
+  GstPad *src = gst_element_get_static_pad(probe, "src");
+  GstCaps *templ = gst_pad_get_pad_template_caps(src);
+  gchar *text = gst_caps_to_string(templ);
+  const bool cuda_memory_caps = std::string(text).find("memory:CUDAMemory") != std::string::npos;
+  g_free(text);
+  gst_caps_unref(templ);
+  gst_object_unref(src);
+  gst_object_unref(probe);
+  if (!cuda_memory_caps) GTEST_SKIP() << "this build has no CUDA memory caps";
+  const Pipeline pipeline(
+      "videotestsrc num-buffers=3 ! video/x-raw,format=RGB ! cudagray ! "
+      "video/x-raw(memory:CUDAMemory),format=GRAY8 ! fakesink");
+  pipeline.play();
+  BusLog log;
+  EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND, &log), GST_MESSAGE_ERROR);
+  EXPECT_NE(describe(log.errors)
+                .find("CUDA memory output needs the CUDA backend, and "
+                      "backend=auto converts on the CPU: "),
+            std::string::npos)
+      << describe(log.errors);
 }
 
 // Stops buffers on a pad until released.
@@ -196,9 +393,10 @@ struct Gate {
   ~Gate() { open(); }
 };
 
-// With downstream stuck on the first frame and max-inflight frames held, a
-// serialized custom event returns at once on the streaming thread, and
-// reaches downstream right after the frames that came before it.
+// With downstream stuck on the first frame and max-inflight frames held
+// (more than one), a serialized custom event returns at once on the
+// streaming thread; either way it reaches downstream right after the frames
+// that came before it.
 TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
   Harness harness({"backend=" + backend(), "max-inflight=" + std::to_string(max_inflight())});
   gst_harness_set_live(harness.h, FALSE);  // max-inflight=0: 4 on CUDA, not 1
@@ -224,9 +422,17 @@ TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
                                                 gst_structure_new_empty("cudagray-test-marker")));
     returned = true;
   });
-  for (int i = 0; i < 300 && !returned; ++i) g_usleep(10 * 1000);
-  EXPECT_EQ(pushed.load(), before) << "the element held fewer frames than max-inflight";
-  EXPECT_TRUE(returned.load()) << "the event waited for the frames before it";
+  // With one frame in flight the streaming thread pushes it itself, as any
+  // synchronous filter does (the latency is then the conversion's alone):
+  // it waits at the stuck pad, and the event after it.
+  const bool synchronous = before == 1;
+  for (int i = 0; i < 300 && !returned; ++i) g_usleep((synchronous ? 1 : 10) * 1000);
+  if (synchronous) {
+    EXPECT_EQ(pushed.load(), 0) << "the frame was not pushed on the streaming thread";
+  } else {
+    EXPECT_EQ(pushed.load(), before) << "the element held fewer frames than max-inflight";
+    EXPECT_TRUE(returned.load()) << "the event waited for the frames before it";
+  }
   gate.open();
   streaming.join();
   drain_element(harness);
