@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Whole pipelines for the formats real producers hand over, timed in one run
-# so that rows compare as ratios (docs/performance.md, "Formats"):
+# so that rows compare as ratios (docs/performance-log.md, "Formats"):
 #   - 10-bit HEVC through NVDEC read in place against the 8-bit zero-copy
 #     row, and against decoding to system memory and videoconvert;
 #   - YUY2 (webcams) against I420 in system memory, both backends;

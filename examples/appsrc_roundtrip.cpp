@@ -7,7 +7,7 @@
 //
 // key=value pairs are cudagray properties. The program makes 30 frames of
 // 640x360 RGB, converts them, checks every gray pixel against the formula in
-// the README (computed here from the weights the element reports, not by
+// docs/formats.md (computed here from the weights the element reports, not by
 // calling cudagray's code), prints the element's `stats` and exits 0 when
 // every pixel matches, 1 otherwise.
 //
@@ -61,7 +61,7 @@ void need_data(GstAppSrc *src, guint, gpointer user_data) {
   gst_app_src_push_buffer(src, buf);  // takes the buffer
 }
 
-// The Q16 weights of the README's formula for the coefficients in use.
+// The Q16 weights of docs/formats.md's formula for the coefficients in use.
 struct Weights {
   long r, g, b;
 };

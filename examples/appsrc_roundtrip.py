@@ -7,7 +7,7 @@
 
 key=value pairs are cudagray properties. Makes 30 RGB frames of 640x360 as
 numpy arrays, converts them, compares every gray pixel with the formula in
-the README (computed here with numpy from the weights the element reports),
+docs/formats.md (computed here with numpy from the weights the element reports),
 prints the element's stats and exits 0 when all pixels match, 1 otherwise
 (2: a bad argument; 3: this Python cannot import gi or numpy, said in one line).
 
@@ -46,7 +46,7 @@ def make_frame(index):
 
 
 def q16_weights(gray):
-    """The Q16 weights of the README's formula for the coefficients in use."""
+    """The Q16 weights of docs/formats.md's formula for the coefficients in use."""
     k = [float(v) for v in gray.get_property("weights").split(",")]
     # round() in Python rounds halves to even; the formula rounds them away from zero
     w = [int(np.floor(abs(v) * 65536 + 0.5)) for v in k]

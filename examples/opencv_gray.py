@@ -10,7 +10,7 @@ below uses the default BT.601 weights). Opens two cv2.VideoCapture with
 cv2.CAP_GSTREAMER on the same deterministic test pattern (every colour,
 videotestsrc pattern=colors): one gives its BGR frames, the other the GRAY8
 that cudagray makes of them. Every gray pixel is compared with the formula in
-the README, computed here with numpy; exits 0 when all match, 1 otherwise
+docs/formats.md, computed here with numpy; exits 0 when all match, 1 otherwise
 (2: a bad argument; 3: this Python has no OpenCV, or an OpenCV built without
 GStreamer, said in one line).
 
@@ -30,7 +30,7 @@ except ImportError as missing:
     sys.exit(3)
 
 WIDTH, HEIGHT, FRAMES = 320, 240, 10
-# BT.601 in Q16, as the README's formula table gives them
+# BT.601 in Q16, as the formula table of docs/formats.md gives them
 W_R, W_G, W_B = 19595, 38470, 7471
 
 

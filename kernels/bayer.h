@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Bayer demosaicking, pixel by pixel, for the CPU and CUDA kernels: exactly
 // what GStreamer's bayer2rgb computes, so that gray from a Bayer frame equals
-// bayer2rgb ! RGBx ! cudagray bit for bit (README, "Bayer input").
+// bayer2rgb ! RGBx ! cudagray bit for bit (docs/formats.md, "Bayer").
 //
 // bayer2rgb works in two passes, both with avg(a, b) = (a + b + 1) >> 1:
 // - along each row, every column gets two values: E, the colour of the row's
@@ -21,7 +21,7 @@
 // 16-bit RGB picture.
 // Where bayer2rgb reads memory that is not the frame's (widths that are odd
 // or 2, heights below 3), the values here are defined by the rules above
-// with the missing neighbour replaced as at the other edges; README says
+// with the missing neighbour replaced as at the other edges; docs/formats.md says
 // which pixels those are.
 #pragma once
 

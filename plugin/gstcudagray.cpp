@@ -1,8 +1,47 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* cudagray: RGB-family, YUV, Bayer and gray video to GRAY8 or GRAY16 on an
- * NVIDIA GPU (or the CPU).
+/**
+ * SECTION:element-cudagray
+ * @title: cudagray
+ * @see_also: videoconvert, bayer2rgb, cudaupload, nvh264dec
  *
- * The element: start/stop, set_caps, and a frame's way through.
+ * Converts RGB-family, Bayer and YUV video to GRAY8 or GRAY16_LE on an NVIDIA
+ * GPU, or on the CPU with the same output bit for bit. R, G and B are
+ * weighed with #GstCudaGray:matrix or #GstCudaGray:weights (Bayer mosaics
+ * are demosaicked as bayer2rgb does first); from YUV the gray is the luma,
+ * expanded to full range when the input is limited range. Input in CUDA
+ * memory (from nvh264dec, nvh265dec or cudaupload) is read on the GPU where
+ * it is, in the pipeline's shared CUDA context, and the gray can stay there
+ * too when downstream asks for video/x-raw(memory:CUDAMemory). With
+ * #GstCudaGray:backend auto and no usable GPU, cudagray posts one warning and
+ * converts on the CPU.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc ! cudagray ! videoconvert ! autovideosink
+ * ]|
+ * A test pattern in gray.
+ * |[
+ * gst-launch-1.0 filesrc location=in.mp4 ! decodebin ! videoconvert ! video/x-raw,format=RGBx ! \
+ *     cudagray matrix=bt709 ! videoconvert ! autovideosink
+ * ]|
+ * A file's video in BT.709 weights: made RGB first, since from YUV the
+ * gray is the luma and the weights do not apply.
+ * |[
+ * gst-launch-1.0 filesrc location=in.mp4 ! qtdemux ! h264parse ! nvh264dec ! cudagray ! \
+ *     videoconvert ! autovideosink
+ * ]|
+ * H.264 decoded on the GPU: cudagray reads the decoder's frames in GPU
+ * memory, and only the gray comes back to the CPU.
+ * |[
+ * gst-launch-1.0 videotestsrc ! video/x-raw,format=ARGB,width=640,height=480 ! rgb2bayer ! \
+ *     video/x-bayer,format=rggb ! cudagray ! video/x-raw,format=GRAY16_LE ! videoconvert ! \
+ *     autovideosink
+ * ]|
+ * A Bayer camera's mosaic (rgb2bayer plays the camera) demosaicked and
+ * made 16-bit gray.
+ */
+
+/* The element: start/stop, set_caps, and a frame's way through.
  * The streaming thread maps each input and output buffer (gstcudagrayframe.cpp),
  * starts its conversion (Backend::submit) and queues it in the output queue
  * (gstcudagrayoutputqueue.cpp), which owns it from then on and makes upstream
@@ -16,9 +55,6 @@
  * format passes through untouched. Formats: gstcudagrayformats.cpp;
  * properties: gstcudagrayproperties.cpp; caps: gstcudagraycaps.cpp; the CUDA
  * context: gstcudagraycontext.cpp; pinned pools: gstcudagrayallocation.cpp.
- *
- * Example:
- *   gst-launch-1.0 videotestsrc ! cudagray matrix=bt709 ! videoconvert ! autovideosink
  */
 #include "gstcudagray.h"
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* What cudagray takes and gives: pad templates, transform_caps, and the
- * pixel layout of each format it converts. */
+/* What cudagray takes and gives: pad templates, transform_caps and the
+ * input that fixed caps describe, all made from the format table
+ * (gstcudagrayformats.h), which holds each format's pixel layout. */
 #pragma once
 
 #include <gst/gst.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The one format table: every format cudagray takes, with how the kernels
  * read it and in which memory. The pad templates, transform_caps, set_caps,
- * the frame bridge, the tests' conformance list and the README's format
+ * the frame bridge, the tests' conformance list and docs/formats.md's format
  * table all follow from it. */
 #pragma once
 

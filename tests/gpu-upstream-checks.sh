@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Two facts about GStreamer's own CUDA elements that the README's
-# troubleshooting section states, checked on a machine with an NVIDIA GPU
+# Two facts about GStreamer's own CUDA elements that docs/troubleshooting.md
+# states, checked on a machine with an NVIDIA GPU
 # (cudagray is not in any of these pipelines):
 #   1. whether cudaconvert, cudascale and cudacompositor register, and the
 #      NVRTC message GStreamer logs when they do not;

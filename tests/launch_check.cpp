@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// gst-launch-check: a stand-in for gst-launch-1.0 under which the README's
-// commands and the scripts in pipelines/ run in tests (tests/test_readme.sh
-// puts it on PATH as gst-launch-1.0). It takes the same command line and
-// runs the pipeline the same way, with these differences, each announced on
-// stderr with "check:":
+// gst-launch-check: a stand-in for gst-launch-1.0 under which the commands
+// of the README and docs/*.md and the scripts in pipelines/ run in tests
+// (tests/test_readme.sh puts it on PATH as gst-launch-1.0). It takes the
+// same command line and runs the pipeline the same way, with these
+// differences, each announced on stderr with "check:":
 //  - a pipeline that would not end by itself (a live source, a test source
 //    without num-buffers) is stopped once every cudagray in it has converted
 //    CUDAGRAY_CHECK_FRAMES frames (default 30), with EOS first under -e;

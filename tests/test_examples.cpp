@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // What a user of cudagray runs: the embedding examples in examples/, the
-// side-by-side picture script, live use at 30 fps 1080p, and the README's
+// side-by-side picture script, live use at 30 fps 1080p, and docs/formats.md's
 // comparison of the formula with videoconvert and OpenCV.
 #include <glib/gstdio.h>
 #include <gst/gst.h>
@@ -40,7 +40,7 @@ bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
 }
 
-// The README's formula, written out again here: Q16 weights from the
+// The formula of docs/formats.md, written out again here: Q16 weights from the
 // coefficients, white kept at 255 for the standard matrices.
 struct Q16 {
   long r, g, b;
@@ -480,7 +480,7 @@ TEST(Live, WebcamScriptReportsLatencyAndDropsNothing) {
   EXPECT_TRUE(contains(log, "check: qos messages 0\n")) << log;
 }
 
-// ---- the README's comparison with videoconvert and OpenCV, over all 2^24 RGB triples
+// ---- docs/formats.md's comparison with videoconvert and OpenCV, over all 2^24 RGB triples
 
 namespace {
 
@@ -513,8 +513,8 @@ Picture convert_all(
 
 }  // namespace
 
-// videoconvert's RGB → GRAY8 (GRAY8 caps without colorimetry, as in the
-// README) uses BT.601 with 8-bit weights 77, 150, 29 and truncates: it is
+// videoconvert's RGB → GRAY8 (GRAY8 caps without colorimetry, as in
+// docs/formats.md) uses BT.601 with 8-bit weights 77, 150, 29 and truncates: it is
 // never above cudagray's rounded value and at most 1 below.
 TEST(Comparison, VideoconvertIsTheSameOrOneBelow) {
   const std::vector<uint8_t> rgb = all_triples();
@@ -542,13 +542,13 @@ TEST(Comparison, VideoconvertIsTheSameOrOneBelow) {
     EXPECT_GT(below, 0);
     EXPECT_EQ(not_truncated, 0) << "videoconvert no longer computes (" << w8r << "R + " << w8g
                                 << "G + " << w8b
-                                << "B) >> 8: the README's comparison needs updating";
+                                << "B) >> 8: the comparison in docs/formats.md needs updating";
   }
 }
 
 // Limited-range YUV (I420 as decoders give it): videoconvert 1.22 copies the
 // luma plane into GRAY8, cudagray expands it to full range, so the same
-// video is 16 levels apart at black. The README's table gives 16/128/235.
+// video is 16 levels apart at black. docs/formats.md's table gives 16/128/235.
 TEST(Comparison, LimitedRangeYuvVideoconvertCopiesCudagrayExpands) {
   constexpr int kWidth = 256, kHeight = 2;  // every luma value, twice
   std::vector<uint8_t> i420(kWidth * kHeight * 3 / 2);
@@ -573,8 +573,8 @@ TEST(Comparison, LimitedRangeYuvVideoconvertCopiesCudagrayExpands) {
 }
 
 // OpenCV's cvtColor(RGB2GRAY) on 8 bits: Q14 weights 4899, 9617, 1868,
-// rounded (imgproc color_rgb: R2Y, G2Y, B2Y, yuv_shift = 14). The README
-// gives these counts.
+// rounded (imgproc color_rgb: R2Y, G2Y, B2Y, yuv_shift = 14).
+// docs/formats.md gives these counts.
 TEST(Comparison, OpenCvFormulaDiffersByOneOnFewTriples) {
   long up = 0, down = 0, other = 0;
   for (uint32_t v = 0; v < (1u << 24); ++v) {
@@ -590,7 +590,7 @@ TEST(Comparison, OpenCvFormulaDiffersByOneOnFewTriples) {
   EXPECT_EQ(other, 0);
 }
 
-// ---- the README's properties table against the element
+// ---- the properties tables of the README and docs/properties.md against the element
 
 namespace {
 // What a new element has, as gst-inspect-1.0 shows it (qos: the element's
@@ -617,20 +617,22 @@ std::string default_text(GObject *fresh, GParamSpec *spec) {
   g_value_unset(&v);
   return text;
 }
-}  // namespace
-
-// Each property the element has, apart from those of every element (name,
-// parent), is a row of the README's table with the default it has.
-TEST(Readme, PropertiesTableMatchesTheElement) {
+// The rows of the first table under the heading `heading` of a Markdown
+// file of the source tree: property name, default cell (backquotes dropped).
+std::map<std::string, std::string> property_rows(const std::string &file,
+                                                 const std::string &heading) {
   GError *error = nullptr;
   gchar *text = nullptr;
-  ASSERT_TRUE(g_file_get_contents((source_dir() + "/README.md").c_str(), &text, nullptr, &error));
-  const std::string readme = text;
+  std::map<std::string, std::string> rows;
+  EXPECT_TRUE(g_file_get_contents((source_dir() + "/" + file).c_str(), &text, nullptr, &error))
+      << file;
+  if (!text) return rows;
+  const std::string doc = std::string("\n") + text;
   g_free(text);
-  const size_t start = readme.find("\n## Properties\n");
-  ASSERT_NE(start, std::string::npos);
-  const std::string section = readme.substr(start, readme.find("\n## ", start + 1) - start);
-  std::map<std::string, std::string> rows;  // property: default cell
+  const size_t start = doc.find("\n" + heading + "\n");
+  EXPECT_NE(start, std::string::npos) << file << " has no heading " << heading;
+  if (start == std::string::npos) return rows;
+  const std::string section = doc.substr(start, doc.find("\n## ", start + 1) - start);
   size_t pos = 0;
   while ((pos = section.find("\n| `", pos)) != std::string::npos) {
     const size_t end = section.find('\n', pos + 1);
@@ -654,22 +656,35 @@ TEST(Readme, PropertiesTableMatchesTheElement) {
     if (cells.size() >= 3) rows[strip(cells[0])] = strip(cells[2]);
     pos = end;
   }
+  return rows;
+}
+}  // namespace
+
+// Each property the element has, apart from those of every element (name,
+// parent), is a row of the README's table at a glance and of
+// docs/properties.md's in full, with the default it has.
+TEST(Readme, PropertiesTablesMatchTheElement) {
   GstElement *gray = gst_element_factory_make("cudagray", nullptr);
   ASSERT_NE(gray, nullptr);
   guint n = 0;
   GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(gray), &n);
-  std::set<std::string> listed;
-  for (guint i = 0; i < n; ++i) {
-    const std::string name = specs[i]->name;
-    if (name == "name" || name == "parent") continue;
-    listed.insert(name);
-    SCOPED_TRACE(name);
-    ASSERT_TRUE(rows.count(name)) << "the README's properties table has no row for " << name;
-    EXPECT_EQ(rows[name], default_text(G_OBJECT(gray), specs[i]))
-        << "default in the README's table";
+  for (const auto &[file, heading] :
+       {std::pair<std::string, std::string>{"README.md", "## Properties"},
+        {"docs/properties.md", "# Properties"}}) {
+    SCOPED_TRACE(file);
+    std::map<std::string, std::string> rows = property_rows(file, heading);
+    std::set<std::string> listed;
+    for (guint i = 0; i < n; ++i) {
+      const std::string name = specs[i]->name;
+      if (name == "name" || name == "parent") continue;
+      listed.insert(name);
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(rows.count(name)) << "the properties table has no row for " << name;
+      EXPECT_EQ(rows[name], default_text(G_OBJECT(gray), specs[i])) << "default in the table";
+    }
+    for (const auto &[name, cell] : rows)
+      EXPECT_TRUE(listed.count(name)) << "the table lists " << name << ", which cudagray lacks";
   }
   g_free(specs);
-  for (const auto &[name, cell] : rows)
-    EXPECT_TRUE(listed.count(name)) << "README lists " << name << ", which cudagray lacks";
   gst_object_unref(gray);
 }

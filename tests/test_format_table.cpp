@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The one format table (plugin/gstcudagrayformats.cpp) against what the element
-// offers and what the README says: the pad templates list exactly the
-// table's formats in each memory, and the README's format table lists the
+// offers and what the documentation says: the pad templates list exactly the
+// table's formats in each memory, and docs/formats.md's format table lists the
 // same formats with the same memories.
 #include <gst/gst.h>
 #include <gtest/gtest.h>
@@ -57,16 +57,16 @@ Memories table_formats(bool cuda_memory_built) {
   return found;
 }
 
-// The rows of the README's "## Formats" table: each `FORMAT` of the first
-// column, with the last column's memories.
-Memories readme_formats() {
+// The rows of docs/formats.md's "## Formats" table: each `FORMAT` of the
+// first column, with the last column's memories.
+Memories documented_formats() {
   Memories found;
   const char *source = std::getenv("CUDAGRAY_SOURCE_DIR");
   EXPECT_NE(source, nullptr) << "CUDAGRAY_SOURCE_DIR names the source tree";
-  std::ifstream readme(std::string(source ? source : ".") + "/README.md");
+  std::ifstream doc(std::string(source ? source : ".") + "/docs/formats.md");
   std::string line;
   bool in_section = false;
-  while (std::getline(readme, line)) {
+  while (std::getline(doc, line)) {
     if (line.rfind("## ", 0) == 0) in_section = line == "## Formats";
     if (!in_section || line.rfind("| `", 0) != 0) continue;
     const std::string first = line.substr(0, line.find(" | "));
@@ -100,17 +100,17 @@ TEST(FormatTable, TemplatesListExactlyTheTable) {
   EXPECT_EQ(describe(offered), describe(table_formats(cuda_offered)));
 }
 
-// A README row may name a format this GStreamer does not know yet (the
-// README says from which version it is taken); every other must agree.
-TEST(FormatTable, ReadmeTableListsTheTable) {
-  Memories readme = readme_formats();
-  ASSERT_FALSE(readme.empty()) << "no format table under README.md's \"## Formats\"";
+// A documented row may name a format this GStreamer does not know yet (the
+// table says from which version it is taken); every other must agree.
+TEST(FormatTable, DocumentedTableListsTheTable) {
+  Memories documented = documented_formats();
+  ASSERT_FALSE(documented.empty()) << "no format table under docs/formats.md's \"## Formats\"";
   const Memories table = table_formats(true);
-  for (auto it = readme.begin(); it != readme.end();) {
+  for (auto it = documented.begin(); it != documented.end();) {
     const bool known =
         gst_video_format_from_string(it->first.c_str()) != GST_VIDEO_FORMAT_UNKNOWN ||
         gst_cuda_gray_format_for_bayer(it->first.c_str());
-    it = !known && !table.count(it->first) ? readme.erase(it) : std::next(it);
+    it = !known && !table.count(it->first) ? documented.erase(it) : std::next(it);
   }
-  EXPECT_EQ(describe(readme), describe(table));
+  EXPECT_EQ(describe(documented), describe(table));
 }

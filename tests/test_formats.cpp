@@ -3,8 +3,8 @@
 // through the element on the CPU backend, to GRAY8 and to GRAY16_LE:
 // - random frames (padding included) in GStreamer's own layout and with
 //   padded strides, each output pixel against a reference computed here from
-//   GStreamer's unpack functions and the documented formula (README, "The
-//   formula"), written again here without kernels/;
+//   GStreamer's unpack functions and the documented formula (docs/formats.md,
+//   "The formula"), written again here without kernels/;
 // - GRAY8 and GRAY16_LE of one frame agree; gray passes through or is
 //   re-scaled;
 // - Bayer gives exactly what bayer2rgb ! RGBx ! cudagray gives;
