@@ -41,31 +41,16 @@
  * made 16-bit gray.
  */
 
-/* The element: start/stop, set_caps, and a frame's way through.
- * The streaming thread maps each input and output buffer (gstcudagrayframe.cpp),
- * starts its conversion (Backend::submit) and queues it in the output queue
- * (gstcudagrayoutputqueue.cpp), which owns it from then on and makes upstream
- * wait while max-inflight frames are held; serialized events join the same
- * queue behind the frames before them and return at once. The output task
- * on the source pad (gstcudagrayoutput.cpp), the one thread that pushes there,
- * takes the items in order: a frame once its conversion is done
- * (Backend::finish_oldest), a passthrough buffer or an event as it is. New
- * caps take effect at a frame boundary (set_caps lets the queue empty
- * first); flushes and stop drop what is queued. Gray input of the output's
- * format passes through untouched. Formats: gstcudagrayformats.cpp;
- * properties: gstcudagrayproperties.cpp; caps: gstcudagraycaps.cpp; the CUDA
- * context: gstcudagraycontext.cpp; pinned pools: gstcudagrayallocation.cpp.
- */
+/* The element: conversion policy and the vfunc wiring. A frame is mapped,
+ * checked and submitted by the conversion (gstcudagrayconversion.cpp) and
+ * handed to the output unit (gstcudagrayoutput.cpp), which pushes it, in
+ * order with the events around it, once converted. Formats, caps,
+ * properties, the CUDA context and pools each have their own file. */
 #include "gstcudagray.h"
 
-#include <memory>
 #include <string>
 
-#include "cudagray/device.h"
-#include "gstcudagrayallocation.h"
 #include "gstcudagraycaps.h"
-#include "gstcudagrayframe.h"
-#include "gstcudagraypools.h"
 
 GST_DEBUG_CATEGORY(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -135,18 +120,8 @@ static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection dir
       self->streaming->output.answer_position(query))
     return TRUE;
   if (!GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query)) return FALSE;
-  if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
-    gboolean live;
-    GstClockTime min, max;
-    gst_query_parse_latency(query, &live, &min, &max);
-    GST_OBJECT_LOCK(self);
-    const GstClockTime added = self->added_latency;
-    GST_OBJECT_UNLOCK(self);
-    min += added;
-    if (GST_CLOCK_TIME_IS_VALID(max)) max += added;
-    gst_query_set_latency(query, live, min, max);
-    GST_DEBUG_OBJECT(self, "latency: added %" GST_TIME_FORMAT, GST_TIME_ARGS(added));
-  }
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY)
+    self->streaming->output.add_latency(query);
   return TRUE;
 }
 
@@ -158,12 +133,6 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
   gst_query_unref(query);
   return live;
 }
-
-/* Gray passed through that the output queue holds before upstream waits.
- * It holds nothing of the backend's and leaves as soon as the output task
- * gets to it; with room for one, the streaming thread waited for the task
- * at every buffer (50 us a buffer on a 2-core machine, 2 us with 16). */
-#define PASSTHROUGH_ROOM 16
 
 /* Sizes the backend for the new caps. New input caps, and new output caps
  * that downstream asked for (a RECONFIGURE: GStreamer calls this before it
@@ -193,23 +162,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
 
   const gboolean passthrough = format->format == GST_VIDEO_INFO_FORMAT(&out_info);
   gst_base_transform_set_passthrough(trans, passthrough);
-  GST_OBJECT_LOCK(self);
-  const guint requested = self->props.max_inflight;
-  GST_OBJECT_UNLOCK(self);
-  if (passthrough) {
-    s.max_in_flight = 1;
-  } else {
-    const int automatic = upstream_is_live(trans) ? 1 : s.needs.auto_in_flight;
-    s.max_in_flight = MIN(requested > 0 ? (int)requested : automatic, s.needs.max_in_flight);
-  }
-  s.output.set_limit(passthrough ? PASSTHROUGH_ROOM : s.max_in_flight,
-                     !passthrough && s.max_in_flight == 1);
-  GST_OBJECT_LOCK(self);
-  self->added_latency =
-      in_info.fps_n > 0
-          ? gst_util_uint64_scale((s.max_in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n)
-          : 0;
-  GST_OBJECT_UNLOCK(self);
+  s.set_frames_in_flight(passthrough, upstream_is_live(trans));
 
   s.cuda_output = gst_cuda_gray_caps_in_cuda_memory(outcaps);
   if (passthrough && s.cuda_output) {

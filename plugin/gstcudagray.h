@@ -43,6 +43,9 @@ struct GstCudaGrayStreaming final : GstCudaGrayOutputClient {
   /* Sizes the backend for the frames set_caps described (nothing in
    * flight); posts an error, once for the same cause, when it cannot. */
   gboolean configure();
+  /* How many frames may be in flight (max-inflight, auto resolved: one for
+   * a live upstream or passthrough), told to the output unit. */
+  void set_frames_in_flight(gboolean passthrough, gboolean live);
   /* Whether the backend reads and writes the memory the caps say (an error
    * posted, saying why, when not). */
   gboolean memory_usable();
@@ -96,7 +99,6 @@ struct _GstCudaGray {
 
   /* Properties and what other threads read, guarded by the object lock. */
   GstCudaGrayProperties props;
-  GstClockTime added_latency;
   /* whether the backend in use reads / writes CUDA memory; -1 when none is */
   gint reads_device_memory;
   gint writes_device_memory;

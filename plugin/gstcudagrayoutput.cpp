@@ -48,9 +48,23 @@ void GstCudaGrayOutput::flush_start() { queue_.set_flushing(TRUE); }
 
 gsize GstCudaGrayOutput::discard_all() { return queue_.discard_all(srcpad_); }
 
-void GstCudaGrayOutput::set_limit(guint frames, bool push_on_streaming_thread) {
+void GstCudaGrayOutput::set_limit(guint frames, bool push_on_streaming_thread,
+                                  GstClockTime added_latency) {
   limit_ = frames;
   push_here_ = push_on_streaming_thread;
+  std::lock_guard<std::mutex> hold(state_lock_);
+  added_latency_ = added_latency;
+}
+
+void GstCudaGrayOutput::add_latency(GstQuery *query) {
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(query, &live, &min, &max);
+  std::lock_guard<std::mutex> hold(state_lock_);
+  min += added_latency_;
+  if (GST_CLOCK_TIME_IS_VALID(max)) max += added_latency_;
+  gst_query_set_latency(query, live, min, max);
+  GST_DEBUG_OBJECT(element_, "latency: added %" GST_TIME_FORMAT, GST_TIME_ARGS(added_latency_));
 }
 
 /* Pushes a buffer, remembering where it ends for the POSITION query (as

@@ -62,7 +62,9 @@ class GstCudaGrayOutput {
    * is pushed on the streaming thread itself when the output is idle (one
    * frame in flight: then the latency is the conversion's alone, as with any
    * synchronous filter). */
-  void set_limit(guint frames, bool push_on_streaming_thread);
+  void set_limit(guint frames, bool push_on_streaming_thread, GstClockTime added_latency);
+  /* Adds what frames may wait here to a LATENCY query's answer. */
+  void add_latency(GstQuery *query);
   /* Waits for room for one more frame; serves a renegotiation meanwhile. */
   GstFlowReturn wait_for_room();
   /* Hands over a frame whose conversion was queued: OK, or why upstream
@@ -119,4 +121,5 @@ class GstCudaGrayOutput {
   GstClockTime position_out_ = GST_CLOCK_TIME_NONE;
   gdouble qos_proportion_ = 1.0;
   GstClockTime qos_earliest_ = GST_CLOCK_TIME_NONE;
+  GstClockTime added_latency_ = 0;
 };
