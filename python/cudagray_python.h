@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The cudagray Python module: a reader that runs `source ! cudagray ! appsink`
+ * and the frames it hands out, written against GStreamer's C API and
+ * Python's stable ABI (one build loads in CPython 3.11 and later). */
+#pragma once
+
+#include <Python.h>
+#include <gst/gst.h>
+
+#include <string>
+
+namespace cudagray_python {
+
+/* Releases the GIL for its scope: around GStreamer calls that may block,
+ * so that other Python threads run meanwhile. */
+class GilReleased {
+ public:
+  GilReleased() : state_(PyEval_SaveThread()) {}
+  ~GilReleased() { PyEval_RestoreThread(state_); }
+  GilReleased(const GilReleased &) = delete;
+  GilReleased &operator=(const GilReleased &) = delete;
+
+ private:
+  PyThreadState *state_;
+};
+
+/* cudagray.Error: what GStreamer reported, naming the element. */
+extern PyObject *error_type;
+
+/* The Frame type, made at module init; frame_new takes sample's reference
+ * and gives a new Frame or NULL with a Python exception set. */
+bool frame_type_init(PyObject *module);
+PyObject *frame_new(GstSample *sample);
+
+/* The Reader type and cudagray.open(source, **options). */
+bool reader_type_init(PyObject *module);
+PyObject *reader_open(PyObject *module, PyObject *args, PyObject *kwargs);
+
+/* CUDA frames (cuda_frames.cpp with gstreamer-cuda-1.0 and the CUDA runtime,
+ * cuda_frames_unavailable.cpp without). */
+
+/* Empty when frames can be kept in CUDA memory of device in this process,
+ * else why not. */
+std::string cuda_frames_unavailable(int device);
+
+/* A GstContext that makes a pipeline's CUDA elements work in device's
+ * primary CUDA context, the one PyTorch and CuPy use (a device pointer of
+ * another context is not valid in theirs); NULL with *why when impossible. */
+GstContext *primary_cuda_context(int device, std::string *why);
+
+/* What a frame in CUDA memory needs to know of its buffer. */
+struct CudaMemoryInfo {
+  int device = -1;
+  /* GStreamer 1.24+: the producer's stream when work on the memory may still
+   * be queued on it (GST_CUDA_MEMORY_TRANSFER_NEED_SYNC); NULL when the
+   * frame is complete, always before 1.24 (frames are complete when pushed). */
+  void *pending_stream = nullptr;
+};
+/* Fills *info for a buffer in CUDA memory of a device's primary context;
+ * false with *why otherwise. */
+bool describe_cuda_memory(GstBuffer *buffer, CudaMemoryInfo *info, std::string *why);
+
+/* Orders a consumer after the producer's pending work on a frame of device:
+ * consumer_stream waits on an event recorded on pending_stream (no host
+ * block); false with *why when a CUDA call fails. */
+bool order_after(int device, void *pending_stream, void *consumer_stream, std::string *why);
+/* GST_MAP_CUDA: maps CUDA memory as its device pointer. */
+GstMapFlags cuda_map_flag();
+/* Blocks until the buffer's pending work is done (GStreamer 1.24+). */
+void finish_pending(GstBuffer *buffer);
+
+}  // namespace cudagray_python
