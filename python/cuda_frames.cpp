@@ -11,6 +11,7 @@
 #include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
 
+#include <deque>
 #include <map>
 
 #include "cudagray_python.h"
@@ -97,6 +98,9 @@ class DeviceScope {
 
 class Event {
  public:
+  Event() = default;
+  Event(Event &&other) : event_(other.event_) { other.event_ = nullptr; }
+  Event &operator=(Event &&) = delete;
   ~Event() {
     if (event_) cudaEventDestroy(event_);
   }
@@ -109,6 +113,28 @@ class Event {
  private:
   cudaEvent_t event_ = nullptr;
 };
+
+/* A freed frame whose consumer's queued work may still read it: its mapping
+ * and sample, held until the event recorded after that work completes. */
+struct HeldFrame {
+  GstVideoFrame video;
+  GstSample *sample;
+  Event consumed;
+  HeldFrame(const GstVideoFrame &mapped, GstSample *held, Event &&event)
+      : video(mapped), sample(held), consumed(std::move(event)) {}
+  HeldFrame(const HeldFrame &) = delete;
+  ~HeldFrame() {
+    if (!sample) return;
+    gst_video_frame_unmap(&video);
+    gst_sample_unref(sample);
+  }
+};
+
+/* oldest first; touched with the GIL held */
+std::deque<HeldFrame> held_frames;
+/* past this many, the oldest is waited for: a consumer that never finishes
+ * must not make cudagray allocate without end */
+constexpr size_t held_frames_limit = 64;
 
 }  // namespace
 
@@ -173,6 +199,35 @@ bool order_after(int device, void *pending_stream, void *consumer_stream, std::s
                  "cudaEventRecord", why) &&
          checked(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer_stream), event.get(), 0),
                  "cudaStreamWaitEvent", why);
+}
+
+bool release_after_consumer(GstVideoFrame *video, GstSample *sample, int device,
+                            void *consumer_stream) {
+  std::string why;
+  DeviceScope scope;
+  Event consumed;
+  if (!scope.enter(device, &why) || !consumed.create(&why) ||
+      !checked(cudaEventRecord(consumed.get(), static_cast<cudaStream_t>(consumer_stream)),
+               "cudaEventRecord", &why)) {
+    GST_WARNING("frame released without waiting for its consumer: %s", why.c_str());
+    return false;
+  }
+  held_frames.emplace_back(*video, sample, std::move(consumed));
+  release_consumed_frames();
+  return true;
+}
+
+void release_consumed_frames() {
+  while (!held_frames.empty()) {
+    cudaEvent_t oldest = held_frames.front().consumed.get();
+    if (held_frames.size() > held_frames_limit) {
+      GilReleased released;
+      cudaEventSynchronize(oldest); /* an error there is the consumer's, and it is done */
+    } else if (cudaEventQuery(oldest) == cudaErrorNotReady) {
+      return;
+    }
+    held_frames.pop_front();
+  }
 }
 
 void finish_pending(GstBuffer *buffer) {

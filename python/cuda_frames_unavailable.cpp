@@ -29,4 +29,8 @@ bool order_after(int, void *, void *, std::string *why) {
 
 void finish_pending(GstBuffer *) {}
 
+bool release_after_consumer(GstVideoFrame *, GstSample *, int, void *) { return false; }
+
+void release_consumed_frames() {}
+
 }  // namespace cudagray_python

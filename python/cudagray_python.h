@@ -6,6 +6,7 @@
 
 #include <Python.h>
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 #include <string>
 
@@ -55,6 +56,10 @@ struct CudaMemoryInfo {
    * be queued on it (GST_CUDA_MEMORY_TRANSFER_NEED_SYNC); NULL when the
    * frame is complete, always before 1.24 (frames are complete when pushed). */
   void *pending_stream = nullptr;
+  /* The stream the last DLPack consumer named: its work on the frame may
+   * still be queued when its tensor is freed. */
+  void *consumer_stream = nullptr;
+  bool consumer_known = false;
 };
 /* Fills *info for a buffer in CUDA memory of a device's primary context;
  * false with *why otherwise. */
@@ -64,6 +69,16 @@ bool describe_cuda_memory(GstBuffer *buffer, CudaMemoryInfo *info, std::string *
  * consumer_stream waits on an event recorded on pending_stream (no host
  * block); false with *why when a CUDA call fails. */
 bool order_after(int device, void *pending_stream, void *consumer_stream, std::string *why);
+/* Keeps a freed frame's mapping and sample until the work its consumer
+ * queued on consumer_stream so far is done, so that cudagray does not write
+ * a new frame into memory a kernel still reads; false (the caller releases
+ * them now) when no event can be recorded. */
+bool release_after_consumer(GstVideoFrame *video, GstSample *sample, int device,
+                            void *consumer_stream);
+/* Releases the frames whose consumers are done; blocks on the oldest only
+ * when many are waiting. */
+void release_consumed_frames();
+
 /* GST_MAP_CUDA: maps CUDA memory as its device pointer. */
 GstMapFlags cuda_map_flag();
 /* Blocks until the buffer's pending work is done (GStreamer 1.24+). */

@@ -38,8 +38,12 @@ PyObject *clock_time_or_none(GstClockTime time) {
 void frame_dealloc(PyObject *self) {
   Frame *frame = as_frame(self);
   PyTypeObject *type = Py_TYPE(self);
-  gst_video_frame_unmap(&frame->video);
-  gst_sample_unref(frame->sample);
+  if (!frame->cuda.consumer_known ||
+      !release_after_consumer(&frame->video, frame->sample, frame->cuda.device,
+                              frame->cuda.consumer_stream)) {
+    gst_video_frame_unmap(&frame->video);
+    gst_sample_unref(frame->sample);
+  }
   reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
   Py_DECREF(type);
 }
@@ -156,12 +160,20 @@ void capsule_destructor(PyObject *capsule) {
 }
 
 /* Orders the consumer after cudagray's work on the frame, as the DLPack
- * protocol asks: stream None makes the frame complete before it is handed
- * over, -1 asks for no ordering, any other value is the consumer's CUDA
- * stream (1 and 2 are the legacy and per-thread default streams, the same
- * values as cudaStreamLegacy and cudaStreamPerThread). */
+ * protocol asks, and remembers its stream for the frame's release: stream
+ * None is the legacy default stream, and the frame is complete before it is
+ * handed over; -1 asks for no ordering; any other value is the consumer's
+ * CUDA stream (1 and 2 are the legacy and per-thread default streams, the
+ * same values as cudaStreamLegacy and cudaStreamPerThread). */
 bool order_consumer(Frame *frame, PyObject *stream) {
-  if (!frame->on_cuda || !frame->cuda.pending_stream) return true;
+  if (!frame->on_cuda) return true;
+  const long long value = stream == Py_None ? 1 : PyLong_AsLongLong(stream);
+  if (value == -1 && PyErr_Occurred()) return false;
+  if (value == -1) return true;
+  void *consumer = reinterpret_cast<void *>((intptr_t)value);
+  frame->cuda.consumer_stream = consumer;
+  frame->cuda.consumer_known = true;
+  if (!frame->cuda.pending_stream) return true;
   if (stream == Py_None) {
     {
       GilReleased released;
@@ -170,12 +182,8 @@ bool order_consumer(Frame *frame, PyObject *stream) {
     frame->cuda.pending_stream = nullptr;
     return true;
   }
-  const long long value = PyLong_AsLongLong(stream);
-  if (value == -1 && PyErr_Occurred()) return false;
-  if (value == -1) return true;
   std::string why;
-  if (!order_after(frame->cuda.device, frame->cuda.pending_stream,
-                   reinterpret_cast<void *>((intptr_t)value), &why)) {
+  if (!order_after(frame->cuda.device, frame->cuda.pending_stream, consumer, &why)) {
     PyErr_Format(PyExc_BufferError, "could not order the consumer's stream after cudagray's: %s",
                  why.c_str());
     return false;

@@ -63,6 +63,7 @@ PyObject *reader_next(PyObject *self) {
     PyErr_SetString(PyExc_ValueError, "the reader is closed");
     return NULL;
   }
+  release_consumed_frames();
   for (;;) {
     if (raise_bus_error(reader)) {
       stop(reader);

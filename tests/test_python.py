@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 import numpy as np
@@ -231,6 +232,7 @@ class Reader(unittest.TestCase):
         """)
         process = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
         self.assertEqual(process.stdout.readline(), "reading\n")
+        time.sleep(0.3)  # into the wait for the next frame, due 1 s after the first
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=30)
         self.assertEqual(output, "interrupted, closed: True\n")
