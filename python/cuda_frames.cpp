@@ -20,6 +20,8 @@
 #include <gst/cuda/gstcudastream.h>
 #endif
 
+#define GST_CAT_DEFAULT cudagray_python_debug
+
 namespace cudagray_python {
 
 namespace {
@@ -89,7 +91,9 @@ class DeviceScope {
            checked(cudaSetDevice(device), "cudaSetDevice", why);
   }
   ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
+    std::string why;
+    if (previous_ >= 0 && !checked(cudaSetDevice(previous_), "cudaSetDevice", &why))
+      GST_WARNING("the application's device %d not made current again: %s", previous_, why.c_str());
   }
 
  private:
@@ -220,12 +224,14 @@ bool release_after_consumer(GstVideoFrame *video, GstSample *sample, int device,
 void release_consumed_frames() {
   while (!held_frames.empty()) {
     cudaEvent_t oldest = held_frames.front().consumed.get();
-    if (held_frames.size() > held_frames_limit) {
-      GilReleased released;
-      cudaEventSynchronize(oldest); /* an error there is the consumer's, and it is done */
-    } else if (cudaEventQuery(oldest) == cudaErrorNotReady) {
-      return;
-    }
+    /* past the limit, wait with the GIL held: no other thread changes the
+     * queue meanwhile */
+    const cudaError_t state = held_frames.size() > held_frames_limit ? cudaEventSynchronize(oldest)
+                                                                     : cudaEventQuery(oldest);
+    if (state == cudaErrorNotReady) return;
+    /* an error is the consumer's, whose work on the frame is over either way */
+    if (state != cudaSuccess)
+      GST_WARNING("frame released after its consumer failed: %s", cudaGetErrorString(state));
     held_frames.pop_front();
   }
 }

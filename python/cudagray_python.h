@@ -10,6 +10,8 @@
 
 #include <string>
 
+GST_DEBUG_CATEGORY_EXTERN(cudagray_python_debug);
+
 namespace cudagray_python {
 
 /* Releases the GIL for its scope: around GStreamer calls that may block,

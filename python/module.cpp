@@ -2,6 +2,8 @@
 /* The cudagray module: open(), frame_from_sample(), Frame, Reader, Error. */
 #include "cudagray_python.h"
 
+GST_DEBUG_CATEGORY(cudagray_python_debug);
+
 namespace cudagray_python {
 
 PyObject *error_type;
@@ -74,6 +76,7 @@ PyMODINIT_FUNC PyInit_cudagray(void) {
     g_error_free(error);
     return NULL;
   }
+  GST_DEBUG_CATEGORY_INIT(cudagray_python_debug, "cudagray-python", 0, "cudagray's Python module");
   PyObject *module = PyModule_Create(&module_def);
   if (!module) return NULL;
   error_type = PyErr_NewExceptionWithDoc("cudagray.Error",
