@@ -30,10 +30,23 @@ class GilReleased {
 /* cudagray.Error: what GStreamer reported, naming the element. */
 extern PyObject *error_type;
 
+/* The layout of the frames of one caps, read once per caps rather than
+ * once per frame. */
+struct FrameCaps {
+  GstCaps *caps = nullptr; /* a reference, or NULL */
+  GstVideoInfo info;
+  bool on_cuda = false;
+  ~FrameCaps() { gst_clear_caps(&caps); }
+  /* Reads caps unless they are the ones read last; false with a Python
+   * exception set when they are no gray video. */
+  bool update(GstCaps *caps);
+};
+
 /* The Frame type, made at module init; frame_new takes sample's reference
- * and gives a new Frame or NULL with a Python exception set. */
+ * and gives a new Frame (laid out as its caps, read into layout) or NULL
+ * with a Python exception set. */
 bool frame_type_init(PyObject *module);
-PyObject *frame_new(GstSample *sample);
+PyObject *frame_new(GstSample *sample, FrameCaps *layout);
 
 /* The Reader type and cudagray.open(source, **options). */
 bool reader_type_init(PyObject *module);

@@ -318,24 +318,34 @@ bool frame_type_init(PyObject *module) {
   return PyModule_AddObject(module, "Frame", Py_NewRef((PyObject *)frame_type)) == 0;
 }
 
-PyObject *frame_new(GstSample *sample) {
-  GstCaps *caps = gst_sample_get_caps(sample);
-  GstBuffer *buffer = gst_sample_get_buffer(sample);
-  GstVideoInfo info;
-  if (!caps || !buffer || !gst_video_info_from_caps(&info, caps)) {
-    gst_sample_unref(sample);
-    PyErr_SetString(PyExc_ValueError, "the sample carries no video frame");
-    return NULL;
+bool FrameCaps::update(GstCaps *sample_caps) {
+  if (sample_caps && sample_caps == caps) return true;
+  gst_clear_caps(&caps);
+  if (!sample_caps || !gst_video_info_from_caps(&info, sample_caps)) {
+    PyErr_SetString(PyExc_ValueError, "the sample carries no video caps");
+    return false;
   }
   const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&info);
   if (format != GST_VIDEO_FORMAT_GRAY8 && format != GST_VIDEO_FORMAT_GRAY16_LE) {
     PyErr_Format(PyExc_ValueError, "cudagray frames are GRAY8 or GRAY16_LE, not %s",
                  gst_video_format_to_string(format));
+    return false;
+  }
+  GstCapsFeatures *features = gst_caps_get_features(sample_caps, 0);
+  on_cuda = features && gst_caps_features_contains(features, "memory:CUDAMemory");
+  caps = gst_caps_ref(sample_caps);
+  return true;
+}
+
+PyObject *frame_new(GstSample *sample, FrameCaps *layout) {
+  GstBuffer *buffer = gst_sample_get_buffer(sample);
+  if (!layout->update(gst_sample_get_caps(sample)) || !buffer) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the sample carries no buffer");
     gst_sample_unref(sample);
     return NULL;
   }
-  GstCapsFeatures *features = gst_caps_get_features(caps, 0);
-  const bool on_cuda = features && gst_caps_features_contains(features, "memory:CUDAMemory");
+  const bool on_cuda = layout->on_cuda;
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&layout->info);
   CudaMemoryInfo cuda;
   std::string why;
   if (on_cuda && !describe_cuda_memory(buffer, &cuda, &why)) {
@@ -350,7 +360,7 @@ PyObject *frame_new(GstSample *sample) {
     return NULL;
   }
   const GstMapFlags flags = on_cuda ? GstMapFlags(GST_MAP_READ | cuda_map_flag()) : GST_MAP_READ;
-  if (!gst_video_frame_map(&frame->video, &info, buffer, flags)) {
+  if (!gst_video_frame_map(&frame->video, &layout->info, buffer, flags)) {
     /* nothing mapped: free the object without the dealloc's unmap */
     gst_sample_unref(sample);
     reinterpret_cast<freefunc>(PyType_GetSlot(frame_type, Py_tp_free))(frame);

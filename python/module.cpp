@@ -34,7 +34,8 @@ PyObject *frame_from_sample(PyObject *, PyObject *sample) {
     PyErr_SetString(PyExc_TypeError, "this PyGObject does not give its Gst.Sample's address");
     return NULL;
   }
-  return frame_new(gst_sample_ref(gst_sample));
+  FrameCaps layout;
+  return frame_new(gst_sample_ref(gst_sample), &layout);
 }
 
 PyMethodDef module_methods[] = {

@@ -23,6 +23,7 @@ struct Reader {
   GstBus *bus;
   PyObject *description;
   bool finished; /* end of stream reached */
+  FrameCaps *layout;
 };
 
 Reader *as_reader(PyObject *self) { return reinterpret_cast<Reader *>(self); }
@@ -75,7 +76,7 @@ PyObject *reader_next(PyObject *self) {
       GilReleased released;
       sample = gst_app_sink_try_pull_sample(GST_APP_SINK(reader->sink), pull_timeout);
     }
-    if (sample) return frame_new(sample);
+    if (sample) return frame_new(sample, reader->layout);
     reader->finished = gst_app_sink_is_eos(GST_APP_SINK(reader->sink));
     if (PyErr_CheckSignals() < 0) {
       stop(reader);
@@ -109,6 +110,7 @@ void reader_dealloc(PyObject *self) {
   PyTypeObject *type = Py_TYPE(self);
   stop(reader);
   Py_XDECREF(reader->description);
+  delete reader->layout;
   reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
   Py_DECREF(type);
 }
@@ -379,6 +381,7 @@ PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
     return NULL;
   }
   Reader *reader = as_reader(self);
+  reader->layout = new FrameCaps();
   const bool built = build(reader, source, options, properties);
   Py_DECREF(properties);
   if (!built) {
