@@ -87,6 +87,14 @@ def rss_bytes():
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+class ArrayInterfaceOnly:
+    """A frame seen by NumPy through __array_interface__ alone (no buffer protocol)."""
+
+    def __init__(self, frame):
+        self.__array_interface__ = frame.__array_interface__
+        self.frame = frame
+
+
 def data_address(array):
     return array.__array_interface__["data"][0]
 
@@ -105,7 +113,9 @@ class SystemFrames(unittest.TestCase):
             self.assertEqual(frame.shape, rows.shape)
             self.assertEqual(frame.dtype, rows.dtype.name)
             self.assertEqual(frame.pts, pts)
-            for array in (np.asarray(frame), np.from_dlpack(frame), np.asarray(memoryview(frame))):
+            through_interface = np.asarray(ArrayInterfaceOnly(frame))
+            for array in (np.asarray(frame), np.from_dlpack(frame), np.asarray(memoryview(frame)),
+                          through_interface):
                 np.testing.assert_array_equal(array, rows)
                 self.assertEqual(array.strides, frame.strides)
                 # no copy: every array sees the frame's own memory
