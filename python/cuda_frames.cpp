@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Frames in CUDA memory: the pipeline's CUDA elements work in the device's
+ * primary context, the one PyTorch and CuPy use (a device pointer of one
+ * context is not valid in another), and consumers are ordered after
+ * cudagray's work. Every version check of gstreamer-cuda-1.0 in the module
+ * is here. */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+
+#include <deque>
+#include <map>
+
+#include "cudagray_python.h"
+
+#if GST_CHECK_VERSION(1, 24, 0)
+#include <gst/cuda/gstcudastream.h>
+#endif
+
+#define GST_CAT_DEFAULT cudagray_python_debug
+
+namespace cudagray_python {
+
+namespace {
+
+bool checked(cudaError_t error, const char *call, std::string *why) {
+  if (error == cudaSuccess) return true;
+  *why = std::string(call) + ": " + cudaGetErrorString(error);
+  return false;
+}
+
+/* A driver function reached through the CUDA runtime, so that the module
+ * links no libcuda of its own (the driver's is loaded at run time). */
+template <typename Function>
+bool driver_function(const char *name, Function *function, std::string *why) {
+  cudaDriverEntryPointQueryResult found;
+  if (!checked(cudaGetDriverEntryPointByVersion(name, reinterpret_cast<void **>(function), 12000,
+                                                cudaEnableDefault, &found),
+               "cudaGetDriverEntryPointByVersion", why))
+    return false;
+  if (found != cudaDriverEntryPointSuccess) {
+    *why = std::string("the CUDA driver has no ") + name;
+    return false;
+  }
+  return true;
+}
+
+/* Each device's primary context wrapped for GStreamer, made once and kept
+ * (with the primary context retained) for the process's life: frames, and
+ * tensors made from them, may outlive every reader. Called with the GIL. */
+GstCudaContext *primary_gst_context(int device, std::string *why) {
+  static std::map<int, GstCudaContext *> contexts;
+  auto known = contexts.find(device);
+  if (known != contexts.end()) return known->second;
+  decltype(&cuDeviceGet) device_get;
+  decltype(&cuDevicePrimaryCtxRetain) primary_retain;
+  int count = 0;
+  if (!checked(cudaGetDeviceCount(&count), "cudaGetDeviceCount", why) ||
+      !driver_function("cuDeviceGet", &device_get, why) ||
+      !driver_function("cuDevicePrimaryCtxRetain", &primary_retain, why))
+    return NULL;
+  if (!gst_cuda_load_library()) {
+    *why = "GStreamer could not load the CUDA driver library (libcuda.so.1)";
+    return NULL;
+  }
+  CUdevice cu_device;
+  CUcontext primary;
+  if (device_get(&cu_device, device) != CUDA_SUCCESS ||
+      primary_retain(&primary, cu_device) != CUDA_SUCCESS) {
+    *why = "could not retain the primary CUDA context of device " + std::to_string(device);
+    return NULL;
+  }
+  GstCudaContext *context = gst_cuda_context_new_wrapped(primary, cu_device);
+  if (!context) {
+    *why = "GStreamer could not wrap the primary CUDA context of device " + std::to_string(device);
+    return NULL;
+  }
+  contexts[device] = context;
+  return context;
+}
+
+/* Restores the calling thread's current device (the application's) when the
+ * module's CUDA calls are done. */
+class DeviceScope {
+ public:
+  bool enter(int device, std::string *why) {
+    return checked(cudaGetDevice(&previous_), "cudaGetDevice", why) &&
+           checked(cudaSetDevice(device), "cudaSetDevice", why);
+  }
+  ~DeviceScope() {
+    std::string why;
+    if (previous_ >= 0 && !checked(cudaSetDevice(previous_), "cudaSetDevice", &why))
+      GST_WARNING("the application's device %d not made current again: %s", previous_, why.c_str());
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+class Event {
+ public:
+  Event() = default;
+  Event(Event &&other) : event_(other.event_) { other.event_ = nullptr; }
+  Event &operator=(Event &&) = delete;
+  ~Event() {
+    if (event_) cudaEventDestroy(event_);
+  }
+  bool create(std::string *why) {
+    return checked(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
+                   "cudaEventCreateWithFlags", why);
+  }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+/* A freed frame whose consumer's queued work may still read it: its mapping
+ * and sample, held until the event recorded after that work completes. */
+struct HeldFrame {
+  GstVideoFrame video;
+  GstSample *sample;
+  Event consumed;
+  HeldFrame(const GstVideoFrame &mapped, GstSample *held, Event &&event)
+      : video(mapped), sample(held), consumed(std::move(event)) {}
+  HeldFrame(const HeldFrame &) = delete;
+  ~HeldFrame() {
+    if (!sample) return;
+    gst_video_frame_unmap(&video);
+    gst_sample_unref(sample);
+  }
+};
+
+/* oldest first; touched with the GIL held */
+std::deque<HeldFrame> held_frames;
+/* past this many, the oldest is waited for: a consumer that never finishes
+ * must not make cudagray allocate without end */
+constexpr size_t held_frames_limit = 64;
+
+}  // namespace
+
+std::string cuda_frames_unavailable(int device) {
+  guint major, minor, micro, nano;
+  gst_version(&major, &minor, &micro, &nano);
+  if (minor != CUDAGRAY_GST_CUDA_BUILT_MINOR)
+    return "the module was built against GStreamer 1." G_STRINGIFY(
+               CUDAGRAY_GST_CUDA_BUILT_MINOR) " and runs with 1." +
+           std::to_string(minor) +
+           ", whose CUDA memory differs: rebuild the module against this GStreamer";
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess)
+    return std::string("no usable CUDA device: ") + cudaGetErrorString(error);
+  if (device >= count)
+    return "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " found)";
+  return "";
+}
+
+GstContext *primary_cuda_context(int device, std::string *why) {
+  GstCudaContext *context = primary_gst_context(device, why);
+  return context ? gst_context_new_cuda_context(context) : NULL;
+}
+
+GstMapFlags cuda_map_flag() { return GstMapFlags(GST_MAP_CUDA); }
+
+bool describe_cuda_memory(GstBuffer *buffer, CudaMemoryInfo *info, std::string *why) {
+  GstMemory *memory = gst_buffer_peek_memory(buffer, 0);
+  if (gst_buffer_n_memory(buffer) != 1 || !gst_is_cuda_memory(memory)) {
+    *why = "its buffer is not one block of GStreamer CUDA memory";
+    return false;
+  }
+  GstCudaContext *context = GST_CUDA_MEMORY_CAST(memory)->context;
+  guint device = 0;
+  g_object_get(context, "cuda-device-id", &device, NULL);
+  GstCudaContext *primary = primary_gst_context((int)device, why);
+  if (!primary) return false;
+  if (gst_cuda_context_get_handle(context) != gst_cuda_context_get_handle(primary)) {
+    *why =
+        "its memory belongs to a CUDA context of the pipeline's own, not to the primary "
+        "context of device " +
+        std::to_string(device) +
+        " that PyTorch and CuPy use; cudagray.open() sets the primary one on its pipelines";
+    return false;
+  }
+  info->device = (int)device;
+  info->pending_stream = nullptr;
+#if GST_CHECK_VERSION(1, 24, 0)
+  GstCudaStream *stream = gst_cuda_memory_get_stream(GST_CUDA_MEMORY_CAST(memory));
+  if (stream && GST_MEMORY_FLAG_IS_SET(memory, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC))
+    info->pending_stream = gst_cuda_stream_get_handle(stream);
+#endif
+  return true;
+}
+
+bool order_after(int device, void *pending_stream, void *consumer_stream, std::string *why) {
+  DeviceScope scope;
+  Event event;
+  return scope.enter(device, why) && event.create(why) &&
+         checked(cudaEventRecord(event.get(), static_cast<cudaStream_t>(pending_stream)),
+                 "cudaEventRecord", why) &&
+         checked(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer_stream), event.get(), 0),
+                 "cudaStreamWaitEvent", why);
+}
+
+bool release_after_consumer(GstVideoFrame *video, GstSample *sample, int device,
+                            void *consumer_stream) {
+  std::string why;
+  DeviceScope scope;
+  Event consumed;
+  if (!scope.enter(device, &why) || !consumed.create(&why) ||
+      !checked(cudaEventRecord(consumed.get(), static_cast<cudaStream_t>(consumer_stream)),
+               "cudaEventRecord", &why)) {
+    GST_WARNING("frame released without waiting for its consumer: %s", why.c_str());
+    return false;
+  }
+  held_frames.emplace_back(*video, sample, std::move(consumed));
+  release_consumed_frames();
+  return true;
+}
+
+void release_consumed_frames() {
+  while (!held_frames.empty()) {
+    cudaEvent_t oldest = held_frames.front().consumed.get();
+    /* past the limit, wait with the GIL held: no other thread changes the
+     * queue meanwhile */
+    const cudaError_t state = held_frames.size() > held_frames_limit ? cudaEventSynchronize(oldest)
+                                                                     : cudaEventQuery(oldest);
+    if (state == cudaErrorNotReady) return;
+    /* an error is the consumer's, whose work on the frame is over either way */
+    if (state != cudaSuccess)
+      GST_WARNING("frame released after its consumer failed: %s", cudaGetErrorString(state));
+    held_frames.pop_front();
+  }
+}
+
+void finish_pending(GstBuffer *buffer) {
+#if GST_CHECK_VERSION(1, 24, 0)
+  gst_cuda_memory_sync(GST_CUDA_MEMORY_CAST(gst_buffer_peek_memory(buffer, 0)));
+#endif
+}
+
+}  // namespace cudagray_python

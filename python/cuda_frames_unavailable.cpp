@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* A build without gstreamer-cuda-1.0 or the CUDA runtime: every frame is in
+ * system memory. */
+#include "cudagray_python.h"
+
+namespace cudagray_python {
+
+std::string cuda_frames_unavailable(int) {
+  return "the module was built without CUDA memory support (the CUDA toolkit and "
+         "gstreamer-cuda-1.0)";
+}
+
+GstContext *primary_cuda_context(int device, std::string *why) {
+  *why = cuda_frames_unavailable(device);
+  return NULL;
+}
+
+GstMapFlags cuda_map_flag() { return GST_MAP_READ; }
+
+bool describe_cuda_memory(GstBuffer *, CudaMemoryInfo *, std::string *why) {
+  *why = cuda_frames_unavailable(0);
+  return false;
+}
+
+bool order_after(int, void *, void *, std::string *why) {
+  *why = cuda_frames_unavailable(0);
+  return false;
+}
+
+void finish_pending(GstBuffer *) {}
+
+bool release_after_consumer(GstVideoFrame *, GstSample *, int, void *) { return false; }
+
+void release_consumed_frames() {}
+
+}  // namespace cudagray_python

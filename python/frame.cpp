@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* cudagray.Frame: one gray frame, its GstBuffer mapped for as long as the
+ * frame lives. Every array made from it (DLPack, buffer protocol, the array
+ * interfaces) holds a reference to the frame, so the buffer goes back to its
+ * pool only when the last of them is gone, whether or not its reader is. */
+#include <dlpack/dlpack.h>
+#include <gst/video/video.h>
+
+#include "cudagray_python.h"
+
+namespace cudagray_python {
+
+namespace {
+
+PyTypeObject *frame_type;
+
+struct Frame {
+  PyObject_HEAD GstSample *sample;
+  GstVideoFrame video; /* mapped until the frame is freed */
+  bool on_cuda;
+  CudaMemoryInfo cuda;
+  Py_ssize_t itemsize;
+  Py_ssize_t shape[2];   /* height, width */
+  Py_ssize_t strides[2]; /* in bytes: the row stride from the video meta */
+};
+
+Frame *as_frame(PyObject *self) { return reinterpret_cast<Frame *>(self); }
+
+void *frame_data(Frame *frame) { return GST_VIDEO_FRAME_PLANE_DATA(&frame->video, 0); }
+
+const char *typestr(Frame *frame) { return frame->itemsize == 1 ? "|u1" : "<u2"; }
+
+PyObject *clock_time_or_none(GstClockTime time) {
+  if (!GST_CLOCK_TIME_IS_VALID(time)) Py_RETURN_NONE;
+  return PyLong_FromUnsignedLongLong(time);
+}
+
+void frame_dealloc(PyObject *self) {
+  Frame *frame = as_frame(self);
+  PyTypeObject *type = Py_TYPE(self);
+  if (!frame->cuda.consumer_known ||
+      !release_after_consumer(&frame->video, frame->sample, frame->cuda.device,
+                              frame->cuda.consumer_stream)) {
+    gst_video_frame_unmap(&frame->video);
+    gst_sample_unref(frame->sample);
+  }
+  reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
+  Py_DECREF(type);
+}
+
+PyObject *frame_repr(PyObject *self) {
+  Frame *frame = as_frame(self);
+  PyObject *pts = clock_time_or_none(GST_BUFFER_PTS(frame->video.buffer));
+  if (!pts) return NULL;
+  PyObject *repr = PyUnicode_FromFormat(
+      "<cudagray.Frame %zdx%zd %s on %s, pts %S>", frame->shape[1], frame->shape[0],
+      gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(&frame->video)),
+      frame->on_cuda ? "cuda" : "cpu", pts);
+  Py_DECREF(pts);
+  return repr;
+}
+
+PyObject *shape_tuple(const Py_ssize_t values[2]) {
+  return Py_BuildValue("(nn)", values[0], values[1]);
+}
+
+PyObject *get_shape(PyObject *self, void *) { return shape_tuple(as_frame(self)->shape); }
+
+PyObject *get_strides(PyObject *self, void *) { return shape_tuple(as_frame(self)->strides); }
+
+PyObject *get_dtype(PyObject *self, void *) {
+  return PyUnicode_FromString(as_frame(self)->itemsize == 1 ? "uint8" : "uint16");
+}
+
+PyObject *get_pts(PyObject *self, void *) {
+  return clock_time_or_none(GST_BUFFER_PTS(as_frame(self)->video.buffer));
+}
+
+PyObject *get_duration(PyObject *self, void *) {
+  return clock_time_or_none(GST_BUFFER_DURATION(as_frame(self)->video.buffer));
+}
+
+PyObject *get_device(PyObject *self, void *) {
+  Frame *frame = as_frame(self);
+  if (!frame->on_cuda) return PyUnicode_FromString("cpu");
+  return PyUnicode_FromFormat("cuda:%d", frame->cuda.device);
+}
+
+/* __array_interface__ and __cuda_array_interface__ (version 3) share one
+ * dictionary; each is an AttributeError on a frame in the other memory, so
+ * that consumers probing with hasattr take the interface that applies. */
+PyObject *array_interface(Frame *frame, PyObject *stream) {
+  return Py_BuildValue(
+      "{s:N,s:s,s:(Ki),s:N,s:i,s:O}", "shape", shape_tuple(frame->shape), "typestr", typestr(frame),
+      "data", (unsigned long long)(uintptr_t)frame_data(frame), !frame->on_cuda, "strides",
+      shape_tuple(frame->strides), "version", 3, "stream", stream ? stream : Py_None);
+}
+
+PyObject *get_array_interface(PyObject *self, void *) {
+  Frame *frame = as_frame(self);
+  if (frame->on_cuda) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "a frame in CUDA memory has no __array_interface__: use __dlpack__ or "
+                    "__cuda_array_interface__");
+    return NULL;
+  }
+  PyObject *interface = array_interface(frame, NULL);
+  if (interface && PyDict_DelItemString(interface, "stream") < 0) Py_CLEAR(interface);
+  return interface;
+}
+
+PyObject *get_cuda_array_interface(PyObject *self, void *) {
+  Frame *frame = as_frame(self);
+  if (!frame->on_cuda) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "a frame in system memory has no __cuda_array_interface__: use the buffer "
+                    "protocol, __array_interface__ or __dlpack__");
+    return NULL;
+  }
+  /* the stream the consumer must order its work after; None: complete */
+  PyObject *stream = frame->cuda.pending_stream ? PyLong_FromVoidPtr(frame->cuda.pending_stream)
+                                                : Py_NewRef(Py_None);
+  if (!stream) return NULL;
+  PyObject *interface = array_interface(frame, stream);
+  Py_DECREF(stream);
+  return interface;
+}
+
+PyObject *dlpack_device(PyObject *self, PyObject *) {
+  Frame *frame = as_frame(self);
+  return frame->on_cuda ? Py_BuildValue("(ii)", (int)kDLCUDA, frame->cuda.device)
+                        : Py_BuildValue("(ii)", (int)kDLCPU, 0);
+}
+
+/* One DLPack export: the tensor, its shape and strides, and the frame it
+ * keeps alive until the consumer calls the deleter. */
+struct Export {
+  DLManagedTensor managed;
+  int64_t shape[2];
+  int64_t strides[2]; /* in elements */
+  PyObject *frame;
+};
+
+void export_delete(DLManagedTensor *managed) {
+  Export *exported = static_cast<Export *>(managed->manager_ctx);
+  /* a consumer may free its tensor on any thread, or after Python is gone */
+  if (Py_IsInitialized()) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF(exported->frame);
+    PyGILState_Release(gil);
+  }
+  delete exported;
+}
+
+void capsule_destructor(PyObject *capsule) {
+  /* a capsule no consumer took ("used_dltensor" once taken) */
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto *managed = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule, "dltensor"));
+  managed->deleter(managed);
+}
+
+/* Orders the consumer after cudagray's work on the frame, as the DLPack
+ * protocol asks, and remembers its stream for the frame's release: stream
+ * None is the legacy default stream, and the frame is complete before it is
+ * handed over; -1 asks for no ordering; any other value is the consumer's
+ * CUDA stream (1 and 2 are the legacy and per-thread default streams, the
+ * same values as cudaStreamLegacy and cudaStreamPerThread). */
+bool order_consumer(Frame *frame, PyObject *stream) {
+  if (!frame->on_cuda) return true;
+  const long long value = stream == Py_None ? 1 : PyLong_AsLongLong(stream);
+  if (value == -1 && PyErr_Occurred()) return false;
+  if (value == -1) return true;
+  void *consumer = reinterpret_cast<void *>((intptr_t)value);
+  frame->cuda.consumer_stream = consumer;
+  frame->cuda.consumer_known = true;
+  if (!frame->cuda.pending_stream) return true;
+  if (stream == Py_None) {
+    {
+      GilReleased released;
+      finish_pending(frame->video.buffer);
+    }
+    frame->cuda.pending_stream = nullptr;
+    return true;
+  }
+  std::string why;
+  if (!order_after(frame->cuda.device, frame->cuda.pending_stream, consumer, &why)) {
+    PyErr_Format(PyExc_BufferError, "could not order the consumer's stream after cudagray's: %s",
+                 why.c_str());
+    return false;
+  }
+  return true;
+}
+
+PyObject *dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {"stream", "max_version", "dl_device", "copy", NULL};
+  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", const_cast<char **>(keywords),
+                                   &stream, &max_version, &dl_device, &copy))
+    return NULL;
+  Frame *frame = as_frame(self);
+  /* max_version: this DLPack (0.x) has no versioned tensor; consumers take
+   * the unversioned capsule, as the protocol allows */
+  if (copy != Py_None && PyObject_IsTrue(copy)) {
+    PyErr_SetString(PyExc_BufferError, "cudagray frames are handed over without a copy");
+    return NULL;
+  }
+  if (dl_device != Py_None) {
+    PyObject *own = dlpack_device(self, NULL);
+    const int same = own ? PyObject_RichCompareBool(dl_device, own, Py_EQ) : -1;
+    Py_XDECREF(own);
+    if (same < 0) return NULL;
+    if (!same) {
+      PyErr_SetString(PyExc_BufferError,
+                      "dl_device differs from the frame's device, and frames are not copied");
+      return NULL;
+    }
+  }
+  if (!order_consumer(frame, stream)) return NULL;
+
+  Export *exported = new Export();
+  exported->frame = Py_NewRef(self);
+  exported->shape[0] = frame->shape[0];
+  exported->shape[1] = frame->shape[1];
+  exported->strides[0] = frame->strides[0] / frame->itemsize;
+  exported->strides[1] = 1;
+  DLTensor &tensor = exported->managed.dl_tensor;
+  tensor.data = frame_data(frame);
+  tensor.device = frame->on_cuda ? DLDevice{kDLCUDA, frame->cuda.device} : DLDevice{kDLCPU, 0};
+  tensor.ndim = 2;
+  tensor.dtype = DLDataType{kDLUInt, (uint8_t)(8 * frame->itemsize), 1};
+  tensor.shape = exported->shape;
+  tensor.strides = exported->strides;
+  tensor.byte_offset = 0;
+  exported->managed.manager_ctx = exported;
+  exported->managed.deleter = export_delete;
+  PyObject *capsule = PyCapsule_New(&exported->managed, "dltensor", capsule_destructor);
+  if (!capsule) export_delete(&exported->managed);
+  return capsule;
+}
+
+/* The buffer protocol, for system-memory frames: read-only, 2-D, strided. */
+int get_buffer(PyObject *self, Py_buffer *view, int flags) {
+  Frame *frame = as_frame(self);
+  if (frame->on_cuda) {
+    PyErr_SetString(PyExc_BufferError,
+                    "the frame is in CUDA memory: use __dlpack__ or __cuda_array_interface__");
+    return -1;
+  }
+  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
+    PyErr_SetString(PyExc_BufferError, "cudagray frames are read-only");
+    return -1;
+  }
+  const bool contiguous = frame->strides[0] == frame->shape[1] * frame->itemsize;
+  if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contiguous) {
+    PyErr_SetString(PyExc_BufferError,
+                    "the frame's rows are padded: ask for strides (PyBUF_STRIDES)");
+    return -1;
+  }
+  view->buf = frame_data(frame);
+  view->obj = Py_NewRef(self);
+  view->len = frame->shape[0] * frame->shape[1] * frame->itemsize;
+  view->readonly = 1;
+  view->itemsize = frame->itemsize;
+  view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT
+                     ? const_cast<char *>(frame->itemsize == 1 ? "B" : "<H")
+                     : NULL;
+  view->ndim = 2;
+  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? frame->shape : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? frame->strides : NULL;
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  return 0;
+}
+
+PyMethodDef frame_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(stream=None, *, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "A DLPack capsule of the frame, without a copy. With a CUDA stream, that stream waits "
+     "for cudagray's work on the frame; with None the frame is complete when returned."},
+    {"__dlpack_device__", dlpack_device, METH_NOARGS,
+     "(device type, device id): (2, id) for CUDA, (1, 0) for the CPU"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyGetSetDef frame_getset[] = {
+    {"shape", get_shape, NULL, "(height, width)", NULL},
+    {"strides", get_strides, NULL, "(row stride, item size) in bytes, from the video meta", NULL},
+    {"dtype", get_dtype, NULL, "'uint8' (GRAY8) or 'uint16' (GRAY16_LE)", NULL},
+    {"pts", get_pts, NULL, "presentation time in ns, or None", NULL},
+    {"duration", get_duration, NULL, "duration in ns, or None", NULL},
+    {"device", get_device, NULL, "'cpu' or 'cuda:N'", NULL},
+    {"__array_interface__", get_array_interface, NULL, "NumPy's array interface (system memory)",
+     NULL},
+    {"__cuda_array_interface__", get_cuda_array_interface, NULL,
+     "the CUDA array interface, version 3 (CUDA memory)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyType_Slot frame_slots[] = {
+    {Py_tp_dealloc, (void *)frame_dealloc},
+    {Py_tp_repr, (void *)frame_repr},
+    {Py_tp_methods, frame_methods},
+    {Py_tp_getset, frame_getset},
+    {Py_bf_getbuffer, (void *)get_buffer},
+    {Py_tp_doc, (void *)"A gray frame from cudagray, handed to NumPy, PyTorch or CuPy without a "
+                        "copy; its buffer stays mapped while any array made from it lives."},
+    {0, NULL},
+};
+
+PyType_Spec frame_spec = {"cudagray.Frame", sizeof(Frame), 0, Py_TPFLAGS_DEFAULT, frame_slots};
+
+}  // namespace
+
+bool frame_type_init(PyObject *module) {
+  frame_type = reinterpret_cast<PyTypeObject *>(PyType_FromSpec(&frame_spec));
+  if (!frame_type) return false;
+  /* the module keeps its own reference */
+  return PyModule_AddObject(module, "Frame", Py_NewRef((PyObject *)frame_type)) == 0;
+}
+
+bool FrameCaps::update(GstCaps *sample_caps) {
+  if (sample_caps && sample_caps == caps) return true;
+  gst_clear_caps(&caps);
+  if (!sample_caps || !gst_video_info_from_caps(&info, sample_caps)) {
+    PyErr_SetString(PyExc_ValueError, "the sample carries no video caps");
+    return false;
+  }
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&info);
+  if (format != GST_VIDEO_FORMAT_GRAY8 && format != GST_VIDEO_FORMAT_GRAY16_LE) {
+    PyErr_Format(PyExc_ValueError, "cudagray frames are GRAY8 or GRAY16_LE, not %s",
+                 gst_video_format_to_string(format));
+    return false;
+  }
+  GstCapsFeatures *features = gst_caps_get_features(sample_caps, 0);
+  on_cuda = features && gst_caps_features_contains(features, "memory:CUDAMemory");
+  caps = gst_caps_ref(sample_caps);
+  return true;
+}
+
+PyObject *frame_new(GstSample *sample, FrameCaps *layout) {
+  GstBuffer *buffer = gst_sample_get_buffer(sample);
+  if (!layout->update(gst_sample_get_caps(sample)) || !buffer) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the sample carries no buffer");
+    gst_sample_unref(sample);
+    return NULL;
+  }
+  const bool on_cuda = layout->on_cuda;
+  const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&layout->info);
+  CudaMemoryInfo cuda;
+  std::string why;
+  if (on_cuda && !describe_cuda_memory(buffer, &cuda, &why)) {
+    PyErr_Format(error_type, "cannot hand out this CUDA frame: %s", why.c_str());
+    gst_sample_unref(sample);
+    return NULL;
+  }
+  auto alloc = reinterpret_cast<allocfunc>(PyType_GetSlot(frame_type, Py_tp_alloc));
+  Frame *frame = reinterpret_cast<Frame *>(alloc(frame_type, 0));
+  if (!frame) {
+    gst_sample_unref(sample);
+    return NULL;
+  }
+  const GstMapFlags flags = on_cuda ? GstMapFlags(GST_MAP_READ | cuda_map_flag()) : GST_MAP_READ;
+  if (!gst_video_frame_map(&frame->video, &layout->info, buffer, flags)) {
+    /* nothing mapped: free the object without the dealloc's unmap */
+    gst_sample_unref(sample);
+    reinterpret_cast<freefunc>(PyType_GetSlot(frame_type, Py_tp_free))(frame);
+    Py_DECREF(frame_type);
+    PyErr_SetString(error_type, "could not map the frame's buffer");
+    return NULL;
+  }
+  frame->sample = sample;
+  frame->on_cuda = on_cuda;
+  frame->cuda = cuda;
+  frame->itemsize = format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 2;
+  frame->shape[0] = GST_VIDEO_FRAME_HEIGHT(&frame->video);
+  frame->shape[1] = GST_VIDEO_FRAME_WIDTH(&frame->video);
+  frame->strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame->video, 0);
+  frame->strides[1] = frame->itemsize;
+  if (frame->strides[0] % frame->itemsize != 0) {
+    /* DLPack counts strides in elements */
+    PyErr_Format(error_type, "the frame's row stride %zd is not a whole number of samples",
+                 frame->strides[0]);
+    Py_DECREF(frame);
+    return NULL;
+  }
+  return reinterpret_cast<PyObject *>(frame);
+}
+
+}  // namespace cudagray_python

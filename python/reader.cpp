@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* cudagray.open(): a reader that runs `source ! cudagray ! caps ! appsink`
+ * and hands out its frames; a context manager and an iterator. */
+#include <gst/app/gstappsink.h>
+
+#include <cstring>
+#include <string>
+
+#include "cudagray_python.h"
+
+namespace cudagray_python {
+
+namespace {
+
+PyTypeObject *reader_type;
+
+/* how long a pull waits before Python gets to handle signals (Ctrl-C) */
+constexpr GstClockTime pull_timeout = 100 * GST_MSECOND;
+
+struct Reader {
+  PyObject_HEAD GstElement *pipeline; /* NULL once closed */
+  GstElement *sink;
+  GstBus *bus;
+  PyObject *description;
+  bool finished; /* end of stream reached */
+  FrameCaps *layout;
+};
+
+Reader *as_reader(PyObject *self) { return reinterpret_cast<Reader *>(self); }
+
+void stop(Reader *reader) {
+  if (!reader->pipeline) return;
+  /* joins the streaming threads, which never need the GIL */
+  {
+    GilReleased released;
+    gst_element_set_state(reader->pipeline, GST_STATE_NULL);
+  }
+  gst_clear_object(&reader->bus);
+  gst_clear_object(&reader->sink);
+  gst_clear_object(&reader->pipeline);
+}
+
+/* Raises cudagray.Error from the first error on the bus, named by the
+ * element that posted it, as gst-launch-1.0 reports it; false when none. */
+bool raise_bus_error(Reader *reader) {
+  GstMessage *message = gst_bus_pop_filtered(reader->bus, GST_MESSAGE_ERROR);
+  if (!message) return false;
+  GError *error = NULL;
+  gchar *debug = NULL;
+  gst_message_parse_error(message, &error, &debug);
+  gchar *element = gst_object_get_path_string(GST_MESSAGE_SRC(message));
+  PyErr_Format(error_type, "%s: %s%s%s", element, error->message, debug ? "\n" : "",
+               debug ? debug : "");
+  g_free(element);
+  g_free(debug);
+  g_error_free(error);
+  gst_message_unref(message);
+  return true;
+}
+
+PyObject *reader_next(PyObject *self) {
+  Reader *reader = as_reader(self);
+  if (!reader->pipeline) {
+    PyErr_SetString(PyExc_ValueError, "the reader is closed");
+    return NULL;
+  }
+  release_consumed_frames();
+  for (;;) {
+    if (raise_bus_error(reader)) {
+      stop(reader);
+      return NULL;
+    }
+    if (reader->finished) return NULL; /* StopIteration */
+    GstSample *sample;
+    {
+      GilReleased released;
+      sample = gst_app_sink_try_pull_sample(GST_APP_SINK(reader->sink), pull_timeout);
+    }
+    if (sample) return frame_new(sample, reader->layout);
+    reader->finished = gst_app_sink_is_eos(GST_APP_SINK(reader->sink));
+    if (PyErr_CheckSignals() < 0) {
+      stop(reader);
+      return NULL;
+    }
+  }
+}
+
+PyObject *reader_close(PyObject *self, PyObject *) {
+  stop(as_reader(self));
+  Py_RETURN_NONE;
+}
+
+PyObject *reader_enter(PyObject *self, PyObject *) { return Py_NewRef(self); }
+
+PyObject *reader_exit(PyObject *self, PyObject *) {
+  stop(as_reader(self));
+  Py_RETURN_FALSE;
+}
+
+PyObject *get_closed(PyObject *self, void *) {
+  return PyBool_FromLong(as_reader(self)->pipeline == NULL);
+}
+
+PyObject *get_description(PyObject *self, void *) {
+  return Py_NewRef(as_reader(self)->description);
+}
+
+void reader_dealloc(PyObject *self) {
+  Reader *reader = as_reader(self);
+  PyTypeObject *type = Py_TYPE(self);
+  stop(reader);
+  Py_XDECREF(reader->description);
+  delete reader->layout;
+  reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
+  Py_DECREF(type);
+}
+
+PyMethodDef reader_methods[] = {
+    {"close", reader_close, METH_NOARGS,
+     "Stops the pipeline. Frames already handed out stay valid."},
+    {"__enter__", reader_enter, METH_NOARGS, NULL},
+    {"__exit__", reader_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+PyGetSetDef reader_getset[] = {
+    {"closed", get_closed, NULL, "True once the pipeline is stopped", NULL},
+    {"description", get_description, NULL, "the pipeline, as gst-launch-1.0 would take it", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyType_Slot reader_slots[] = {
+    {Py_tp_dealloc, (void *)reader_dealloc},
+    {Py_tp_iter, (void *)PyObject_SelfIter},
+    {Py_tp_iternext, (void *)reader_next},
+    {Py_tp_methods, reader_methods},
+    {Py_tp_getset, reader_getset},
+    {Py_tp_doc, (void *)"Frames of `source ! cudagray ! appsink`: iterate it, and close it (or "
+                        "use it in a with block)."},
+    {0, NULL},
+};
+
+PyType_Spec reader_spec = {"cudagray.Reader", sizeof(Reader), 0, Py_TPFLAGS_DEFAULT, reader_slots};
+
+/* The text GStreamer deserializes into a property: bools as true/false,
+ * sequences (weights) joined by commas, anything else as str() gives it. */
+bool property_text(PyObject *value, std::string *text) {
+  if (PyBool_Check(value)) {
+    *text = value == Py_True ? "true" : "false";
+    return true;
+  }
+  if (PyList_Check(value) || PyTuple_Check(value)) {
+    PyObject *items = PySequence_List(value);
+    if (!items) return false;
+    text->clear();
+    bool ok = true;
+    for (Py_ssize_t i = 0; ok && i < PyList_Size(items); i++) {
+      std::string item;
+      ok = property_text(PyList_GetItem(items, i), &item);
+      *text += (i ? "," : "") + item;
+    }
+    Py_DECREF(items);
+    return ok;
+  }
+  PyObject *str = PyObject_Str(value);
+  const char *utf8 = str ? PyUnicode_AsUTF8AndSize(str, NULL) : NULL;
+  if (utf8) *text = utf8;
+  Py_XDECREF(str);
+  return utf8 != NULL;
+}
+
+/* Sets cudagray's properties from open()'s keyword arguments (Python
+ * names: '_' for '-'), checked as gst-launch-1.0 would. */
+bool set_properties(GstElement *cudagray, PyObject *properties, std::string *launch) {
+  PyObject *key, *value;
+  Py_ssize_t position = 0;
+  while (PyDict_Next(properties, &position, &key, &value)) {
+    const char *python_name = PyUnicode_AsUTF8AndSize(key, NULL);
+    if (!python_name) return false;
+    std::string name = python_name;
+    for (char &c : name)
+      if (c == '_') c = '-';
+    GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(cudagray), name.c_str());
+    if (!pspec || !(pspec->flags & G_PARAM_WRITABLE)) {
+      PyErr_Format(PyExc_TypeError, "cudagray has no property %s that can be set", name.c_str());
+      return false;
+    }
+    std::string text;
+    if (!property_text(value, &text)) return false;
+    GValue gvalue = G_VALUE_INIT;
+    g_value_init(&gvalue, G_PARAM_SPEC_VALUE_TYPE(pspec));
+    const bool parsed = gst_value_deserialize(&gvalue, text.c_str());
+    if (parsed) g_object_set_property(G_OBJECT(cudagray), name.c_str(), &gvalue);
+    *launch += " " + name + "=" + text;
+    g_value_unset(&gvalue);
+    if (!parsed) {
+      PyErr_Format(PyExc_ValueError, "cudagray's %s cannot be \"%s\"", name.c_str(), text.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The device cudagray converts on: its cuda-device-id, the first (0) for -1. */
+int cuda_device(GstElement *cudagray) {
+  gint device = -1;
+  g_object_get(cudagray, "cuda-device-id", &device, NULL);
+  return device < 0 ? 0 : device;
+}
+
+/* Empty when this cudagray can hand its frames over in CUDA memory. */
+std::string cuda_output_unavailable(GstElement *cudagray) {
+  GValue backend = G_VALUE_INIT;
+  g_value_init(&backend, G_PARAM_SPEC_VALUE_TYPE(g_object_class_find_property(
+                             G_OBJECT_GET_CLASS(cudagray), "backend")));
+  g_object_get_property(G_OBJECT(cudagray), "backend", &backend);
+  gchar *nick = gst_value_serialize(&backend);
+  const bool cpu = g_strcmp0(nick, "cpu") == 0;
+  g_free(nick);
+  g_value_unset(&backend);
+  if (cpu) return "backend=cpu converts in system memory";
+  GstPadTemplate *src = gst_element_get_pad_template(cudagray, "src");
+  GstCaps *caps = src ? gst_pad_template_get_caps(src) : NULL;
+  bool offered = false;
+  for (guint i = 0; caps && i < gst_caps_get_size(caps); i++)
+    offered |= gst_caps_features_contains(gst_caps_get_features(caps, i), "memory:CUDAMemory");
+  if (caps) gst_caps_unref(caps);
+  if (!offered) return "this cudagray plugin was built without CUDA memory output";
+  return cuda_frames_unavailable(cuda_device(cudagray));
+}
+
+/* Pops the options open() knows from kwargs (a copy of the caller's); what
+ * stays are cudagray's properties. */
+struct Options {
+  int width = 0, height = 0; /* 0: the source's */
+  std::string format = "GRAY8";
+  std::string memory = "auto";
+};
+
+bool pop_int(PyObject *kwargs, const char *key, int *out) {
+  PyObject *value = PyDict_GetItemString(kwargs, key);
+  if (!value) return true;
+  if (value != Py_None) {
+    const long number = PyLong_AsLong(value);
+    if (number == -1 && PyErr_Occurred()) return false;
+    if (number <= 0 || number > G_MAXINT) {
+      PyErr_Format(PyExc_ValueError, "%s must be a positive number of pixels", key);
+      return false;
+    }
+    *out = (int)number;
+  }
+  return PyDict_DelItemString(kwargs, key) == 0;
+}
+
+bool pop_string(PyObject *kwargs, const char *key, std::string *out) {
+  PyObject *value = PyDict_GetItemString(kwargs, key);
+  if (!value) return true;
+  const char *utf8 = PyUnicode_Check(value) ? PyUnicode_AsUTF8AndSize(value, NULL) : NULL;
+  if (!utf8) {
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%s must be a string", key);
+    return false;
+  }
+  *out = utf8;
+  return PyDict_DelItemString(kwargs, key) == 0;
+}
+
+bool pop_options(PyObject *kwargs, Options *options) {
+  if (!pop_int(kwargs, "width", &options->width) || !pop_int(kwargs, "height", &options->height) ||
+      !pop_string(kwargs, "format", &options->format) ||
+      !pop_string(kwargs, "memory", &options->memory))
+    return false;
+  if (options->format == "GRAY16") options->format = "GRAY16_LE";
+  if (options->format != "GRAY8" && options->format != "GRAY16_LE") {
+    PyErr_Format(PyExc_ValueError, "format must be GRAY8 or GRAY16, not %s",
+                 options->format.c_str());
+    return false;
+  }
+  if (options->memory != "auto" && options->memory != "cuda" && options->memory != "system") {
+    PyErr_Format(PyExc_ValueError, "memory must be auto, cuda or system, not %s",
+                 options->memory.c_str());
+    return false;
+  }
+  return true;
+}
+
+/* The caps after cudagray: the format, the size asked for (cudagray scales
+ * to it), and CUDA memory when frames stay on the GPU. */
+GstCaps *output_caps(const Options &options, bool on_cuda) {
+  GstCaps *caps =
+      gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, options.format.c_str(), NULL);
+  if (options.width) gst_caps_set_simple(caps, "width", G_TYPE_INT, options.width, NULL);
+  if (options.height) gst_caps_set_simple(caps, "height", G_TYPE_INT, options.height, NULL);
+  if (on_cuda) gst_caps_set_features(caps, 0, gst_caps_features_new("memory:CUDAMemory", NULL));
+  return caps;
+}
+
+/* Builds the pipeline into reader; false with a Python exception set. */
+bool build(Reader *reader, const char *source, const Options &options, PyObject *properties) {
+  /* a URI alone is decoded by uridecodebin */
+  const bool uri = gst_uri_is_valid(source) && !strchr(source, '!') && !strchr(source, ' ');
+  const std::string description =
+      std::string(uri ? "uridecodebin name=cudagray-source" : source) +
+      " ! cudagray name=cudagray ! appsink name=cudagray-sink sync=false max-buffers=4 "
+      "enable-last-sample=false";
+  GError *error = NULL;
+  GstElement *pipeline =
+      gst_parse_launch_full(description.c_str(), NULL, GST_PARSE_FLAG_FATAL_ERRORS, &error);
+  if (!pipeline) {
+    PyErr_Format(error_type, "could not make the pipeline \"%s\": %s", description.c_str(),
+                 error->message);
+    g_error_free(error);
+    return false;
+  }
+  reader->pipeline = pipeline;
+  reader->bus = gst_element_get_bus(pipeline);
+  reader->sink = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-sink");
+  if (uri) {
+    GstElement *decoder = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-source");
+    g_object_set(decoder, "uri", source, NULL);
+    gst_object_unref(decoder);
+  }
+  GstElement *cudagray = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray");
+  std::string element = "cudagray";
+  bool ok = set_properties(cudagray, properties, &element);
+  bool on_cuda = false;
+  if (ok && options.memory != "system") {
+    const std::string why = cuda_output_unavailable(cudagray);
+    if (options.memory == "cuda" && !why.empty()) {
+      PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
+      ok = false;
+    }
+    on_cuda = why.empty();
+  }
+  if (ok && on_cuda) {
+    std::string why;
+    GstContext *context = primary_cuda_context(cuda_device(cudagray), &why);
+    if (context) {
+      /* before READY, when the CUDA elements look for a context */
+      gst_element_set_context(pipeline, context);
+      gst_context_unref(context);
+    } else {
+      PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
+      ok = false;
+    }
+  }
+  gst_object_unref(cudagray);
+  if (!ok) return false;
+  GstCaps *caps = output_caps(options, on_cuda);
+  g_object_set(reader->sink, "caps", caps, NULL);
+  gchar *caps_text = gst_caps_to_string(caps);
+  gst_caps_unref(caps);
+  const std::string shown = uri ? std::string("uridecodebin uri=") + source : std::string(source);
+  reader->description =
+      PyUnicode_FromFormat("%s ! %s ! %s ! appsink", shown.c_str(), element.c_str(), caps_text);
+  g_free(caps_text);
+  return reader->description != NULL;
+}
+
+}  // namespace
+
+bool reader_type_init(PyObject *module) {
+  reader_type = reinterpret_cast<PyTypeObject *>(PyType_FromSpec(&reader_spec));
+  if (!reader_type) return false;
+  return PyModule_AddObject(module, "Reader", Py_NewRef((PyObject *)reader_type)) == 0;
+}
+
+PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
+  const char *source;
+  if (!PyArg_ParseTuple(args, "s:open", &source)) return NULL;
+  PyObject *properties = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+  if (!properties) return NULL;
+  Options options;
+  if (!pop_options(properties, &options)) {
+    Py_DECREF(properties);
+    return NULL;
+  }
+  auto alloc = reinterpret_cast<allocfunc>(PyType_GetSlot(reader_type, Py_tp_alloc));
+  PyObject *self = alloc(reader_type, 0);
+  if (!self) {
+    Py_DECREF(properties);
+    return NULL;
+  }
+  Reader *reader = as_reader(self);
+  reader->layout = new FrameCaps();
+  const bool built = build(reader, source, options, properties);
+  Py_DECREF(properties);
+  if (!built) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  GstStateChangeReturn started;
+  {
+    GilReleased released;
+    started = gst_element_set_state(reader->pipeline, GST_STATE_PLAYING);
+  }
+  if (started == GST_STATE_CHANGE_FAILURE) {
+    if (!raise_bus_error(reader))
+      PyErr_Format(error_type, "the pipeline \"%U\" could not start", reader->description);
+    Py_DECREF(self);
+    return NULL;
+  }
+  return self;
+}
+
+}  // namespace cudagray_python

@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The cudagray Python module (python/, issue 32) against the element itself.
+
+Reference frames come from the element through a plain appsink pipeline
+(PyGObject, where gi imports); CUDA frames (PyTorch, CuPy) are compared with
+the CPU path. tests/meson.build runs this with Debian's python3 and
+PYTHONPATH at build/python; tests/gpu-python.sh runs it on the GPU machine.
+"""
+import gc
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+import numpy as np
+
+import cudagray
+
+try:
+    import gi
+
+    gi.require_version("Gst", "1.0")
+    gi.require_version("GstVideo", "1.0")
+    from gi.repository import Gst, GstVideo
+
+    Gst.init(None)
+    NO_GI = None
+except (ImportError, ValueError) as error:
+    NO_GI = f"PyGObject's Gst is not importable ({error}): no appsink reference here"
+
+
+def cuda_reason():
+    """None when PyTorch sees a CUDA device, else why the CUDA tests skip."""
+    try:
+        import torch
+    except ImportError as error:
+        return f"PyTorch is not importable ({error})"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device"
+    return None
+
+
+NO_CUDA = cuda_reason()
+
+# a moving ball, so that every frame differs; odd sizes, so rows are padded
+BALL = "videotestsrc num-buffers={n} pattern=ball ! video/x-raw,format=RGB,width={w},height={h}"
+
+
+def ball(n=20, w=161, h=97):
+    return BALL.format(n=n, w=w, h=h)
+
+
+def reference(source, caps="video/x-raw,format=GRAY8", **properties):
+    """The element's own frames through a plain appsink: [(pts, rows)]."""
+    settings = " ".join(f"{k.replace('_', '-')}={v}" for k, v in properties.items())
+    pipeline = Gst.parse_launch(f"{source} ! cudagray {settings} ! {caps} ! appsink name=sink sync=false")
+    sink = pipeline.get_by_name("sink")
+    pipeline.set_state(Gst.State.PLAYING)
+    frames = []
+    while True:
+        sample = sink.emit("try-pull-sample", 30 * Gst.SECOND)
+        if sample is None:
+            break
+        buffer = sample.get_buffer()
+        info = GstVideo.VideoInfo.new_from_caps(sample.get_caps())
+        meta = GstVideo.buffer_get_video_meta(buffer)
+        stride = meta.stride[0] if meta else info.stride[0]
+        dtype = np.uint8 if info.finfo.format == GstVideo.VideoFormat.GRAY8 else np.dtype("<u2")
+        data = np.frombuffer(buffer.extract_dup(0, buffer.get_size()), np.uint8)
+        rows = np.lib.stride_tricks.as_strided(
+            data[: stride * info.height], (info.height, info.width * np.dtype(dtype).itemsize), (stride, 1))
+        frames.append((buffer.pts, rows.copy().view(dtype)))
+    error = pipeline.get_bus().pop_filtered(Gst.MessageType.ERROR)
+    pipeline.set_state(Gst.State.NULL)
+    assert error is None, error.parse_error()
+    assert frames, f"no frames from {source}"
+    return frames
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class ArrayInterfaceOnly:
+    """A frame seen by NumPy through __array_interface__ alone (no buffer protocol)."""
+
+    def __init__(self, frame):
+        self.__array_interface__ = frame.__array_interface__
+        self.frame = frame
+
+
+def data_address(array):
+    return array.__array_interface__["data"][0]
+
+
+@unittest.skipIf(NO_GI, NO_GI)
+class SystemFrames(unittest.TestCase):
+    """Frames in system memory (the CPU backend) equal the element's own."""
+
+    def check_equal(self, source, format, caps, **options):
+        expected = reference(source, caps, backend="cpu")
+        with cudagray.open(source, format=format, backend="cpu", **options) as reader:
+            frames = list(reader)
+        self.assertEqual(len(frames), len(expected))
+        for frame, (pts, rows) in zip(frames, expected):
+            self.assertEqual(frame.device, "cpu")
+            self.assertEqual(frame.shape, rows.shape)
+            self.assertEqual(frame.dtype, rows.dtype.name)
+            self.assertEqual(frame.pts, pts)
+            through_interface = np.asarray(ArrayInterfaceOnly(frame))
+            for array in (np.asarray(frame), np.from_dlpack(frame), np.asarray(memoryview(frame)),
+                          through_interface):
+                np.testing.assert_array_equal(array, rows)
+                self.assertEqual(array.strides, frame.strides)
+                # no copy: every array sees the frame's own memory
+                self.assertEqual(data_address(array), frame.__array_interface__["data"][0])
+        return frames
+
+    def test_gray8_equal_to_appsink(self):
+        frames = self.check_equal(ball(), "GRAY8", "video/x-raw,format=GRAY8")
+        self.assertGreater(frames[0].strides[0], frames[0].shape[1], "161-pixel rows are padded")
+        self.assertEqual(frames[0].dtype, "uint8")
+
+    def test_gray16_equal_to_appsink(self):
+        frames = self.check_equal(ball(), "GRAY16", "video/x-raw,format=GRAY16_LE")
+        self.assertEqual(frames[0].dtype, "uint16")
+
+    def test_scaled_equal_to_appsink(self):
+        try:
+            with cudagray.open(ball(n=1), width=80, height=48, backend="cpu") as reader:
+                list(reader)
+        except cudagray.Error as error:
+            if "not-negotiated" not in str(error):
+                raise
+            reason = str(error).splitlines()[-1]
+            self.skipTest(f"cudagray cannot scale yet: it refused 161x97 to 80x48 ({reason})")
+        self.check_equal(ball(), "GRAY8", "video/x-raw,format=GRAY8,width=80,height=48", width=80,
+                         height=48)
+
+    def test_frames_held_while_the_stream_goes_on(self):
+        expected = reference(ball(n=120), backend="cpu")
+        held, copies = [], []
+        with cudagray.open(ball(n=120), backend="cpu") as reader:
+            for index, frame in enumerate(reader):
+                array = np.asarray(frame)
+                if index < 50:
+                    held.append(array)
+                    copies.append(array.copy())
+        self.assertEqual(index, 119)
+        self.assertEqual(len({data_address(a) for a in held}), 50, "50 distinct buffers held")
+        for array, copy, (_, rows) in zip(held, copies, expected):
+            np.testing.assert_array_equal(array, copy)
+            np.testing.assert_array_equal(array, rows)
+
+    def test_arrays_outlive_the_reader(self):
+        expected = reference(ball(), backend="cpu")
+        reader = cudagray.open(ball(), backend="cpu")
+        arrays = [(np.asarray(frame), np.from_dlpack(frame)) for frame in reader]
+        reader.close()
+        self.assertTrue(reader.closed)
+        del reader
+        gc.collect()
+        # buffers of a stopped pipeline, its pool gone: overwrite what is free
+        list(cudagray.open(ball(), backend="cpu"))
+        for (through_buffer, through_dlpack), (_, rows) in zip(arrays, expected):
+            np.testing.assert_array_equal(through_buffer, rows)
+            np.testing.assert_array_equal(through_dlpack, rows)
+
+    def test_end_of_stream_ends_the_iteration(self):
+        with cudagray.open(ball(n=7), backend="cpu") as reader:
+            self.assertEqual(len(list(reader)), 7)
+            self.assertEqual(list(reader), [])
+        with self.assertRaisesRegex(ValueError, "closed"):
+            next(reader)
+
+    def test_frame_from_sample(self):
+        (_, rows), = reference(ball(n=1), backend="cpu")
+        pipeline = Gst.parse_launch(f"{ball(n=1)} ! cudagray backend=cpu ! video/x-raw,format=GRAY8 ! appsink name=sink")
+        pipeline.set_state(Gst.State.PLAYING)
+        sample = pipeline.get_by_name("sink").emit("try-pull-sample", 30 * Gst.SECOND)
+        frame = cudagray.frame_from_sample(sample)
+        pipeline.set_state(Gst.State.NULL)
+        del sample, pipeline
+        gc.collect()
+        np.testing.assert_array_equal(np.from_dlpack(frame), rows)
+        with self.assertRaises(TypeError):
+            cudagray.frame_from_sample(Gst.Caps.from_string("video/x-raw"))
+
+
+class Reader(unittest.TestCase):
+    """What needs no reference: errors, Ctrl-C, memory over 10^5 frames."""
+
+    def test_a_pipeline_that_does_not_parse_names_the_element(self):
+        with self.assertRaisesRegex(cudagray.Error, 'no element "nosuchelement"'):
+            cudagray.open("videotestsrc ! nosuchelement")
+
+    def test_errors_while_running_name_the_element(self):
+        with self.assertRaisesRegex(cudagray.Error, "filesrc0.*\n.*No such file"):
+            with cudagray.open("filesrc location=/nonexistent/a.mp4 ! decodebin", backend="cpu") as reader:
+                list(reader)
+        with self.assertRaisesRegex(cudagray.Error, "GstCudaGray:cudagray: Invalid weights"):
+            with cudagray.open(ball(), backend="cpu", weights="0.3,0.6") as reader:
+                list(reader)
+
+    def test_properties_are_checked(self):
+        with self.assertRaisesRegex(TypeError, "no property max-frames"):
+            cudagray.open(ball(), max_frames=3)
+        with self.assertRaisesRegex(ValueError, 'backend cannot be "gpu"'):
+            cudagray.open(ball(), backend="gpu")
+        with self.assertRaisesRegex(ValueError, "format must be"):
+            cudagray.open(ball(), format="RGB")
+        with cudagray.open(ball(n=1), backend="cpu", max_inflight=1, weights=(0.25, 0.5, 0.25)) as reader:
+            self.assertIn("max-inflight=1 weights=0.25,0.5,0.25", reader.description)
+            self.assertEqual(len(list(reader)), 1)
+
+    def test_memory_auto_is_system_with_the_cpu_backend(self):
+        with cudagray.open(ball(n=1), backend="cpu", memory="auto") as reader:
+            frame, = reader
+        self.assertEqual(frame.device, "cpu")
+        self.assertEqual(frame.__dlpack_device__(), (1, 0))
+        with self.assertRaises(AttributeError):
+            frame.__cuda_array_interface__
+        with self.assertRaisesRegex(cudagray.Error, "backend=cpu"):
+            cudagray.open(ball(n=1), backend="cpu", memory="cuda")
+
+    def test_keyboard_interrupt_stops_the_pipeline(self):
+        child = textwrap.dedent("""
+            import cudagray
+            reader = cudagray.open("videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=1/1",
+                                   backend="cpu")
+            try:
+                for frame in reader:
+                    print("reading", flush=True)
+            except KeyboardInterrupt:
+                print("interrupted, closed:", reader.closed, flush=True)
+        """)
+        process = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(process.stdout.readline(), "reading\n")
+        time.sleep(0.3)  # into the wait for the next frame, due 1 s after the first
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+        self.assertEqual(output, "interrupted, closed: True\n")
+        self.assertEqual(process.returncode, 0)
+
+    def test_rss_flat_over_100000_frames(self):
+        source = "videotestsrc num-buffers=100000 pattern=ball ! video/x-raw,format=RGB,width=64,height=48"
+        with cudagray.open(source, backend="cpu") as reader:
+            for index, frame in enumerate(reader):
+                np.from_dlpack(frame)[0, 0] + np.asarray(frame)[-1, -1]
+                if index == 10000:
+                    rss_at_10000 = rss_bytes()
+        self.assertEqual(index, 99999)
+        growth = rss_bytes() - rss_at_10000
+        self.assertLess(growth, 1 << 20, f"RSS grew by {growth} bytes over 9 * 10^4 frames")
+
+
+@unittest.skipIf(NO_CUDA, NO_CUDA)
+class CudaFrames(unittest.TestCase):
+    """Frames kept in CUDA memory, read by PyTorch and CuPy (GPU machine)."""
+
+    UPLOADED = ("videotestsrc num-buffers={n} pattern=ball ! video/x-raw,format=RGBA,width=641,height=481"
+                " ! cudaupload ! video/x-raw(memory:CUDAMemory)")
+
+    def cpu_path(self, source, **options):
+        with cudagray.open(source, backend="cpu", memory="system", **options) as reader:
+            return [np.asarray(frame).copy() for frame in reader]
+
+    def check_torch(self, source, reference_source, **options):
+        import torch
+
+        expected = self.cpu_path(reference_source, **options)
+        with cudagray.open(source, memory="cuda", **options) as reader:
+            tensors = []
+            for frame in reader:
+                self.assertEqual(frame.device, "cuda:0")
+                tensor = torch.from_dlpack(frame)
+                self.assertEqual(tensor.stride(), (frame.strides[0] // frame.strides[1], 1))
+                self.assertEqual(tensor.data_ptr(), frame.__cuda_array_interface__["data"][0])
+                tensors.append(tensor)
+        self.assertEqual(len(tensors), len(expected))
+        for tensor, rows in zip(tensors, expected):  # after the reader is closed
+            np.testing.assert_array_equal(tensor.cpu().numpy(), rows)
+
+    def test_torch_uploaded_frames_equal_the_cpu_path(self):
+        self.check_torch(self.UPLOADED.format(n=30), ball(n=30, w=641, h=481).replace("RGB", "RGBA"))
+        self.check_torch(self.UPLOADED.format(n=30), ball(n=30, w=641, h=481).replace("RGB", "RGBA"),
+                         format="GRAY16")
+
+    def test_torch_decoded_frames_equal_the_cpu_path(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ball.mp4")
+            encode = (f"videotestsrc num-buffers=60 pattern=ball ! video/x-raw,format=I420,width=640,height=360"
+                      f" ! x264enc ! h264parse ! mp4mux ! filesink location={path}")
+            subprocess.run(["gst-launch-1.0", "-q"] + encode.split(), check=True, timeout=120)
+            decoded = f"filesrc location={path} ! qtdemux ! h264parse ! nvh264dec"
+            self.check_torch(decoded, decoded + " ! cudadownload")
+
+    def test_cupy_frames_equal_the_cpu_path(self):
+        try:
+            import cupy
+        except ImportError as error:
+            self.skipTest(f"CuPy is not importable ({error})")
+        expected = self.cpu_path(ball(n=10, w=641, h=481).replace("RGB", "RGBA"))
+        with cudagray.open(self.UPLOADED.format(n=10), memory="cuda") as reader:
+            for frame, rows in zip(reader, expected):
+                np.testing.assert_array_equal(cupy.from_dlpack(frame).get(), rows)
+                np.testing.assert_array_equal(cupy.asarray(frame).get(), rows)
+
+    def test_a_consumer_on_another_stream_sees_complete_frames(self):
+        import torch
+
+        source = ("videotestsrc num-buffers=1000 pattern=ball ! video/x-raw,format=RGBA,width=1920,height=1080"
+                  " ! cudaupload ! video/x-raw(memory:CUDAMemory)")
+        expected = [int(rows.sum(dtype=np.int64)) for rows in
+                    self.cpu_path(source.replace(" ! cudaupload ! video/x-raw(memory:CUDAMemory)", ""))]
+        stream = torch.cuda.Stream()
+        tensors, sums = [], []
+        with cudagray.open(source, memory="cuda", max_inflight=16) as reader, torch.cuda.stream(stream):
+            for frame in reader:
+                # torch passes its current stream: it waits for cudagray's work
+                tensors.append(torch.from_dlpack(frame))
+                sums.append(tensors[-1].sum(dtype=torch.int64))
+        stream.synchronize()  # before the tensors (and their buffers) go
+        self.assertEqual([int(s) for s in sums], expected)
+
+    def test_device_memory_flat_over_10000_frames(self):
+        import torch
+
+        source = self.UPLOADED.format(n=10000).replace("641,height=481", "320,height=240")
+        with cudagray.open(source, memory="cuda") as reader:
+            for index, frame in enumerate(reader):
+                torch.from_dlpack(frame).float().mean()
+                if index == 1000:
+                    torch.cuda.synchronize()
+                    free_at_1000 = torch.cuda.mem_get_info()[0]
+        torch.cuda.synchronize()
+        lost = free_at_1000 - torch.cuda.mem_get_info()[0]
+        self.assertLess(lost, 16 << 20, f"device memory fell by {lost} bytes over 9000 frames")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
