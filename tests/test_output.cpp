@@ -235,7 +235,8 @@ bool returns_within(int seconds, const std::function<void()> &body) {
 }
 
 // Downstream that ends first (a sink that has had enough, identity
-// eos-after, through a queue, from a live source, gray passed through, YUV):
+// eos-after, through a queue, from a live source, gray passed through, YUV,
+// an appsink whose application stops taking frames):
 // upstream is told EOS, and the source's EOS still reaches the sink, so the
 // pipeline ends as it does with videoconvert (it never did).
 TEST_P(Output, PipelineEndsWhenDownstreamEndsFirst) {
@@ -255,6 +256,22 @@ TEST_P(Output, PipelineEndsWhenDownstreamEndsFirst) {
         EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND, &log), GST_MESSAGE_EOS)
             << describe(log.errors);
       }
+  // an application's appsink that stops taking frames: its callback returns
+  // EOS after ten
+  const Pipeline pipeline(
+      "videotestsrc num-buffers=300 ! video/x-raw,format=RGB,width=64,height=48 ! " + element() +
+      " ! appsink name=sink");
+  std::atomic<int> taken{0};
+  GstAppSinkCallbacks callbacks = {};
+  callbacks.new_sample = [](GstAppSink *sink, gpointer data) {
+    gst_sample_unref(gst_app_sink_pull_sample(sink));
+    return ++*static_cast<std::atomic<int> *>(data) < 10 ? GST_FLOW_OK : GST_FLOW_EOS;
+  };
+  gst_app_sink_set_callbacks(GST_APP_SINK(pipeline.by_name("sink")), &callbacks, &taken, nullptr);
+  ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+  BusLog log;
+  EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
+  EXPECT_EQ(taken.load(), 10);
 }
 
 // Dropped by its bin in NULL, READY or PAUSED, with or without frames held
