@@ -96,7 +96,9 @@ class RawLoop {
     const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, in);
     const cudagray::GrayFrame gray{static_cast<uint8_t *>(lane.out.get()),
                                    static_cast<size_t>(size_.width)};
-    CHECK_CUDA(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
+    CHECK_CUDA(cudagray::convert_cuda(
+        cudagray::same_size_conversion(PixelLayout::RGB, size_.width, size_.height), frame, gray,
+        weights_, lane.stream.get()));
     CHECK_CUDA(cudaMemcpyAsync(host_out, lane.out.get(), out_bytes_, cudaMemcpyDeviceToHost,
                                lane.stream.get()));
   }
@@ -256,10 +258,12 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
           if (depth == 8 && cudagray::layout_info(layout).family == cudagray::LayoutFamily::Rgb &&
               cudagray::layout_info(layout).depth == 8 && cudagray::layout_info(layout).planes == 1)
             row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
+          const cudagray::Conversion c =
+              cudagray::same_size_conversion(layout, size.width, size.height, depth);
           time_row(row, [&](long i, cudaStream_t s) {
-            cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
-            out.depth = depth;
-            CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
+            const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
+            CHECK_CUDA(
+                cudagray::convert_cuda(c, frame_at(layout, size, in.at(i)), out, weights, s));
           });
         }
       }

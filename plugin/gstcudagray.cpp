@@ -221,8 +221,10 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
 static gboolean configure_backend(GstCudaGray *self) {
   GstCudaGrayStreaming &s = *self->streaming;
   std::string error;
-  if (!s.backend->configure(s.format->layout, s.in_info.width, s.in_info.height, s.out_depth,
-                            s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
+  s.conversion.max_in_flight = s.max_in_flight;
+  s.conversion.inputs_on_device = s.cuda_input;
+  s.conversion.outputs_on_device = s.cuda_output;
+  if (!s.backend->configure(s.conversion, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR(
           self, RESOURCE, NO_SPACE_LEFT,
@@ -259,10 +261,8 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   }
   s.in_info = in_info;
   s.format = format;
-  s.out_depth = GST_VIDEO_INFO_FORMAT(&out_info) == GST_VIDEO_FORMAT_GRAY16_LE ? 16 : 8;
-  s.limited_range = format->kind == GST_CUDA_GRAY_KIND_CONVERTED &&
-                    cudagray::layout_info(format->layout).family == cudagray::LayoutFamily::Luma &&
-                    in_info.colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255;
+  s.conversion = gst_cuda_gray_conversion_from_caps(&in_info, format, &out_info);
+  s.out_depth = s.conversion.out_depth;
 
   const gboolean passthrough = format->format == GST_VIDEO_INFO_FORMAT(&out_info);
   gst_base_transform_set_passthrough(trans, passthrough);
@@ -388,7 +388,7 @@ static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &w
   GST_ELEMENT_WARNING(
       self, LIBRARY, SETTINGS,
       ("matrix and weights do not apply to %s input: its gray is the luma, %s", s.format->name,
-       s.limited_range ? "expanded from limited range" : "taken as it is"),
+       s.conversion.limited_range ? "expanded from limited range" : "taken as it is"),
       ("to apply them, convert to RGB before cudagray: "
        "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
 }
@@ -421,9 +421,7 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
                         ("%s", error.c_str()));
       return GST_FLOW_ERROR;
   }
-  cudagray::InputFrame &in = frame->input();
-  in.limited_range = s.limited_range;
-  in.sample_bits = s.format->sample_bits;
+  const cudagray::InputFrame &in = frame->input();
   if (s.cuda_input && !in.on_device) {
     /* CUDA memory of another context: the backend was sized for frames on
      * the GPU; from now on it uploads host mappings, with buffers of its own */

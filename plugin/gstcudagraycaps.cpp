@@ -187,3 +187,16 @@ GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, 
   }
   return result;
 }
+
+cudagray::Conversion gst_cuda_gray_conversion_from_caps(const GstVideoInfo *in_info,
+                                                        const GstCudaGrayFormat *format,
+                                                        const GstVideoInfo *out_info) {
+  const int out_depth = GST_VIDEO_INFO_FORMAT(out_info) == GST_VIDEO_FORMAT_GRAY16_LE ? 16 : 8;
+  cudagray::Conversion c = cudagray::same_size_conversion(
+      format->layout, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info), out_depth);
+  c.sample_bits = format->sample_bits;
+  c.limited_range = format->kind == GST_CUDA_GRAY_KIND_CONVERTED &&
+                    cudagray::layout_info(format->layout).family == cudagray::LayoutFamily::Luma &&
+                    in_info->colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255;
+  return c;
+}

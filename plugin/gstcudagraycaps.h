@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "cudagray/conversion.h"
 #include "gstcudagrayformats.h"
 
 /* The sink template: system memory formats, and the same in CUDA memory when
@@ -30,3 +31,10 @@ gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
 
 /* Whether caps (fixed) are in CUDA memory. */
 gboolean gst_cuda_gray_caps_in_cuda_memory(GstCaps *caps);
+
+/* The conversion set_caps hands the backend: the input frame of in_info in
+ * format, to the gray of out_info, the whole frame at its own size (luma
+ * limited range when the caps say so). */
+cudagray::Conversion gst_cuda_gray_conversion_from_caps(const GstVideoInfo *in_info,
+                                                        const GstCudaGrayFormat *format,
+                                                        const GstVideoInfo *out_info);

@@ -74,8 +74,7 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
     return GST_CUDA_GRAY_MAP_BAD_INPUT;
   }
   in_mapped_ = true;
-  input_ =
-      cudagray::InputFrame{layout, GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), {}, {}};
+  input_ = cudagray::InputFrame();
   for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
     input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
     input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
@@ -101,7 +100,6 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
   output_ =
       cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
                           (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), out_on_device != FALSE};
-  output_.depth = out_depth;
   /* 1.24+: the output memory's stream waits for the kernel on the GPU */
   if (out_on_device) output_.consumer_stream = gst_cuda_gray_output_stream(outbuf);
   return GST_CUDA_GRAY_MAP_OK;

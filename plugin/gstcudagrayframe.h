@@ -54,7 +54,6 @@ class GstCudaGrayFrame {
 
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }
-  cudagray::InputFrame &input() { return input_; }
   const cudagray::GrayFrame &output() const { return output_; }
   GstBuffer *input_buffer() const { return in_.buffer; }
 

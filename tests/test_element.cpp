@@ -35,7 +35,7 @@ std::vector<BackendAndLayout> all_cases() {
 
 }  // namespace
 
-class Conversion : public ::testing::TestWithParam<BackendAndLayout> {
+class ElementConversion : public ::testing::TestWithParam<BackendAndLayout> {
  protected:
   void SetUp() override {
     if (std::string(GetParam().backend) == "cuda") SKIP_WITHOUT_GPU();
@@ -44,7 +44,7 @@ class Conversion : public ::testing::TestWithParam<BackendAndLayout> {
 
 // Random padded frames at every size and matrix (changed while PLAYING)
 // come out equal to the CPU reference.
-TEST_P(Conversion, EqualsCpuReference) {
+TEST_P(ElementConversion, EqualsCpuReference) {
   const auto [backend, layout] = GetParam();
   for (const Size &size : kSizes) {
     SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height));
@@ -61,7 +61,7 @@ TEST_P(Conversion, EqualsCpuReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Conversion, ::testing::ValuesIn(all_cases()),
+INSTANTIATE_TEST_SUITE_P(Backends, ElementConversion, ::testing::ValuesIn(all_cases()),
                          [](const auto &info) {
                            return std::string(info.param.backend) + "_" +
                                   layout_info(info.param.layout).name;

@@ -216,13 +216,14 @@ struct Session {
     for (const cudagray::PixelLayout &l : cudagray::kRgb8Layouts)
       if (name == cudagray::layout_info(l).name) layout = &l;
     if (!layout) return;  // YUV: the luma plane, checked by the element tests
-    cudagray::InputFrame in{*layout, info.width, info.height, {}, {}};
+    cudagray::InputFrame in{};
     for (int p = 0; p < cudagray::layout_info(*layout).planes; ++p) {
       in.plane[p] = in_bytes.data() + GST_VIDEO_INFO_PLANE_OFFSET(&info, p);
       in.stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(&info, p);
     }
     std::vector<uint8_t> expected(static_cast<size_t>(info.width) * info.height);
-    cudagray::convert_cpu(in, {expected.data(), static_cast<size_t>(info.width)}, w, 1);
+    cudagray::convert_cpu(cudagray::same_size_conversion(*layout, info.width, info.height), in,
+                          {expected.data(), static_cast<size_t>(info.width)}, w, 1);
     for (int y = 0; y < info.height; ++y) {
       const uint8_t *row = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out, 0)) +
                            y * GST_VIDEO_FRAME_PLANE_STRIDE(&out, 0);
