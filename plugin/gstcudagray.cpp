@@ -261,10 +261,24 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   }
   s.in_info = in_info;
   s.format = format;
-  s.conversion = gst_cuda_gray_conversion_from_caps(&in_info, format, &out_info);
-  s.out_depth = s.conversion.out_depth;
+  GST_OBJECT_LOCK(self);
+  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
+  const gboolean add_borders = self->props.add_borders;
+  GST_OBJECT_UNLOCK(self);
+  s.conversion =
+      gst_cuda_gray_conversion_from_caps(&in_info, format, &out_info, method, add_borders);
+  std::string invalid;
+  if (!cudagray::valid_conversion(s.conversion, &invalid)) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("Cannot convert %dx%d %s to %dx%d gray: %s", in_info.width, in_info.height,
+                       format->name, out_info.width, out_info.height, invalid.c_str()),
+                      ("ask for an output size of 1 to %d pixels a side", cudagray::kMaxDimension));
+    return FALSE;
+  }
 
-  const gboolean passthrough = format->format == GST_VIDEO_INFO_FORMAT(&out_info);
+  /* gray of the output's format and size goes out as it came */
+  const gboolean passthrough =
+      format->format == GST_VIDEO_INFO_FORMAT(&out_info) && !s.conversion.resamples();
   gst_base_transform_set_passthrough(trans, passthrough);
   GST_OBJECT_LOCK(self);
   const guint requested = self->props.max_inflight;
@@ -307,12 +321,12 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
 
   if (!configure_backend(self)) return FALSE;
   GST_INFO_OBJECT(self,
-                  "converting %dx%d %s (%s) to %s (%s) on the %s "
+                  "converting %dx%d %s (%s) to %dx%d %s (%s) on the %s "
                   "backend, up to %d frames in flight",
                   in_info.width, in_info.height, format->name,
-                  s.cuda_input ? "CUDA memory" : "system memory", GST_VIDEO_INFO_NAME(&out_info),
-                  s.cuda_output ? "CUDA memory" : "system memory", s.backend->name(),
-                  s.max_in_flight);
+                  s.cuda_input ? "CUDA memory" : "system memory", out_info.width, out_info.height,
+                  GST_VIDEO_INFO_NAME(&out_info), s.cuda_output ? "CUDA memory" : "system memory",
+                  s.backend->name(), s.max_in_flight);
   return TRUE;
 }
 
@@ -407,8 +421,8 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
     s.discont_pending = false;
   }
   auto frame = std::make_unique<GstCudaGrayFrame>();
-  switch (frame->map(self->context, inbuf, &s.in_info, s.format->layout, outbuf, s.out_depth,
-                     s.cuda_output, &error)) {
+  switch (
+      frame->map(self->context, inbuf, &s.in_info, s.conversion, outbuf, s.cuda_output, &error)) {
     case GST_CUDA_GRAY_MAP_OK: break;
     case GST_CUDA_GRAY_MAP_OTHER_DEVICE:
       GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", error.c_str()),
@@ -687,6 +701,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_gray_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_gray_stop);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_caps);
+  trans_class->fixate_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_fixate_caps);
   trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_gray_query);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_set_caps);
   trans_class->transform_size = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_size);

@@ -47,7 +47,6 @@ struct GstCudaGrayStreaming {
   /* what a frame becomes, from the caps; configure_backend adds where
    * frames live and how many are in flight */
   cudagray::Conversion conversion;
-  int out_depth = 8;        /* 8: GRAY8 out, 16: GRAY16_LE */
   int max_in_flight = 1;    /* max-inflight with auto resolved */
   bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
   bool cuda_output = false; /* src caps say memory:CUDAMemory */

@@ -57,9 +57,11 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
 GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }
 
 GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffer *inbuf,
-                                           const GstVideoInfo *info, cudagray::PixelLayout layout,
-                                           GstBuffer *outbuf, int out_depth, gboolean cuda_output,
+                                           const GstVideoInfo *info,
+                                           const cudagray::Conversion &conversion,
+                                           GstBuffer *outbuf, gboolean cuda_output,
                                            std::string *why) {
+  const cudagray::PixelLayout layout = conversion.layout;
   GstMapFlags in_flags = GST_MAP_READ, out_flags = GST_MAP_WRITE;
   std::string mismatch;
   const gboolean in_on_device =
@@ -87,9 +89,9 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
   const gboolean out_on_device =
       context && gst_cuda_gray_context_writes_on_device(context, outbuf, &out_flags);
   GstVideoInfo gray;
-  gst_video_info_set_format(&gray,
-                            out_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
-                            GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info));
+  gst_video_info_set_format(
+      &gray, conversion.out_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
+      conversion.out_width, conversion.out_height);
   if (out_on_device != cuda_output || !gst_video_frame_map(&out_, &gray, outbuf, out_flags)) {
     *why = std::string("the output buffer is not ") +
            (cuda_output ? "CUDA memory of the element's CUDA context" : "system memory") +

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "gstcudagraycontext.h"
 
@@ -40,16 +41,16 @@ class GstCudaGrayFrame {
   ~GstCudaGrayFrame();
 
   /* The one mapping of a frame, for system and CUDA memory alike. Maps
-   * inbuf, a frame of info read as layout, where the kernels can read it
-   * (CUDA memory of context on the GPU, anything else through a host
-   * mapping) after gst_cuda_gray_frame_check, and outbuf for writing a
-   * width x height gray frame of out_depth bits (8: GRAY8, 16: GRAY16_LE),
+   * inbuf, a frame of info read as conversion's layout, where the kernels
+   * can read it (CUDA memory of context on the GPU, anything else through a
+   * host mapping) after gst_cuda_gray_frame_check, and outbuf for writing
+   * the conversion's gray frame (its output size, GRAY8 or GRAY16_LE),
    * in CUDA memory of context when cuda_output, else in host memory. Sets
    * the kernels' frames, with the streams a 1.24+ producer is still
    * writing on and that the output memory carries. context may be NULL:
    * system memory only. Otherwise why says what is wrong. */
   GstCudaGrayMapResult map(GstCudaGrayContext *context, GstBuffer *inbuf, const GstVideoInfo *info,
-                           cudagray::PixelLayout layout, GstBuffer *outbuf, int out_depth,
+                           const cudagray::Conversion &conversion, GstBuffer *outbuf,
                            gboolean cuda_output, std::string *why);
 
   /* What the kernels read and write: valid while mapped. */
