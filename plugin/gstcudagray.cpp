@@ -348,6 +348,8 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
   if (gst_base_transform_is_passthrough(trans)) /* downstream answers */
     return GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  /* a crop is read where it is: videocrop then copies nothing */
+  gst_query_add_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, NULL);
   if (gst_query_get_n_allocation_pools(query) > 0) return TRUE;
   GstCaps *caps;
   gst_query_parse_allocation(query, &caps, NULL);
@@ -419,6 +421,17 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   if (s.discont_pending) { /* outbuf is ours alone, from the pool */
     GST_BUFFER_FLAG_SET(outbuf, GST_BUFFER_FLAG_DISCONT);
     s.discont_pending = false;
+  }
+  bool crop_changed = false;
+  if (!gst_cuda_gray_frame_crop(inbuf, &s.in_info, &s.conversion, &crop_changed, &error))
+    return refuse_input(self, error);
+  if (crop_changed) { /* a new crop meta: what was queued leaves first */
+    GST_INFO_OBJECT(self, "input crop %dx%d at (%d, %d) of a %dx%d frame", s.conversion.crop.width,
+                    s.conversion.crop.height, s.conversion.crop.x, s.conversion.crop.y,
+                    s.conversion.in_width, s.conversion.in_height);
+    const GstFlowReturn drained = s.output.drain();
+    if (drained != GST_FLOW_OK) return drained;
+    if (!configure_backend(self)) return GST_FLOW_ERROR;
   }
   auto frame = std::make_unique<GstCudaGrayFrame>();
   switch (
@@ -635,19 +648,31 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
   return ret;
 }
 
-/* The output has the input's size and orientation, so metas that describe
- * only geometry (crop, regions of interest) or time (untagged: timecode,
- * reference timestamps) stay true and are copied; any other tag, such as
- * colorspace (the video meta of the input's pixel format) or memory, is
- * about what changed, and the meta is dropped. */
+/* The output keeps the input's orientation: metas that describe only
+ * geometry (regions of interest) or time (untagged: timecode, reference
+ * timestamps) are copied, geometry scaled to the output's size as
+ * videoconvertscale does (dropped when the picture sits between bars, which
+ * a scale cannot say); any other tag, such as colorspace (the video meta of
+ * the input's pixel format) or memory, is about what changed, and the meta
+ * is dropped. A crop meta is dropped: the output is the crop. */
 static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,
                                              GstMeta *meta, GstBuffer *inbuf) {
   static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
                                                GST_META_TAG_VIDEO_ORIENTATION_STR, NULL};
+  if (meta->info->api == GST_VIDEO_CROP_META_API_TYPE) return FALSE;
   const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
   for (const gchar *const *tag = tags; tag && *tag; tag++)
     if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
-  return TRUE;
+  const cudagray::Conversion &c = GST_CUDA_GRAY(trans)->streaming->conversion;
+  if (!tags || !*tags || !c.resamples()) return TRUE;
+  if (!(c.dest == cudagray::Rect{0, 0, c.out_width, c.out_height}) || !meta->info->transform_func)
+    return FALSE;
+  GstVideoInfo out;
+  gst_video_info_set_format(&out, GST_VIDEO_FORMAT_GRAY8, c.out_width, c.out_height);
+  GstVideoMetaTransform scale = {&GST_CUDA_GRAY(trans)->streaming->in_info, &out};
+  meta->info->transform_func(outbuf, meta, inbuf, gst_video_meta_transform_scale_get_quark(),
+                             &scale);
+  return FALSE;
 }
 
 /* A CUDA context handed down by the application or a neighbour. */

@@ -13,9 +13,23 @@
 #include "cudagray/frame.h"
 #include "gstcudagraycontext.h"
 
-/* Whether buffer holds every row of the planes layout reads of a frame of
- * info (its video meta, if any, agreeing with info); otherwise *why says
- * what is wrong, in the words of the element's error. Maps nothing. */
+/* The frame buffer holds and the rectangle of it that info (the caps)
+ * describes: with a GstVideoCropMeta (videocrop attaches one instead of
+ * copying) the frame is the video meta's size and the rectangle the crop
+ * meta's, which must be info's size; otherwise both are info's size.
+ * Otherwise why says what is wrong, in the words of the element's error. */
+gboolean gst_cuda_gray_frame_geometry(GstBuffer *buffer, const GstVideoInfo *info, gint *width,
+                                      gint *height, cudagray::Rect *crop, std::string *why);
+
+/* Sets the input size and crop of conversion c to buffer's geometry;
+ * *changed says whether they were different. FALSE and why as above. */
+gboolean gst_cuda_gray_frame_crop(GstBuffer *buffer, const GstVideoInfo *info,
+                                  cudagray::Conversion *c, bool *changed, std::string *why);
+
+/* Whether buffer holds every row of the planes layout reads of its frame
+ * (gst_cuda_gray_frame_geometry; its video meta, if any, agreeing with
+ * info); otherwise *why says what is wrong, in the words of the element's
+ * error. Maps nothing. */
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                                    cudagray::PixelLayout layout, std::string *why);
 

@@ -1206,16 +1206,15 @@ void add_tagged_meta(GstBuffer *buffer, const char *name, const char *const *tag
 
 }  // namespace
 
-// The gray frame has the input's size: crop, regions of interest, timecode
-// and reference timestamps still describe it and come out unchanged; a meta
+// The gray frame has the input's size: regions of interest, timecode and
+// reference timestamps still describe it and come out unchanged; a meta
 // about the input's pixel format (tagged colorspace) does not.
+// (A crop meta is applied: tests/test_element_scale.cpp.)
 TEST(Metas, GeometryAndTimeAreKeptPixelFormatIsDropped) {
   Harness harness({"backend=cpu"});
   harness.set_caps(caps_string("RGBx", 641, 481));
   const TestFrame f = random_frame(PixelLayout::RGBx, 641, 481);
   GstBuffer *in = buffer_for(f);
-  GstVideoCropMeta *crop = gst_buffer_add_video_crop_meta(in);
-  crop->x = 3, crop->y = 5, crop->width = 600, crop->height = 401;
   gst_buffer_add_video_region_of_interest_meta(in, "face", 10, 20, 30, 40);
   gst_buffer_add_video_time_code_meta_full(in, 30, 1, nullptr, GST_VIDEO_TIME_CODE_FLAGS_NONE, 1, 2,
                                            3, 4, 0);
@@ -1228,10 +1227,6 @@ TEST(Metas, GeometryAndTimeAreKeptPixelFormatIsDropped) {
   ASSERT_NE(out, nullptr);
   EXPECT_TRUE(same_pixels(gray_of(out, 641, 481), cpu_reference(f, kWeightChoices[0])));
 
-  const GstVideoCropMeta *out_crop = gst_buffer_get_video_crop_meta(out);
-  ASSERT_NE(out_crop, nullptr);
-  EXPECT_EQ(std::vector<guint>({out_crop->x, out_crop->y, out_crop->width, out_crop->height}),
-            std::vector<guint>({3, 5, 600, 401}));
   const GstVideoRegionOfInterestMeta *roi = gst_buffer_get_video_region_of_interest_meta_id(out, 0);
   ASSERT_NE(roi, nullptr);
   EXPECT_STREQ(g_quark_to_string(roi->roi_type), "face");

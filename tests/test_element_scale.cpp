@@ -142,5 +142,132 @@ TEST_P(ElementScale, FreeSizeKeepsTheInputSize) {
   expect_scaled(harness, f, 333, 187, Rect{0, 0, 333, 187}, ScaleMethod::Nearest);
 }
 
+// A buffer of the whole frame with a GstVideoCropMeta, as videocrop sends
+// when cudagray accepts the meta: the rectangle is read where it is, and
+// the result is the rectangle's gray scaled to the size asked for, with no
+// crop meta left. A crop that leaves the frame is refused, naming the sizes.
+TEST_P(ElementScale, CropMetaIsReadWhereItIs) {
+  const TestFrame f = random_frame(PixelLayout::RGBx, 100, 80);
+  const Rect crops[] = {{13, 7, 61, 49}, {0, 0, 61, 49}, {39, 31, 61, 49}};
+  Harness harness({std::string("backend=") + GetParam()});
+  gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8,width=30");
+  harness.set_caps(caps_string("RGBx", 61, 49) + ",pixel-aspect-ratio=1/1");
+  for (const Rect &crop : crops) {
+    SCOPED_TRACE(std::to_string(crop.x) + "," + std::to_string(crop.y));
+    GstBuffer *buf = buffer_for(f);
+    GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(buf);
+    meta->x = crop.x, meta->y = crop.y, meta->width = crop.width, meta->height = crop.height;
+    ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
+    EXPECT_EQ(output_size(harness).height, 24);  // 30 * 49 / 61 = 24.1
+    Conversion c = f.conversion();
+    c.crop = crop;
+    c.out_width = 30;
+    c.out_height = 24;
+    c.dest = Rect{0, 0, 30, 24};
+    GrayImage want(30, 24);
+    convert_cpu(c, f.view(), want.frame(), standard_weights(Matrix::BT601));
+    EXPECT_TRUE(same_pixels(gray_of(out, 30, 24), want));
+    EXPECT_EQ(gst_buffer_get_video_crop_meta(out), nullptr) << "applied, so not passed on";
+    gst_buffer_unref(out);
+  }
+  GstBuffer *outside = buffer_for(f);
+  GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(outside);
+  meta->x = 40, meta->y = 7, meta->width = 61, meta->height = 49;
+  EXPECT_EQ(gst_harness_push(harness.h, outside), GST_FLOW_ERROR);
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
+            "Input buffer does not hold a 61x49 RGBx frame: its crop meta's rectangle (61x49 at "
+            "(40, 7)) is not inside its 100x80 frame");
+}
+
+// Scaled, a region of interest comes out in the output's coordinates (as
+// videoconvertscale scales it); with bars it is dropped.
+TEST_P(ElementScale, RegionsOfInterestAreScaled) {
+  const TestFrame f = random_frame(PixelLayout::RGBx, 1920, 1080);
+  for (const char *downstream : {"width=640", "width=640,height=640,pixel-aspect-ratio=1/1"}) {
+    SCOPED_TRACE(downstream);
+    Harness harness({std::string("backend=") + GetParam()});
+    gst_harness_set_sink_caps_str(harness.h,
+                                  (std::string("video/x-raw,format=GRAY8,") + downstream).c_str());
+    harness.set_caps(caps_string("RGBx", 1920, 1080) + ",pixel-aspect-ratio=1/1");
+    GstBuffer *in = buffer_for(f);
+    gst_buffer_add_video_region_of_interest_meta(in, "face", 300, 120, 600, 300);
+    ASSERT_EQ(gst_harness_push(harness.h, in), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr);
+    const GstVideoRegionOfInterestMeta *roi =
+        gst_buffer_get_video_region_of_interest_meta_id(out, 0);
+    if (std::string(downstream) == "width=640") {
+      ASSERT_NE(roi, nullptr);
+      EXPECT_EQ(std::vector<guint>({roi->x, roi->y, roi->w, roi->h}),
+                std::vector<guint>({100, 40, 200, 100}));
+    } else {
+      EXPECT_EQ(roi, nullptr);
+    }
+    gst_buffer_unref(out);
+  }
+}
+
+// videocrop upstream attaches a crop meta and copies nothing, in system
+// memory and (through cudaupload) CUDA memory: the gray is the crop of the
+// whole frame's, scaled.
+TEST_P(ElementScale, VideocropUpstreamCopiesNothing) {
+  const bool cuda = std::string(GetParam()) == "cuda";
+  if (cuda) SKIP_WITHOUT_ELEMENT("cudaupload");
+  Pipeline p(std::string("videotestsrc num-buffers=3 pattern=snow ! "
+                         "video/x-raw,format=RGBx,width=320,height=240 ! ") +
+             (cuda ? "cudaupload ! " : "") +
+             "videocrop top=10 left=21 right=30 bottom=41 ! cudagray name=gray backend=" +
+             GetParam() + " ! video/x-raw,width=135 ! fakesink name=out");
+  struct Seen {
+    std::vector<GstBuffer *> in, out;
+  } seen;
+  auto keep = [](GstPad *, GstPadProbeInfo *info, gpointer list) {
+    static_cast<std::vector<GstBuffer *> *>(list)->push_back(
+        gst_buffer_ref(GST_PAD_PROBE_INFO_BUFFER(info)));
+    return GST_PAD_PROBE_OK;
+  };
+  GstElement *gray = p.by_name("gray");
+  GstPad *sink = gst_element_get_static_pad(gray, "sink"),
+         *src = gst_element_get_static_pad(gray, "src");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, keep, &seen.in, nullptr);
+  gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, keep, &seen.out, nullptr);
+  gst_object_unref(sink);
+  gst_object_unref(src);
+  p.play();
+  BusLog log;
+  ASSERT_EQ(p.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
+  ASSERT_EQ(seen.in.size(), 3u);
+  ASSERT_EQ(seen.out.size(), 3u);
+  for (size_t i = 0; i < seen.in.size(); ++i) {
+    const GstVideoCropMeta *crop = gst_buffer_get_video_crop_meta(seen.in[i]);
+    ASSERT_NE(crop, nullptr) << "videocrop copied the frame instead of attaching a crop meta";
+    EXPECT_EQ(crop->x, 21u);
+    EXPECT_EQ(crop->y, 10u);
+    EXPECT_EQ(crop->width, 269u);
+    EXPECT_EQ(crop->height, 189u);
+    {  // the whole frame (CUDA memory mapped to the host), then its crop scaled
+      GstVideoInfo info;
+      gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGBx, 320, 240);
+      GstVideoFrame frame;
+      ASSERT_TRUE(gst_video_frame_map(&frame, &info, seen.in[i], GST_MAP_READ));
+      const InputFrame in{{static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0))},
+                          {static_cast<size_t>(GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0))}};
+      Conversion c = same_size_conversion(PixelLayout::RGBx, 320, 240);
+      c.crop = Rect{21, 10, 269, 189};
+      c.out_width = 135;
+      c.out_height = 95;  // 135 * 189 / 269 = 94.85
+      c.dest = Rect{0, 0, 135, 95};
+      GrayImage want(135, 95);
+      convert_cpu(c, in, want.frame(), standard_weights(Matrix::BT601));
+      gst_video_frame_unmap(&frame);
+      EXPECT_TRUE(same_pixels(gray_of(seen.out[i], 135, 95), want)) << "frame " << i;
+    }
+  }
+  for (GstBuffer *b : seen.in) gst_buffer_unref(b);
+  for (GstBuffer *b : seen.out) gst_buffer_unref(b);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ElementScale, ::testing::Values("cpu", "cuda"),
                          [](const auto &info) { return std::string(info.param); });
