@@ -10,8 +10,10 @@
 // output coordinate x (0 <= x < out, from the destination's corner) reads
 // taps i with integer weights a(i) over a denominator D:
 //   nearest:  i = floor((2x + 1) * in / (2 out)), a = 1, D = 1: the source
-//             pixel whose centre is nearest to the output pixel's centre
-//             (OpenCV's INTER_NEAREST_EXACT).
+//             pixel whose centre is nearest to the output pixel's centre,
+//             the right one of two equally near (PIL's and torchvision's
+//             nearest-exact; OpenCV's INTER_NEAREST_EXACT, whose 16-bit fixed
+//             point differs only within 1/256 pixel of a boundary).
 //   bilinear: the sample position s = (x + 0.5) * in / out - 0.5, written as
 //             P / (2 out) with P = (2x + 1) * in - out; i0 = floor(s),
 //             r = P - 2 out * i0; taps i0 and i0 + 1 with a = 2 out - r and

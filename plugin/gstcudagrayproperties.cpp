@@ -70,7 +70,8 @@ static GType gst_cuda_gray_method_get_type(void) {
   static GType type = 0;
   static const GEnumValue values[] = {
       {GST_CUDA_GRAY_METHOD_NEAREST,
-       "The source pixel whose centre is nearest (OpenCV INTER_NEAREST_EXACT)", "nearest"},
+       "The source pixel whose centre is nearest (nearest-exact, as OpenCV INTER_NEAREST_EXACT)",
+       "nearest"},
       {GST_CUDA_GRAY_METHOD_BILINEAR,
        "Bilinear at (x + 0.5) * in / out - 0.5, edges clamped (OpenCV INTER_LINEAR); aliases "
        "when shrinking by more than 2",

@@ -25,7 +25,7 @@ inline bool operator==(const Rect &a, const Rect &b) {
 // How the crop's gray is resampled to the destination rectangle's size;
 // resample.h defines each exactly.
 enum class ScaleMethod {
-  Nearest,   // the source pixel whose centre is nearest (OpenCV INTER_NEAREST_EXACT)
+  Nearest,   // the source pixel whose centre is nearest (nearest-exact)
   Bilinear,  // at (x + 0.5) * in / out - 0.5, edges clamped (INTER_LINEAR)
   Area,      // the mean over the output pixel's footprint (INTER_AREA)
 };
