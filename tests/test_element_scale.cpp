@@ -2,7 +2,9 @@
 // The element scaling: the output size negotiated as videoscale does it
 // (display aspect ratio kept, letterboxed with add-borders), and every output
 // pixel equal to the kernels' resampler (held to the formula by test_scale).
+#include <map>
 #include <string>
+#include <vector>
 
 #include "element_harness.h"
 
@@ -267,6 +269,43 @@ TEST_P(ElementScale, VideocropUpstreamCopiesNothing) {
   }
   for (GstBuffer *b : seen.in) gst_buffer_unref(b);
   for (GstBuffer *b : seen.out) gst_buffer_unref(b);
+}
+
+// Downstream asks for another size every 3 frames, 600 frames, pushed
+// while earlier ones are still in flight (max-inflight 4 on CUDA): every
+// frame comes out, each at the size asked for when it went in.
+TEST_P(ElementScale, OutputSizeRenegotiatedWhilePlaying) {
+  const int widths[] = {32, 128, 16, 64, 100};
+  Harness harness({std::string("backend=") + GetParam(), "max-inflight=4"});
+  const TestFrame f = random_frame(PixelLayout::BGR, 64, 48);
+  harness.set_caps(input_caps(f));
+  std::vector<int> asked;
+  for (int i = 0; i < 600; ++i) {
+    if (i % 3 == 0) {
+      asked.push_back(widths[i / 3 % 5]);
+      gst_harness_set_sink_caps_str(
+          harness.h, ("video/x-raw,format=GRAY8,width=" + std::to_string(asked.back())).c_str());
+    }
+    ASSERT_EQ(gst_harness_push(harness.h, buffer_for(f)), GST_FLOW_OK) << "frame " << i;
+  }
+  std::map<int, GrayImage> want;
+  for (int w : widths) {
+    Conversion c = f.conversion();
+    c.out_width = w;
+    c.out_height = w * 3 / 4;
+    c.dest = Rect{0, 0, c.out_width, c.out_height};
+    want.emplace(w, GrayImage(c.out_width, c.out_height));
+    convert_cpu(c, f.view(), want.at(w).frame(), standard_weights(Matrix::BT601));
+  }
+  for (int i = 0; i < 600; ++i) {
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr) << "frame " << i << " did not come out";
+    const int w = asked[i / 3];
+    EXPECT_TRUE(same_pixels(gray_of(out, w, w * 3 / 4), want.at(w))) << "frame " << i;
+    gst_buffer_unref(out);
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ElementScale, ::testing::Values("cpu", "cuda"),
