@@ -568,17 +568,29 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
     return;
   }
   // Resampled: each band of output rows converts the source rows its taps
-  // read (whole rows, at 16 bits, by the same-size kernels) and samples them.
+  // read (whole rows, at 16 bits, by the same-size kernels), sums each of
+  // those rows along x for every output column, then sums those down the
+  // taps of each output row: resample()'s integers, in two passes.
   const RowsFn gray16_rows = rows_kernel(in, 16);
   const Rect crop = c.crop, dest = c.dest;
+  // every output column's taps: first source column and weights
+  std::vector<int> first(dest.width), start(dest.width + 1);
+  std::vector<uint32_t> weights;
+  for (int x = 0; x < dest.width; ++x) {
+    const AxisTaps t = axis_taps(c.method, crop.width, dest.width, x);
+    first[x] = crop.x + t.first;
+    start[x] = static_cast<int>(weights.size());
+    for (int k = 0; k < t.count; ++k) weights.push_back(t.weight(k));
+  }
+  start[dest.width] = static_cast<int>(weights.size());
+  const QuotientRounder round(uint64_t{axis_taps(c.method, crop.width, dest.width, 0).denominator} *
+                              axis_taps(c.method, crop.height, dest.height, 0).denominator);
   const int chunk_rows =
       static_cast<int>(std::clamp<long>(kPixelsPerChunk / c.out_width, 1, c.out_height));
   parallel_rows(c.out_height, chunk_rows, threads, [&](int y0, int y1) {
-    std::vector<AxisTaps> columns(dest.width);
-    for (int x = 0; x < dest.width; ++x)
-      columns[x] = axis_taps(c.method, crop.width, dest.width, x);
     const int top = std::max(y0, dest.y), bottom = std::min(y1, dest.y + dest.height);
     std::vector<uint16_t> gray;
+    std::vector<uint32_t> across;  // each source row summed along x, per output column
     int first_row = 0;
     if (top < bottom) {
       first_row = axis_taps(c.method, crop.height, dest.height, top - dest.y).first;
@@ -587,24 +599,39 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
       gray.resize(static_cast<size_t>(rows) * in.width);
       const GrayFrame band{reinterpret_cast<uint8_t *>(gray.data()), in.width * sizeof(uint16_t)};
       gray16_rows(in, band, w, crop.y + first_row, crop.y + first_row + rows);
+      across.resize(static_cast<size_t>(rows) * dest.width);
+      for (int r = 0; r < rows; ++r) {
+        const uint16_t *__restrict g = gray.data() + static_cast<size_t>(r) * in.width;
+        uint32_t *__restrict sums = across.data() + static_cast<size_t>(r) * dest.width;
+        for (int x = 0; x < dest.width; ++x) {
+          uint32_t sum = 0;  // at most 65535 * Dx < 2^31
+          for (int k = start[x]; k < start[x + 1]; ++k)
+            sum += weights[k] * g[first[x] + k - start[x]];
+          sums[x] = sum;
+        }
+      }
     }
     const size_t pixel_bytes = c.out_depth / 8, bytes = c.out_width * pixel_bytes;
     const size_t right = (dest.x + dest.width) * pixel_bytes;  // where the right bar starts
+    std::vector<uint64_t> sum(dest.width);
     for (int y = y0; y < y1; ++y) {
       uint8_t *row = out.data + static_cast<size_t>(y) * out.stride;
       if (y < top || y >= bottom) {  // a bar above or below the picture
         std::memset(row, 0, bytes);
         continue;
       }
-      const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
-      const uint16_t *source = gray.data() + crop.x;
-      auto g = [&](int i, int j) -> uint32_t {
-        return source[static_cast<size_t>(j - first_row) * in.width + i];
-      };
       std::memset(row, 0, dest.x * pixel_bytes);  // the bars left and right
       std::memset(row + right, 0, bytes - right);
+      const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
+      std::fill(sum.begin(), sum.end(), 0);
+      for (int j = 0; j < ty.count; ++j) {
+        const uint64_t wy = ty.weight(j);
+        const uint32_t *__restrict sums =
+            across.data() + static_cast<size_t>(ty.first + j - first_row) * dest.width;
+        for (int x = 0; x < dest.width; ++x) sum[x] += wy * sums[x];
+      }
       for (int x = 0; x < dest.width; ++x) {
-        const uint32_t v = resample(columns[x], ty, g);
+        const uint32_t v = round(sum[x]);
         if (c.out_depth == 16)
           reinterpret_cast<uint16_t *>(row)[dest.x + x] = static_cast<uint16_t>(v);
         else

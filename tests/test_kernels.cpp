@@ -10,6 +10,7 @@
 #include "bayer.h"
 #include "common.h"
 #include "layouts.h"
+#include "resample.h"
 #include "timing.h"
 
 using namespace cudagray;
@@ -408,4 +409,24 @@ TEST(Bayer, DeepColoursScaleAsBayer2rgb) {
     EXPECT_EQ(wrong, 0) << bits << " bits";
   }
   EXPECT_EQ(deep_bayer_to16(65535, 0), deep_bayer_to16(65535, 16)) << "0 bits means 16";
+}
+
+// The CPU's rounding by a double reciprocal equals the integer division,
+// at exact multiples (where a reciprocal alone falls short) and halves, for
+// denominators up to the largest a conversion has (2^30) and sums up to
+// 65535 times them.
+TEST(Resample, QuotientRounderEqualsTheDivision) {
+  std::vector<uint64_t> divisors = {1, 2, 3, 257, 65535, 1u << 28, (1u << 30) - 1, 1u << 30};
+  for (int i = 0; i < 200; ++i) divisors.push_back(random_int(1, 1 << 30));
+  for (uint64_t d : divisors) {
+    const QuotientRounder round(d);
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t q = static_cast<uint64_t>(random_int(0, 65535));
+      for (uint64_t sum : {q * d, q * d + d / 2, q * d + (d - 1) / 2, q * d + d - 1,
+                           q * d + static_cast<uint64_t>(random_int(0, 1 << 30)) % d})
+        if (sum <= 65535 * d) {
+          ASSERT_EQ(round(sum), round_quotient(sum, d)) << sum << " / " << d;
+        }
+    }
+  }
 }
