@@ -149,7 +149,7 @@ class PageableFrames {
 };
 
 // Input bytes of one frame of layout (tight rows, planes back to back), and
-// the frame at base.
+// the frame at base (converted with cudagray::same_size_conversion).
 size_t frame_bytes(PixelLayout layout, const FrameSize &size);
 cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base);
 const char *layout_name(PixelLayout layout);

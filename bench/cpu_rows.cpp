@@ -33,9 +33,11 @@ void cpu_kernel_rows(const FrameSize &size, const Options &options, std::vector<
       const auto run = [&](long n) {
         const Clock::time_point start = Clock::now();
         for (long i = 0; i < n; ++i, ++next) {
-          cudagray::InputFrame frame = frame_at(kind.layout, size, in.at(next));
-          frame.limited_range = kind.limited_range;
-          cudagray::convert_cpu(frame, {out.at(next), static_cast<size_t>(size.width)},
+          cudagray::Conversion c =
+              cudagray::same_size_conversion(kind.layout, size.width, size.height);
+          c.limited_range = kind.limited_range;
+          cudagray::convert_cpu(c, frame_at(kind.layout, size, in.at(next)),
+                                {out.at(next), static_cast<size_t>(size.width)},
                                 cudagray::standard_weights(cudagray::Matrix::BT601));
         }
         return seconds_since(start);

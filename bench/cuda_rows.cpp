@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "cudagray/convert_cuda.h"
 
@@ -96,7 +97,9 @@ class RawLoop {
     const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, in);
     const cudagray::GrayFrame gray{static_cast<uint8_t *>(lane.out.get()),
                                    static_cast<size_t>(size_.width)};
-    CHECK_CUDA(cudagray::convert_cuda(frame, gray, weights_, lane.stream.get()));
+    CHECK_CUDA(cudagray::convert_cuda(
+        cudagray::same_size_conversion(PixelLayout::RGB, size_.width, size_.height), frame, gray,
+        weights_, lane.stream.get()));
     CHECK_CUDA(cudaMemcpyAsync(host_out, lane.out.get(), out_bytes_, cudaMemcpyDeviceToHost,
                                lane.stream.get()));
   }
@@ -223,11 +226,42 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     // is a device copy of half that many bytes, which reads and writes as
     // much. One copy row for each traffic the kernel rows need, keyed by it.
     const auto copy_key = [&](size_t traffic) { return "copy:" + std::to_string(traffic) + "B"; };
+    // Scaled (issue 31): GRAY8 at 640x360, and letterboxed into 640x640 (the
+    // picture as wide as the box, centred), each method, where the output
+    // fits the gray ring.
+    struct Scaled {
+      std::string name;
+      cudagray::Conversion c;
+    };
+    const auto scaled = [&](PixelLayout layout) {
+      std::vector<Scaled> all;
+      for (const bool boxed : {false, true}) {
+        cudagray::Conversion c = cudagray::same_size_conversion(layout, size.width, size.height);
+        c.out_width = 640;
+        c.out_height = boxed ? 640 : 360;
+        const int picture = std::max(1, static_cast<int>(640L * size.height / size.width));
+        c.dest = boxed ? cudagray::Rect{0, (640 - std::min(picture, 640)) / 2, 640,
+                                        std::min(picture, 640)}
+                       : cudagray::Rect{0, 0, 640, 360};
+        if (static_cast<size_t>(c.out_width) * c.out_height > n) continue;
+        for (const auto &[method, name] : {std::pair{cudagray::ScaleMethod::Area, "area"},
+                                           std::pair{cudagray::ScaleMethod::Bilinear, "bilinear"},
+                                           std::pair{cudagray::ScaleMethod::Nearest, "nearest"}}) {
+          c.method = method;
+          all.push_back({std::string(boxed ? "640x640-boxed:" : "640x360:") + name, c});
+        }
+      }
+      return all;
+    };
     std::set<size_t> traffics;
     if (kernels)
-      for (PixelLayout layout : options.formats)
+      for (PixelLayout layout : options.formats) {
         for (int depth : options.gray_depths)
           traffics.insert(frame_bytes(layout, size) + n * depth / 8);
+        for (const Scaled &k : scaled(layout))
+          traffics.insert(frame_bytes(layout, size) +
+                          static_cast<size_t>(k.c.out_width) * k.c.out_height);
+      }
     for (size_t traffic : traffics)
       time_copy(copy_key(traffic),
                 "device copy, same traffic as a kernel reading and writing " +
@@ -256,10 +290,25 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
           if (depth == 8 && cudagray::layout_info(layout).family == cudagray::LayoutFamily::Rgb &&
               cudagray::layout_info(layout).depth == 8 && cudagray::layout_info(layout).planes == 1)
             row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
+          const cudagray::Conversion c =
+              cudagray::same_size_conversion(layout, size.width, size.height, depth);
           time_row(row, [&](long i, cudaStream_t s) {
-            cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
-            out.depth = depth;
-            CHECK_CUDA(cudagray::convert_cuda(frame_at(layout, size, in.at(i)), out, weights, s));
+            const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
+            CHECK_CUDA(
+                cudagray::convert_cuda(c, frame_at(layout, size, in.at(i)), out, weights, s));
+          });
+        }
+        for (const Scaled &k : scaled(layout)) {
+          const size_t traffic =
+              frame_bytes(layout, size) + static_cast<size_t>(k.c.out_width) * k.c.out_height;
+          Row row(size, "kernel", std::string("kernel:") + layout_name(layout) + ":" + k.name,
+                  "cudagray kernel alone, scaled to " + k.name, layout_name(layout),
+                  double(traffic));
+          row.ceiling = copy_key(traffic);
+          time_row(row, [&](long i, cudaStream_t s) {
+            const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(k.c.out_width)};
+            CHECK_CUDA(
+                cudagray::convert_cuda(k.c, frame_at(layout, size, in.at(i)), out, weights, s));
           });
         }
       }

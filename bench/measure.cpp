@@ -78,7 +78,7 @@ size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
 
 cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
-  cudagray::InputFrame frame{layout, size.width, size.height, {}, {}};
+  cudagray::InputFrame frame{};
   const size_t row = info.row_bytes(size.width);
   for (int p = 0; p < info.planes; ++p) {
     frame.plane[p] = base + p * row * size.height;

@@ -126,9 +126,10 @@ std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &c
   const DeviceRing out(2, n);  // NPP's, ours
   convert_npp(c, context, in, out.at(0), size);
   const cudagray::GrayFrame gray{out.at(1), static_cast<size_t>(size.width)};
-  CHECK_CUDA(cudagray::convert_cuda(frame_at(c.layout, size, in), gray,
-                                    cudagray::standard_weights(cudagray::Matrix::BT601),
-                                    context.hStream));
+  CHECK_CUDA(
+      cudagray::convert_cuda(cudagray::same_size_conversion(c.layout, size.width, size.height),
+                             frame_at(c.layout, size, in), gray,
+                             cudagray::standard_weights(cudagray::Matrix::BT601), context.hStream));
   CHECK_CUDA(cudaStreamSynchronize(context.hStream));
   std::vector<uint8_t> a(n), b(n);
   CHECK_CUDA(cudaMemcpy(a.data(), out.at(0), n, cudaMemcpyDeviceToHost));

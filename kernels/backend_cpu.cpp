@@ -16,13 +16,15 @@ class CpuBackend final : public Backend {
   const char *name() const override { return "cpu"; }
   // Each frame is converted in submit: nothing to gain from more in flight.
   BackendNeeds needs() const override { return {}; }
-  bool configure(PixelLayout, int, int, int, int, bool, bool, std::string *) override {
+  bool configure(const Conversion &c, std::string *error) override {
+    if (!valid_conversion(c, error)) return false;
+    conversion_ = c;
     return true;
   }
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
               std::string *) override {
     const auto start = std::chrono::steady_clock::now();
-    convert_cpu(in, out, w);
+    convert_cpu(conversion_, in, out, w);
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
     stats_.count(false, false, false, false);
     stats_.add_times(took.count(), 0, 0, false, false);
@@ -39,6 +41,7 @@ class CpuBackend final : public Backend {
   TimingStats stats() const override { return stats_.get(); }
 
  private:
+  Conversion conversion_;
   std::atomic<int> in_flight_{0};
   StatsAccumulator stats_;
 };

@@ -100,34 +100,32 @@ class CudaBackend final : public Backend {
   const char *name() const override { return "cuda"; }
   BackendNeeds needs() const override { return {kAutoInFlight, kMaxInFlight, true, true, true}; }
 
-  bool configure(PixelLayout layout, int width, int height, int out_depth, int max_in_flight,
-                 bool inputs_on_device, bool outputs_on_device, std::string *error) override {
+  bool configure(const Conversion &c, std::string *error) override {
+    if (!valid_conversion(c, error)) return false;
     const InCudaContext in_context(context_);
     discard_all();
     const CudaResourceChange change;  // one wait for the context's lock, not one per buffer
     slots_.clear();                   // free before allocating, so that large frames fit
     try {
-      info_ = &layout_info(layout);
-      layout_ = layout;
-      width_ = width;
-      height_ = height;
-      out_depth_ = out_depth;
-      row_bytes_ = info_->row_bytes(width);
-      out_row_bytes_ = static_cast<size_t>(width) * (out_depth / 8);
+      conversion_ = c;
+      info_ = &layout_info(c.layout);
+      row_bytes_ = info_->row_bytes(c.in_width);
+      out_row_bytes_ = static_cast<size_t>(c.out_width) * (c.out_depth / 8);
       in_pitch_ = align_up(row_bytes_, kPitchAlignment);
       out_pitch_ = align_up(out_row_bytes_, kPitchAlignment);
-      plane_bytes_ = in_pitch_ * height;
-      const size_t in_bytes = row_bytes_ * height * info_->planes;
-      // a Bayer pixel reads the rows around it: its frame stays whole
+      plane_bytes_ = in_pitch_ * c.in_height;
+      const size_t in_bytes = row_bytes_ * c.in_height * info_->planes;
+      // a Bayer pixel reads the rows around it, a resampled one the rows
+      // its taps read: those frames stay whole
       strips_ =
-          max_in_flight > 1 || info_->family == LayoutFamily::Bayer
+          c.max_in_flight > 1 || info_->family == LayoutFamily::Bayer || c.resamples()
               ? 1
               : static_cast<int>(std::clamp<size_t>((in_bytes + kStripBytes - 1) / kStripBytes, 1,
-                                                    std::min(kMaxStrips, height)));
-      slots_.resize(std::max(1, max_in_flight));
+                                                    std::min(kMaxStrips, c.in_height)));
+      slots_.resize(std::max(1, c.max_in_flight));
       for (Slot &s : slots_) {
-        if (!inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
-        if (!outputs_on_device) s.device_out = make_device_memory(out_pitch_ * height);
+        if (!c.inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
+        if (!c.outputs_on_device) s.device_out = make_device_memory(out_pitch_ * c.out_height);
         for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
                               &s.download_start, &s.download_end})
           *e = make_event(cudaEventDefault);
@@ -149,11 +147,6 @@ class CudaBackend final : public Backend {
   bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
               std::string *error) override {
     const InCudaContext in_context(context_);
-    if (in.layout != layout_ || in.width != width_ || in.height != height_ ||
-        out.depth != out_depth_) {
-      *error = "frame does not match the configured format and size";
-      return false;
-    }
     size_t index;
     {
       std::lock_guard<std::mutex> hold(lock_);
@@ -196,9 +189,15 @@ class CudaBackend final : public Backend {
       const auto consumer =
           out.on_device ? static_cast<cudaStream_t>(out.consumer_stream) : nullptr;
       if (consumer) CUDAGRAY_CHECK(cudaEventRecord(s.output_free.get(), consumer));
-      const int strip_rows = (height_ + strips_ - 1) / strips_;
+      // strips of input rows; a frame in strips is converted at its own size,
+      // so that each strip's output rows are its input rows
+      const int in_height = conversion_.in_height;
+      const int strip_rows = (in_height + strips_ - 1) / strips_;
       auto strip_start = [&](int i) { return i * strip_rows; };
-      auto strip_height = [&](int i) { return std::min(strip_rows, height_ - i * strip_rows); };
+      auto strip_height = [&](int i) { return std::min(strip_rows, in_height - i * strip_rows); };
+      auto strip_out_rows = [&](int i) {
+        return strips_ == 1 ? conversion_.out_height : strip_height(i);
+      };
       // Every strip's upload first, back to back on the one upload stream (the
       // copy engine runs them in order anyway)...
       cudaStream_t up = upload_stream_.get();
@@ -228,8 +227,12 @@ class CudaBackend final : public Backend {
       for (int i = 0; i < strips_; ++i) {
         const bool first = i == 0, last = i == strips_ - 1;
         cudaStream_t work = work_streams_[next_stream_++ % kStreams].get();
-        InputFrame strip{layout_, width_, strip_height(i), {}, {}, in.limited_range};
-        strip.sample_bits = in.sample_bits;
+        Conversion strip_conversion = conversion_;
+        if (strips_ > 1) {
+          strip_conversion.in_height = strip_conversion.out_height = strip_height(i);
+          strip_conversion.crop.height = strip_conversion.dest.height = strip_height(i);
+        }
+        InputFrame strip{};
         for (int p = 0; p < info_->planes; ++p) {
           strip.plane[p] = in.on_device ? source[p] + strip_start(i) * source_pitch[p]
                                         : device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;
@@ -242,13 +245,13 @@ class CudaBackend final : public Backend {
         uint8_t *const rows = written.data + strip_start(i) * written.stride;
         GrayFrame strip_out = written;
         strip_out.data = rows;
-        CUDAGRAY_CHECK(convert_cuda(strip, strip_out, w, work));
+        CUDAGRAY_CHECK(convert_cuda(strip_conversion, strip, strip_out, w, work));
         if (last) record_if_timed(s.kernel_end, work);
         if (!out.on_device) {
           if (first) record_if_timed(s.download_start, work);
           CUDAGRAY_CHECK(cudaMemcpy2DAsync(download_to.data + strip_start(i) * download_to.stride,
                                            download_to.stride, rows, written.stride, out_row_bytes_,
-                                           strip_height(i), cudaMemcpyDeviceToHost, work));
+                                           strip_out_rows(i), cudaMemcpyDeviceToHost, work));
           if (last) record_if_timed(s.download_end, work);
         }
         CUDAGRAY_CHECK(cudaEventRecord(s.strip_done[i].get(), work));
@@ -318,7 +321,8 @@ class CudaBackend final : public Backend {
       }
       if (s.out_staged) {
         const auto *result = static_cast<const uint8_t *>(s.staging_out.get());
-        copy_rows(result, out_pitch_, s.out.data, s.out.stride, out_row_bytes_, height_);
+        copy_rows(result, out_pitch_, s.out.data, s.out.stride, out_row_bytes_,
+                  conversion_.out_height);
       }
       std::lock_guard<std::mutex> hold(lock_);
       stats_.count(s.in_staged, s.out_staged, s.on_device, s.out.on_device);
@@ -333,9 +337,7 @@ class CudaBackend final : public Backend {
 
   // One of the slot's result buffers (staging or device), as a gray frame.
   GrayFrame slot_gray(void *data) const {
-    GrayFrame g{static_cast<uint8_t *>(data), out_pitch_};
-    g.depth = out_depth_;
-    return g;
+    return GrayFrame{static_cast<uint8_t *>(data), out_pitch_};
   }
 
   bool planes_pinned(const InputFrame &in) const {
@@ -353,7 +355,7 @@ class CudaBackend final : public Backend {
     if (!(staging_in || staging_out)) return;
     const CudaResourceChange change;
     if (staging_in) s.staging_in = make_pinned_memory(plane_bytes_ * info_->planes);
-    if (staging_out) s.staging_out = make_pinned_memory(out_pitch_ * height_);
+    if (staging_out) s.staging_out = make_pinned_memory(out_pitch_ * conversion_.out_height);
   }
 
   // Copies pageable input into slot s's pinned staging buffer, from where
@@ -367,7 +369,7 @@ class CudaBackend final : public Backend {
     // Split over threads: one core's memcpy is well below what DMA takes.
     for (int p = 0; p < info_->planes; ++p)
       copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_,
-                height_);
+                conversion_.in_height);
   }
 
   const CudaContextSwitch context_;  // first made, last gone
@@ -376,9 +378,9 @@ class CudaBackend final : public Backend {
   StreamOwner work_streams_[kStreams];
   unsigned next_stream_ = 0;
   uint64_t submitted_ = 0;  // frames, for picking the timed ones
+  Conversion conversion_;
   const LayoutInfo *info_ = nullptr;
-  PixelLayout layout_ = PixelLayout::RGB;
-  int width_ = 0, height_ = 0, out_depth_ = 8, strips_ = 1;
+  int strips_ = 1;
   // bytes of a row: of each input plane read, of the result
   size_t row_bytes_ = 0, out_row_bytes_ = 0;
   size_t in_pitch_ = 0, out_pitch_ = 0, plane_bytes_ = 0;

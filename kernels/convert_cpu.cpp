@@ -17,6 +17,7 @@
 #include "bayer.h"
 #include "layouts.h"
 #include "parallel.h"
+#include "resample.h"
 
 namespace cudagray {
 
@@ -24,14 +25,15 @@ namespace {
 
 // ---------------------------------------------------------------- row kernels
 //
-// A kernel converts rows [y0, y1) of a frame of one layout, the layout coming
+// A kernel converts rows [y0, y1) of a frame of one layout into out's rows
+// from its first on (row y0 at out.data), the layout coming
 // from dispatch_layout at compile time, so one template per instruction set
 // serves every format. All of them evaluate the formula itself in unsigned
 // 32-bit lanes, S = wR*R + wG*G + wB*B + 32768 and Y = min(255, S >> 16),
 // which is exact for every weight the API allows: each weight is at most
 // 64 * 65536, so S stays below 2^32.
 
-using RowsFn = void (*)(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0,
+using RowsFn = void (*)(const SourceFrame &in, const GrayFrame &out, const Weights &w, int y0,
                         int y1);
 
 // Bytes of the rows being converted, one pointer per plane read.
@@ -52,13 +54,13 @@ struct RowBytes {
 #endif
 
 template <class Layout, class Out, class Op>
-CUDAGRAY_ALWAYS_INLINE void pixels_body(const InputFrame &in, const GrayFrame &out, const Op op,
+CUDAGRAY_ALWAYS_INLINE void pixels_body(const SourceFrame &in, const GrayFrame &out, const Op op,
                                         int y0, int y1) {
   const int width = in.width;  // a store could alias in.width: read it once
   for (int y = y0; y < y1; ++y) {
     RowBytes src;
     for (int p = 0; p < Layout::kPlanes; ++p) src.row[p] = in.plane[p] + y * in.stride[p];
-    Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
+    Out *__restrict dst = reinterpret_cast<Out *>(out.data + (y - y0) * out.stride);
     constexpr int G = Layout::kGroupPixels;
     if constexpr (G == 1) {
       for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
@@ -82,11 +84,11 @@ constexpr bool kCopiesRows =
     std::is_same_v<Layout, LumaLayout<>> &&std::is_same_v<Op, ToGray<LumaLayout<>, 8, false>>;
 
 template <class Layout, class Op>
-CUDAGRAY_ALWAYS_INLINE void pixel_rows(const InputFrame &in, const GrayFrame &out, const Weights &w,
-                                       int y0, int y1) {
+CUDAGRAY_ALWAYS_INLINE void pixel_rows(const SourceFrame &in, const GrayFrame &out,
+                                       const Weights &w, int y0, int y1) {
   if constexpr (kCopiesRows<Layout, Op>) {
     for (int y = y0; y < y1; ++y)
-      std::memcpy(out.data + y * out.stride, in.plane[0] + y * in.stride[0], in.width);
+      std::memcpy(out.data + (y - y0) * out.stride, in.plane[0] + y * in.stride[0], in.width);
   } else {
     using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
     pixels_body<Layout, Out>(in, out, Op{w}, y0, y1);
@@ -94,7 +96,7 @@ CUDAGRAY_ALWAYS_INLINE void pixel_rows(const InputFrame &in, const GrayFrame &ou
 }
 
 template <class Layout, class Op>
-void rows_pixels(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
+void rows_pixels(const SourceFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
   pixel_rows<Layout, Op>(in, out, w, y0, y1);
 }
 
@@ -160,7 +162,7 @@ void row_passes(const MosaicRows &m, const int (&rows)[3], RowPass<Sample> (&cac
 }
 
 template <class Layout, int OutDepth>
-void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
+void rows_bayer(const SourceFrame &in, const GrayFrame &out, const Weights &w, int y0, int y1) {
   using Out = std::conditional_t<OutDepth == 16, uint16_t, uint8_t>;
   using Sample = std::conditional_t<Layout::kDepth == 16, uint16_t, uint8_t>;
   const ToGray<Layout, OutDepth, false> op{w};
@@ -195,7 +197,7 @@ void rows_bayer(const InputFrame &in, const GrayFrame &out, const Weights &w, in
     // X is red when red sits in column 0
     const Sample *__restrict r = Layout::kRedX == 0 ? cx : cy;
     const Sample *__restrict b = Layout::kRedX == 0 ? cy : cx;
-    Out *__restrict dst = reinterpret_cast<Out *>(out.data + y * out.stride);
+    Out *__restrict dst = reinterpret_cast<Out *>(out.data + (y - y0) * out.stride);
     for (int x = 0; x < width; ++x)
       dst[x] =
           static_cast<Out>(op(bayer_gray_colour<Layout>(Rgb{r[x], g[x], b[x]}, in.sample_bits)));
@@ -308,7 +310,7 @@ CUDAGRAY_AVX2 CUDAGRAY_ALWAYS_INLINE Avx2Weights avx2_weights(const Weights &w) 
 constexpr int kAvx2Block = 32;
 
 template <int Bpp, int R, int G, int B>
-CUDAGRAY_AVX2 void rows_avx2_packed(const InputFrame &in, const GrayFrame &out, const Weights &w,
+CUDAGRAY_AVX2 void rows_avx2_packed(const SourceFrame &in, const GrayFrame &out, const Weights &w,
                                     int y0, int y1) {
   const Avx2Weights v = avx2_weights(w);
   // A 3-byte block's last load reads 4 bytes past the block: stop 2 pixels
@@ -317,7 +319,7 @@ CUDAGRAY_AVX2 void rows_avx2_packed(const InputFrame &in, const GrayFrame &out, 
   const int last = in.width - kAvx2Block - kPad;
   for (int y = y0; y < y1; ++y) {
     const uint8_t *src = in.plane[0] + y * in.stride[0];
-    uint8_t *dst = out.data + y * out.stride;
+    uint8_t *dst = out.data + (y - y0) * out.stride;
     int x = 0;
     if (last >= 0) {
       for (; x < last; x += kAvx2Block) avx2_packed_block<Bpp, R, G, B>(src + x * Bpp, dst + x, v);
@@ -329,7 +331,7 @@ CUDAGRAY_AVX2 void rows_avx2_packed(const InputFrame &in, const GrayFrame &out, 
 }
 
 template <int R, int G, int B>
-CUDAGRAY_AVX2 void rows_avx2_planar(const InputFrame &in, const GrayFrame &out, const Weights &w,
+CUDAGRAY_AVX2 void rows_avx2_planar(const SourceFrame &in, const GrayFrame &out, const Weights &w,
                                     int y0, int y1) {
   const Avx2Weights v = avx2_weights(w);
   const int last = in.width - kAvx2Block;
@@ -337,7 +339,7 @@ CUDAGRAY_AVX2 void rows_avx2_planar(const InputFrame &in, const GrayFrame &out, 
     const uint8_t *r = in.plane[R] + y * in.stride[R];
     const uint8_t *g = in.plane[G] + y * in.stride[G];
     const uint8_t *b = in.plane[B] + y * in.stride[B];
-    uint8_t *dst = out.data + y * out.stride;
+    uint8_t *dst = out.data + (y - y0) * out.stride;
     int x = 0;
     if (last >= 0) {
       for (; x < last; x += kAvx2Block) avx2_planar_block(r + x, g + x, b + x, dst + x, v);
@@ -401,7 +403,7 @@ CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE Avx512Weights avx512_weights(const Weight
 }
 
 template <int Bpp, int R, int G, int B>
-CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &out,
+CUDAGRAY_AVX512 void rows_avx512_packed(const SourceFrame &in, const GrayFrame &out,
                                         const Weights &w, int y0, int y1) {
   const Avx512Weights v = avx512_weights(w);
   // Full loads are 64 bytes: for 3-byte pixels 16 more than 16 pixels need.
@@ -409,7 +411,7 @@ CUDAGRAY_AVX512 void rows_avx512_packed(const InputFrame &in, const GrayFrame &o
   const int width = in.width;
   for (int y = y0; y < y1; ++y) {
     const uint8_t *src = in.plane[0] + y * in.stride[0];
-    uint8_t *dst = out.data + y * out.stride;
+    uint8_t *dst = out.data + (y - y0) * out.stride;
     int x = 0;
     for (; x + 64 + kPad <= width; x += 64)
       for (int k = 0; k < 4; ++k) {
@@ -436,7 +438,7 @@ CUDAGRAY_AVX512 CUDAGRAY_ALWAYS_INLINE __m512i avx512_widen16(const uint8_t *p) 
 }
 
 template <int R, int G, int B>
-CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &out,
+CUDAGRAY_AVX512 void rows_avx512_planar(const SourceFrame &in, const GrayFrame &out,
                                         const Weights &w, int y0, int y1) {
   const Avx512Weights v = avx512_weights(w);
   const int width = in.width;
@@ -444,7 +446,7 @@ CUDAGRAY_AVX512 void rows_avx512_planar(const InputFrame &in, const GrayFrame &o
     const uint8_t *r = in.plane[R] + y * in.stride[R];
     const uint8_t *g = in.plane[G] + y * in.stride[G];
     const uint8_t *b = in.plane[B] + y * in.stride[B];
-    uint8_t *dst = out.data + y * out.stride;
+    uint8_t *dst = out.data + (y - y0) * out.stride;
     int x = 0;
     for (; x + 16 <= width; x += 16) {
       const __m512i s =
@@ -475,7 +477,7 @@ RowsFn avx512_kernel(PlanarLayout<R, G, B>) {
 
 // The pixel-by-pixel loop again, vectorised with AVX2.
 template <class Layout, class Op>
-CUDAGRAY_AVX2 void rows_pixels_avx2(const InputFrame &in, const GrayFrame &out, const Weights &w,
+CUDAGRAY_AVX2 void rows_pixels_avx2(const SourceFrame &in, const GrayFrame &out, const Weights &w,
                                     int y0, int y1) {
   pixel_rows<Layout, Op>(in, out, w, y0, y1);
 }
@@ -509,7 +511,7 @@ constexpr bool kHasRgb8Simd<PackedLayout<Bpp, R, G, B>> = true;
 template <int R, int G, int B>
 constexpr bool kHasRgb8Simd<PlanarLayout<R, G, B, 8>> = true;
 
-RowsFn rows_kernel(const InputFrame &in, int out_depth) {
+RowsFn rows_kernel(const SourceFrame &in, int out_depth) {
   static const Simd simd = detect_simd();
   RowsFn rows = nullptr;
   dispatch_layout(in.layout, [&](auto layout) {
@@ -545,16 +547,98 @@ constexpr long kPixelsPerThread = 1 << 18;
 
 }  // namespace
 
-void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w, int threads) {
-  if (in.width <= 0 || in.height <= 0) return;
-  const RowsFn rows = rows_kernel(in, out.depth);
+void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &out,
+                 const Weights &w, int threads) {
+  if (c.in_width <= 0 || c.in_height <= 0 || c.out_width <= 0 || c.out_height <= 0) return;
+  const SourceFrame in = source_frame(c, frame);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const long pixels = static_cast<long>(in.width) * in.height;
+  const long pixels = std::max(static_cast<long>(c.in_width) * c.in_height,
+                               static_cast<long>(c.out_width) * c.out_height);
   threads = static_cast<int>(
       std::clamp<long>(pixels / kPixelsPerThread, 1, std::min(threads, kMaxThreads)));
+  if (!c.resamples()) {
+    const RowsFn rows = rows_kernel(in, c.out_depth);
+    const int chunk_rows =
+        static_cast<int>(std::clamp<long>(kPixelsPerChunk / in.width, 1, in.height));
+    parallel_rows(in.height, chunk_rows, threads, [&](int y0, int y1) {
+      GrayFrame band = out;
+      band.data += static_cast<size_t>(y0) * out.stride;
+      rows(in, band, w, y0, y1);
+    });
+    return;
+  }
+  // Resampled: each band of output rows converts the source rows its taps
+  // read (whole rows, at 16 bits, by the same-size kernels), sums each of
+  // those rows along x for every output column, then sums those down the
+  // taps of each output row: resample()'s integers, in two passes.
+  const RowsFn gray16_rows = rows_kernel(in, 16);
+  const Rect crop = c.crop, dest = c.dest;
+  // every output column's taps: first source column and weights
+  std::vector<int> first(dest.width), start(dest.width + 1);
+  std::vector<uint32_t> weights;
+  for (int x = 0; x < dest.width; ++x) {
+    const AxisTaps t = axis_taps(c.method, crop.width, dest.width, x);
+    first[x] = crop.x + t.first;
+    start[x] = static_cast<int>(weights.size());
+    for (int k = 0; k < t.count; ++k) weights.push_back(t.weight(k));
+  }
+  start[dest.width] = static_cast<int>(weights.size());
+  const QuotientRounder round(uint64_t{axis_taps(c.method, crop.width, dest.width, 0).denominator} *
+                              axis_taps(c.method, crop.height, dest.height, 0).denominator);
   const int chunk_rows =
-      static_cast<int>(std::clamp<long>(kPixelsPerChunk / in.width, 1, in.height));
-  parallel_rows(in.height, chunk_rows, threads, [&](int y0, int y1) { rows(in, out, w, y0, y1); });
+      static_cast<int>(std::clamp<long>(kPixelsPerChunk / c.out_width, 1, c.out_height));
+  parallel_rows(c.out_height, chunk_rows, threads, [&](int y0, int y1) {
+    const int top = std::max(y0, dest.y), bottom = std::min(y1, dest.y + dest.height);
+    std::vector<uint16_t> gray;
+    std::vector<uint32_t> across;  // each source row summed along x, per output column
+    int first_row = 0;
+    if (top < bottom) {
+      first_row = axis_taps(c.method, crop.height, dest.height, top - dest.y).first;
+      const AxisTaps last = axis_taps(c.method, crop.height, dest.height, bottom - 1 - dest.y);
+      const int rows = last.first + last.count - first_row;
+      gray.resize(static_cast<size_t>(rows) * in.width);
+      const GrayFrame band{reinterpret_cast<uint8_t *>(gray.data()), in.width * sizeof(uint16_t)};
+      gray16_rows(in, band, w, crop.y + first_row, crop.y + first_row + rows);
+      across.resize(static_cast<size_t>(rows) * dest.width);
+      for (int r = 0; r < rows; ++r) {
+        const uint16_t *__restrict g = gray.data() + static_cast<size_t>(r) * in.width;
+        uint32_t *__restrict sums = across.data() + static_cast<size_t>(r) * dest.width;
+        for (int x = 0; x < dest.width; ++x) {
+          uint32_t sum = 0;  // at most 65535 * Dx < 2^31
+          for (int k = start[x]; k < start[x + 1]; ++k)
+            sum += weights[k] * g[first[x] + k - start[x]];
+          sums[x] = sum;
+        }
+      }
+    }
+    const size_t pixel_bytes = c.out_depth / 8, bytes = c.out_width * pixel_bytes;
+    const size_t right = (dest.x + dest.width) * pixel_bytes;  // where the right bar starts
+    std::vector<uint64_t> sum(dest.width);
+    for (int y = y0; y < y1; ++y) {
+      uint8_t *row = out.data + static_cast<size_t>(y) * out.stride;
+      if (y < top || y >= bottom) {  // a bar above or below the picture
+        std::memset(row, 0, bytes);
+        continue;
+      }
+      std::memset(row, 0, dest.x * pixel_bytes);  // the bars left and right
+      std::memset(row + right, 0, bytes - right);
+      const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
+      std::fill(sum.begin(), sum.end(), 0);
+      for (int j = 0; j < ty.count; ++j) {
+        const uint64_t wy = ty.weight(j);
+        const uint32_t *__restrict sums =
+            across.data() + static_cast<size_t>(ty.first + j - first_row) * dest.width;
+        for (int x = 0; x < dest.width; ++x) sum[x] += wy * sums[x];
+      }
+      for (int x = 0; x < dest.width; ++x) {
+        const uint32_t v = round(sum[x]);
+        if (c.out_depth == 16)
+          reinterpret_cast<uint16_t *>(row)[dest.x + x] = static_cast<uint16_t>(v);
+        else
+          row[dest.x + x] = reduce8(v);
+      }
+    }
+  });
 }
 
 }  // namespace cudagray

@@ -3,7 +3,8 @@
 // thread per chunk of a row, 16-byte loads and the widest stores the chunk
 // allows where rows are aligned) instantiated per layout with the per-pixel
 // operation, as CUB and OpenCV's cudev separate traversal from operation;
-// Bayer frames have their own (bayer.h).
+// Bayer frames have their own (bayer.h); resampled frames a sampler over the
+// source's gray (resample.h), a thread per output pixel.
 #include "cudagray/convert_cuda.h"
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "bayer.h"
 #include "layouts.h"
+#include "resample.h"
 
 namespace cudagray {
 
@@ -142,7 +144,7 @@ bool rows_aligned(const void *p, size_t pitch, size_t bytes) {
 // plane read and the output have 16-byte aligned rows, else the
 // pixel-by-pixel one.
 template <class Layout, class Op>
-void launch(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
+void launch(const SourceFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
   bool wide = rows_aligned(out.data, out.stride, 16);
   for (int p = 0; p < Layout::kPlanes; ++p)
@@ -249,7 +251,7 @@ __global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
 }
 
 template <class Layout, class Op>
-void launch_bayer(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
+void launch_bayer(const SourceFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
   const int runs = (in.width + kBayerRun - 1) / kBayerRun;
   const dim3 grid((runs + kBayerBlockRuns - 1) / kBayerBlockRuns,
                   (in.height + kBayerBlockRows - 1) / kBayerBlockRows);
@@ -260,18 +262,70 @@ void launch_bayer(const InputFrame &in, const GrayFrame &out, Op op, cudaStream_
       vector_rows, op);
 }
 
+// Resampled: a thread per output pixel, 0 in the bars around the
+// destination, else resample() over the gray of the source pixels its taps
+// read, each computed where it is read (Bayer: demosaicked from its
+// neighbours in the whole frame). op gives a pixel's GRAY16.
+template <class Layout, class Op>
+__global__ void resample_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
+                                const uint8_t *__restrict__ in1, size_t pitch1,
+                                const uint8_t *__restrict__ in2, size_t pitch2,
+                                uint8_t *__restrict__ out, size_t out_pitch, Conversion c, Op op) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= c.out_width || y >= c.out_height) return;
+  const Rect crop = c.crop, dest = c.dest;
+  uint32_t g = 0;
+  if (x >= dest.x && x < dest.x + dest.width && y >= dest.y && y < dest.y + dest.height) {
+    const AxisTaps tx = axis_taps(c.method, crop.width, dest.width, x - dest.x);
+    const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
+    g = resample(tx, ty, [&](int i, int j) -> uint32_t {
+      const int sx = crop.x + i, sy = crop.y + j;
+      if constexpr (Layout::kFamily == LayoutFamily::Bayer) {
+        const MosaicRows m{in0, pitch0, c.in_width, c.in_height};
+        return op(bayer_colour<Layout>(m, sx, sy, c.sample_bits));
+      } else {
+        const MemoryBytes row{{in0 + sy * pitch0, in1 + sy * pitch1, in2 + sy * pitch2}};
+        return op(Layout::pixel(row, sx));
+      }
+    });
+  }
+  uint8_t *row = out + y * out_pitch;
+  if (c.out_depth == 16)
+    reinterpret_cast<uint16_t *>(row)[x] = static_cast<uint16_t>(g);
+  else
+    row[x] = reduce8(g);
+}
+
+template <class Layout, class Op>
+void launch_resample(const Conversion &c, const InputFrame &in, const GrayFrame &out, Op op,
+                     cudaStream_t stream) {
+  const dim3 block(32, 8);
+  const dim3 grid((c.out_width + block.x - 1) / block.x, (c.out_height + block.y - 1) / block.y);
+  resample_kernel<Layout><<<grid, block, 0, stream>>>(in.plane[0], in.stride[0], in.plane[1],
+                                                      in.stride[1], in.plane[2], in.stride[2],
+                                                      out.data, out.stride, c, op);
+}
+
 }  // namespace
 
-cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out, const Weights &w,
-                         cudaStream_t stream) {
-  if (device_in.width <= 0 || device_in.height <= 0) return cudaErrorInvalidValue;
-  dispatch_layout(device_in.layout, [&](auto layout) {
+cudaError_t convert_cuda(const Conversion &c, const InputFrame &device_in,
+                         const GrayFrame &device_out, const Weights &w, cudaStream_t stream) {
+  std::string why;
+  if (!valid_conversion(c, &why)) return cudaErrorInvalidValue;
+  const SourceFrame in = source_frame(c, device_in);
+  dispatch_layout(c.layout, [&](auto layout) {
     using Layout = decltype(layout);
-    dispatch_to_gray(layout, device_out.depth, device_in.limited_range, w, [&](auto op) {
+    if (c.resamples()) {
+      dispatch_to_gray(layout, 16, c.limited_range, w, [&](auto op) {
+        launch_resample<Layout>(c, device_in, device_out, op, stream);
+      });
+      return;
+    }
+    dispatch_to_gray(layout, c.out_depth, c.limited_range, w, [&](auto op) {
       if constexpr (Layout::kFamily == LayoutFamily::Bayer)
-        launch_bayer<Layout>(device_in, device_out, op, stream);
+        launch_bayer<Layout>(in, device_out, op, stream);
       else
-        launch<Layout>(device_in, device_out, op, stream);
+        launch<Layout>(in, device_out, op, stream);
     });
   });
   return cudaGetLastError();

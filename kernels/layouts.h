@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
 
@@ -16,6 +17,28 @@
 #endif
 
 namespace cudagray {
+
+// One input frame as the kernels read it: the Conversion's description of
+// what it holds joined to an InputFrame's memory. width and height are the
+// pixels converted (a strip's, for a strip).
+struct SourceFrame {
+  PixelLayout layout;
+  int width, height;
+  const uint8_t *plane[3];
+  size_t stride[3];
+  bool limited_range;
+  int sample_bits;
+};
+
+inline SourceFrame source_frame(const Conversion &c, const InputFrame &in) {
+  return {c.layout,
+          c.in_width,
+          c.in_height,
+          {in.plane[0], in.plane[1], in.plane[2]},
+          {in.stride[0], in.stride[1], in.stride[2]},
+          c.limited_range,
+          c.sample_bits};
+}
 
 // ------------------------------------------------------------- the formula
 

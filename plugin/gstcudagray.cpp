@@ -155,12 +155,24 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   }
   s.in_info = in_info;
   s.format = format;
-  s.out_depth = GST_VIDEO_INFO_FORMAT(&out_info) == GST_VIDEO_FORMAT_GRAY16_LE ? 16 : 8;
-  s.limited_range = format->kind == GST_CUDA_GRAY_KIND_CONVERTED &&
-                    cudagray::layout_info(format->layout).family == cudagray::LayoutFamily::Luma &&
-                    in_info.colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255;
+  GST_OBJECT_LOCK(self);
+  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
+  const gboolean add_borders = self->props.add_borders;
+  GST_OBJECT_UNLOCK(self);
+  s.conversion =
+      gst_cuda_gray_conversion_from_caps(&in_info, format, &out_info, method, add_borders);
+  std::string invalid;
+  if (!cudagray::valid_conversion(s.conversion, &invalid)) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                      ("Cannot convert %dx%d %s to %dx%d gray: %s", in_info.width, in_info.height,
+                       format->name, out_info.width, out_info.height, invalid.c_str()),
+                      ("ask for an output size of 1 to %d pixels a side", cudagray::kMaxDimension));
+    return FALSE;
+  }
 
-  const gboolean passthrough = format->format == GST_VIDEO_INFO_FORMAT(&out_info);
+  /* gray of the output's format and size goes out as it came */
+  const gboolean passthrough =
+      format->format == GST_VIDEO_INFO_FORMAT(&out_info) && !s.conversion.resamples();
   gst_base_transform_set_passthrough(trans, passthrough);
   s.set_frames_in_flight(passthrough, upstream_is_live(trans));
 
@@ -176,12 +188,12 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   s.cuda_input = gst_cuda_gray_caps_in_cuda_memory(incaps);
   if (!s.memory_usable() || !s.configure()) return FALSE;
   GST_INFO_OBJECT(self,
-                  "converting %dx%d %s (%s) to %s (%s) on the %s "
+                  "converting %dx%d %s (%s) to %dx%d %s (%s) on the %s "
                   "backend, up to %d frames in flight",
                   in_info.width, in_info.height, format->name,
-                  s.cuda_input ? "CUDA memory" : "system memory", GST_VIDEO_INFO_NAME(&out_info),
-                  s.cuda_output ? "CUDA memory" : "system memory", s.backend->name(),
-                  s.max_in_flight);
+                  s.cuda_input ? "CUDA memory" : "system memory", out_info.width, out_info.height,
+                  GST_VIDEO_INFO_NAME(&out_info), s.cuda_output ? "CUDA memory" : "system memory",
+                  s.backend->name(), s.max_in_flight);
   return TRUE;
 }
 
@@ -202,6 +214,8 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
   if (gst_base_transform_is_passthrough(trans)) /* downstream answers */
     return GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+  /* a crop is read where it is: videocrop then copies nothing */
+  gst_query_add_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, NULL);
   self->streaming->offer_input_pool(query);
   return TRUE;
 }
@@ -341,19 +355,31 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
   return ret;
 }
 
-/* The output has the input's size and orientation, so metas that describe
- * only geometry (crop, regions of interest) or time (untagged: timecode,
- * reference timestamps) stay true and are copied; any other tag, such as
- * colorspace (the video meta of the input's pixel format) or memory, is
- * about what changed, and the meta is dropped. */
+/* The output keeps the input's orientation: metas that describe only
+ * geometry (regions of interest) or time (untagged: timecode, reference
+ * timestamps) are copied, geometry scaled to the output's size as
+ * videoconvertscale does (dropped when the picture sits between bars, which
+ * a scale cannot say); any other tag, such as colorspace (the video meta of
+ * the input's pixel format) or memory, is about what changed, and the meta
+ * is dropped. A crop meta is dropped: the output is the crop. */
 static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,
                                              GstMeta *meta, GstBuffer *inbuf) {
   static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
                                                GST_META_TAG_VIDEO_ORIENTATION_STR, NULL};
+  if (meta->info->api == GST_VIDEO_CROP_META_API_TYPE) return FALSE;
   const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
   for (const gchar *const *tag = tags; tag && *tag; tag++)
     if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
-  return TRUE;
+  const cudagray::Conversion &c = GST_CUDA_GRAY(trans)->streaming->conversion;
+  if (!tags || !*tags || !c.resamples()) return TRUE;
+  if (!(c.dest == cudagray::Rect{0, 0, c.out_width, c.out_height}) || !meta->info->transform_func)
+    return FALSE;
+  GstVideoInfo out;
+  gst_video_info_set_format(&out, GST_VIDEO_FORMAT_GRAY8, c.out_width, c.out_height);
+  GstVideoMetaTransform scale = {&GST_CUDA_GRAY(trans)->streaming->in_info, &out};
+  meta->info->transform_func(outbuf, meta, inbuf, gst_video_meta_transform_scale_get_quark(),
+                             &scale);
+  return FALSE;
 }
 
 /* A CUDA context handed down by the application or a neighbour. */
@@ -419,6 +445,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_gray_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_gray_stop);
   trans_class->transform_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_caps);
+  trans_class->fixate_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_fixate_caps);
   trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_gray_query);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_set_caps);
   trans_class->transform_size = GST_DEBUG_FUNCPTR(gst_cuda_gray_transform_size);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cudagray/backend.h"
+#include "cudagray/conversion.h"
 #include "gstcudagraycontext.h"
 #include "gstcudagrayformats.h"
 #include "gstcudagrayoutput.h"
@@ -80,11 +81,12 @@ struct GstCudaGrayStreaming final : GstCudaGrayOutputClient {
   /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info;
   const GstCudaGrayFormat *format = NULL;
-  bool limited_range = false; /* luma codes to expand to full range */
-  int out_depth = 8;          /* 8: GRAY8 out, 16: GRAY16_LE */
-  int max_in_flight = 1;      /* max-inflight with auto resolved */
-  bool cuda_input = false;    /* sink caps say memory:CUDAMemory */
-  bool cuda_output = false;   /* src caps say memory:CUDAMemory */
+  /* what a frame becomes, from the caps; configure_backend adds where
+   * frames live and how many are in flight */
+  cudagray::Conversion conversion;
+  int max_in_flight = 1;    /* max-inflight with auto resolved */
+  bool cuda_input = false;  /* sink caps say memory:CUDAMemory */
+  bool cuda_output = false; /* src caps say memory:CUDAMemory */
   /* the last configuration failure posted, so that upstream's retries
    * (one per buffer) do not repeat it */
   std::string configure_error;

@@ -169,9 +169,16 @@ GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, 
     /* gray leaves in CUDA memory only when the backend writes there */
     if (direction == GST_PAD_SRC && cuda_memory && !(cuda_output && usable)) continue;
     const GstStructure *in = gst_caps_get_structure(caps, i);
-    /* the sizes and rates are kept; what the format implies is not */
+    /* the rates are kept; the size and pixel aspect ratio are free, as in
+     * videoconvertscale (fixate_caps picks them), and what the format
+     * implies is not kept */
     GstStructure *sizes = gst_structure_copy(in);
     gst_structure_remove_fields(sizes, "format", "colorimetry", "chroma-site", NULL);
+    gst_structure_set(sizes, "width", GST_TYPE_INT_RANGE, 1, cudagray::kMaxDimension, "height",
+                      GST_TYPE_INT_RANGE, 1, cudagray::kMaxDimension, NULL);
+    if (gst_structure_has_field(sizes, "pixel-aspect-ratio"))
+      gst_structure_set(sizes, "pixel-aspect-ratio", GST_TYPE_FRACTION_RANGE, 1, G_MAXINT, G_MAXINT,
+                        1, NULL);
     /* No colorimetry on gray: GRAY8 then defaults to full range, and
      * videoconvert 1.22 mishandles an explicit "1:0:0:0" (it tints gray). */
     GstCaps *other = direction == GST_PAD_SINK
@@ -186,4 +193,119 @@ GstCaps *gst_cuda_gray_caps_transform(GstPadDirection direction, GstCaps *caps, 
     result = tmp;
   }
   return result;
+}
+
+/* The display aspect ratio of a width x height picture of pixel aspect
+ * ratio par_n/par_d, reduced; FALSE on overflow. */
+static gboolean display_ratio(gint width, gint height, gint par_n, gint par_d, gint *dar_n,
+                              gint *dar_d) {
+  return gst_util_fraction_multiply(width, height, par_n, par_d, dar_n, dar_d);
+}
+
+/* Picks the output's width and height (and pixel-aspect-ratio, where free) in
+ * out so that the picture keeps in's display aspect ratio, as videoscale
+ * does: a fixed width gives the height, a fixed height the width, and with
+ * neither, the input's height is kept if it can be, else its width. Fields
+ * that are fixed stay: set_caps letterboxes when they cannot keep the ratio
+ * (add-borders). */
+static void fixate_size(const GstStructure *in, GstStructure *out) {
+  gint from_w, from_h, from_par_n = 1, from_par_d = 1, dar_n, dar_d;
+  if (!gst_structure_get_int(in, "width", &from_w) || !gst_structure_get_int(in, "height", &from_h))
+    return;
+  gst_structure_get_fraction(in, "pixel-aspect-ratio", &from_par_n, &from_par_d);
+  if (!display_ratio(from_w, from_h, from_par_n, from_par_d, &dar_n, &dar_d)) return;
+  gint w = 0, h = 0, par_n = 1, par_d = 1;
+  const gboolean w_fixed = gst_structure_get_int(out, "width", &w);
+  const gboolean h_fixed = gst_structure_get_int(out, "height", &h);
+  if (gst_structure_has_field(out, "pixel-aspect-ratio") &&
+      !gst_structure_get_fraction(out, "pixel-aspect-ratio", &par_n, &par_d)) {
+    /* the one ratio that keeps the picture's shape at a size downstream fixed,
+     * else the input's */
+    gint want_n = from_par_n, want_d = from_par_d;
+    if (w_fixed && h_fixed && !gst_util_fraction_multiply(dar_n, dar_d, h, w, &want_n, &want_d))
+      want_n = from_par_n, want_d = from_par_d;
+    gst_structure_fixate_field_nearest_fraction(out, "pixel-aspect-ratio", want_n, want_d);
+    gst_structure_get_fraction(out, "pixel-aspect-ratio", &par_n, &par_d);
+  }
+  if (w_fixed && h_fixed) return;
+  /* width = height * dar / par, height = width * par / dar */
+  auto width_for = [&](gint height) {
+    return (gint)MIN(G_MAXINT, gst_util_uint64_scale_round(height, (guint64)dar_n * par_d,
+                                                           (guint64)dar_d * par_n));
+  };
+  auto height_for = [&](gint width) {
+    return (gint)MIN(G_MAXINT, gst_util_uint64_scale_round(width, (guint64)dar_d * par_n,
+                                                           (guint64)dar_n * par_d));
+  };
+  if (w_fixed) {
+    gst_structure_fixate_field_nearest_int(out, "height", MAX(1, height_for(w)));
+  } else if (h_fixed) {
+    gst_structure_fixate_field_nearest_int(out, "width", MAX(1, width_for(h)));
+  } else {
+    /* the input's height if the width it needs is allowed, else its width */
+    GstStructure *trial = gst_structure_copy(out);
+    gst_structure_fixate_field_nearest_int(trial, "height", from_h);
+    gint tried_h = 0, tried_w = 0;
+    gst_structure_get_int(trial, "height", &tried_h);
+    gst_structure_fixate_field_nearest_int(trial, "width", MAX(1, width_for(tried_h)));
+    gst_structure_get_int(trial, "width", &tried_w);
+    if (tried_h == from_h && tried_w == width_for(from_h)) {
+      gst_structure_set(out, "width", G_TYPE_INT, tried_w, "height", G_TYPE_INT, tried_h, NULL);
+    } else {
+      gst_structure_fixate_field_nearest_int(out, "width", from_w);
+      gst_structure_get_int(out, "width", &w);
+      gst_structure_fixate_field_nearest_int(out, "height", MAX(1, height_for(w)));
+    }
+    gst_structure_free(trial);
+  }
+}
+
+GstCaps *gst_cuda_gray_fixate_caps(GstBaseTransform *trans, GstPadDirection direction,
+                                   GstCaps *caps, GstCaps *othercaps) {
+  othercaps = gst_caps_make_writable(gst_caps_truncate(othercaps));
+  if (direction == GST_PAD_SINK && !gst_caps_is_empty(othercaps))
+    fixate_size(gst_caps_get_structure(caps, 0), gst_caps_get_structure(othercaps, 0));
+  othercaps = gst_caps_fixate(othercaps);
+  GST_DEBUG_OBJECT(trans, "fixated to %" GST_PTR_FORMAT, othercaps);
+  return othercaps;
+}
+
+cudagray::Conversion gst_cuda_gray_conversion_from_caps(const GstVideoInfo *in_info,
+                                                        const GstCudaGrayFormat *format,
+                                                        const GstVideoInfo *out_info,
+                                                        cudagray::ScaleMethod method,
+                                                        gboolean add_borders) {
+  const int out_depth = GST_VIDEO_INFO_FORMAT(out_info) == GST_VIDEO_FORMAT_GRAY16_LE ? 16 : 8;
+  cudagray::Conversion c = cudagray::same_size_conversion(
+      format->layout, GST_VIDEO_INFO_WIDTH(in_info), GST_VIDEO_INFO_HEIGHT(in_info), out_depth);
+  c.sample_bits = format->sample_bits;
+  c.limited_range = format->kind == GST_CUDA_GRAY_KIND_CONVERTED &&
+                    cudagray::layout_info(format->layout).family == cudagray::LayoutFamily::Luma &&
+                    in_info->colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255;
+  c.method = method;
+  const gint out_w = GST_VIDEO_INFO_WIDTH(out_info), out_h = GST_VIDEO_INFO_HEIGHT(out_info);
+  c.out_width = out_w;
+  c.out_height = out_h;
+  c.dest = cudagray::Rect{0, 0, out_w, out_h};
+  gint in_dar_n, in_dar_d, out_dar_n, out_dar_d;
+  if (!add_borders || out_w < 1 || out_h < 1 ||
+      !display_ratio(c.in_width, c.in_height, GST_VIDEO_INFO_PAR_N(in_info),
+                     GST_VIDEO_INFO_PAR_D(in_info), &in_dar_n, &in_dar_d) ||
+      !display_ratio(out_w, out_h, GST_VIDEO_INFO_PAR_N(out_info), GST_VIDEO_INFO_PAR_D(out_info),
+                     &out_dar_n, &out_dar_d) ||
+      (gint64)in_dar_n * out_dar_d == (gint64)out_dar_n * in_dar_d)
+    return c;
+  /* the largest picture of the input's display ratio the output holds,
+   * centred: full width when the input is the wider, else full height */
+  const gint64 par_n = GST_VIDEO_INFO_PAR_N(out_info), par_d = GST_VIDEO_INFO_PAR_D(out_info);
+  if ((gint64)in_dar_n * out_dar_d > (gint64)out_dar_n * in_dar_d) {
+    const gint h = (gint)gst_util_uint64_scale_round(out_w, par_n * in_dar_d, par_d * in_dar_n);
+    c.dest.height = CLAMP(h, 1, out_h);
+    c.dest.y = (out_h - c.dest.height) / 2;
+  } else {
+    const gint w = (gint)gst_util_uint64_scale_round(out_h, par_d * in_dar_n, par_n * in_dar_d);
+    c.dest.width = CLAMP(w, 1, out_w);
+    c.dest.x = (out_w - c.dest.width) / 2;
+  }
+  return c;
 }

@@ -4,11 +4,13 @@
  * (gstcudagrayformats.h), which holds each format's pixel layout. */
 #pragma once
 
+#include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
 #include <string>
 
+#include "cudagray/conversion.h"
 #include "gstcudagrayformats.h"
 
 /* The sink template: system memory formats, and the same in CUDA memory when
@@ -31,3 +33,19 @@ gboolean gst_cuda_gray_input_from_caps(GstCaps *caps, GstVideoInfo *info,
 
 /* Whether caps (fixed) are in CUDA memory. */
 gboolean gst_cuda_gray_caps_in_cuda_memory(GstCaps *caps);
+
+/* The fixate_caps vfunc: othercaps (on the other side of caps, direction:
+ * where caps are) fixed, with the output's size and pixel aspect ratio
+ * chosen to keep the input's display aspect ratio as videoscale does. */
+GstCaps *gst_cuda_gray_fixate_caps(GstBaseTransform *trans, GstPadDirection direction,
+                                   GstCaps *caps, GstCaps *othercaps);
+
+/* The conversion set_caps hands the backend: the input frame of in_info in
+ * format, whole, to the gray of out_info by method (luma limited range when
+ * the caps say so). With add_borders, a picture whose display aspect ratio
+ * the output's does not keep is centred between black bars. */
+cudagray::Conversion gst_cuda_gray_conversion_from_caps(const GstVideoInfo *in_info,
+                                                        const GstCudaGrayFormat *format,
+                                                        const GstVideoInfo *out_info,
+                                                        cudagray::ScaleMethod method,
+                                                        gboolean add_borders);

@@ -141,8 +141,10 @@ gboolean GstCudaGrayStreaming::finish_oldest() {
 gboolean GstCudaGrayStreaming::configure() {
   GstCudaGrayStreaming &s = *this;
   std::string error;
-  if (!s.backend->configure(s.format->layout, s.in_info.width, s.in_info.height, s.out_depth,
-                            s.max_in_flight, s.cuda_input, s.cuda_output, &error)) {
+  s.conversion.max_in_flight = s.max_in_flight;
+  s.conversion.inputs_on_device = s.cuda_input;
+  s.conversion.outputs_on_device = s.cuda_output;
+  if (!s.backend->configure(s.conversion, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR(
           self, RESOURCE, NO_SPACE_LEFT,
@@ -248,7 +250,7 @@ static void warn_if_weights_unused(GstCudaGray *self, const cudagray::Weights &w
   GST_ELEMENT_WARNING(
       self, LIBRARY, SETTINGS,
       ("matrix and weights do not apply to %s input: its gray is the luma, %s", s.format->name,
-       s.limited_range ? "expanded from limited range" : "taken as it is"),
+       s.conversion.limited_range ? "expanded from limited range" : "taken as it is"),
       ("to apply them, convert to RGB before cudagray: "
        "videoconvert ! video/x-raw,format=RGBx ! cudagray"));
 }
@@ -260,9 +262,20 @@ GstFlowReturn GstCudaGrayStreaming::convert(GstBuffer *inbuf, GstBuffer *outbuf)
   std::string error;
   if (s.output.take_discont()) /* outbuf is ours alone, from the pool */
     GST_BUFFER_FLAG_SET(outbuf, GST_BUFFER_FLAG_DISCONT);
+  bool crop_changed = false;
+  if (!gst_cuda_gray_frame_crop(inbuf, &s.in_info, &s.conversion, &crop_changed, &error))
+    return refuse_input(error);
+  if (crop_changed) { /* a new crop meta: what was queued leaves first */
+    GST_INFO_OBJECT(self, "input crop %dx%d at (%d, %d) of a %dx%d frame", s.conversion.crop.width,
+                    s.conversion.crop.height, s.conversion.crop.x, s.conversion.crop.y,
+                    s.conversion.in_width, s.conversion.in_height);
+    const GstFlowReturn drained = s.output.drain();
+    if (drained != GST_FLOW_OK) return drained;
+    if (!configure()) return GST_FLOW_ERROR;
+  }
   auto frame = std::make_unique<GstCudaGrayFrame>();
-  switch (frame->map(self->context, inbuf, &s.in_info, s.format->layout, outbuf, s.out_depth,
-                     s.cuda_output, &error)) {
+  switch (
+      frame->map(self->context, inbuf, &s.in_info, s.conversion, outbuf, s.cuda_output, &error)) {
     case GST_CUDA_GRAY_MAP_OK: break;
     case GST_CUDA_GRAY_MAP_OTHER_DEVICE:
       GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", error.c_str()),
@@ -275,9 +288,7 @@ GstFlowReturn GstCudaGrayStreaming::convert(GstBuffer *inbuf, GstBuffer *outbuf)
                         ("%s", error.c_str()));
       return GST_FLOW_ERROR;
   }
-  cudagray::InputFrame &in = frame->input();
-  in.limited_range = s.limited_range;
-  in.sample_bits = s.format->sample_bits;
+  const cudagray::InputFrame &in = frame->input();
   if (s.cuda_input && !in.on_device) {
     /* CUDA memory of another context: the backend was sized for frames on
      * the GPU; from now on it uploads host mappings, with buffers of its own */
@@ -337,7 +348,7 @@ GstFlowReturn GstCudaGrayStreaming::convert_again(GstCudaGrayFrame &frame,
   if (ret != GST_FLOW_OK) return ret;
   std::string error;
   const GstCudaGrayMapResult mapped =
-      frame.map_output(self->context, out, out_depth, cuda_output, &error);
+      frame.map_output(self->context, out, conversion, cuda_output, &error);
   gst_buffer_unref(out); /* the frame's mapping holds it */
   if (mapped != GST_CUDA_GRAY_MAP_OK) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not map the output buffer for writing"),

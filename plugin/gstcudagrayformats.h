@@ -24,7 +24,7 @@ typedef struct {
   cudagray::PixelLayout layout;
   GstCudaGrayFormatKind kind;
   gboolean cuda_memory; /* also taken in memory:CUDAMemory (GStreamer's CUDA formats) */
-  int sample_bits;      /* Bayer: bits a sample has (InputFrame::sample_bits); else 0 */
+  int sample_bits;      /* Bayer: bits a sample has (Conversion::sample_bits); else 0 */
 } GstCudaGrayFormat;
 
 /* The table, in order of preference; *n_formats rows. */

@@ -4,18 +4,65 @@
  * not hold its frame. */
 #include "gstcudagrayframe.h"
 
+gboolean gst_cuda_gray_frame_geometry(GstBuffer *buffer, const GstVideoInfo *info, gint *width,
+                                      gint *height, cudagray::Rect *crop, std::string *why) {
+  *width = GST_VIDEO_INFO_WIDTH(info);
+  *height = GST_VIDEO_INFO_HEIGHT(info);
+  *crop = cudagray::Rect{0, 0, *width, *height};
+  const GstVideoCropMeta *c = gst_buffer_get_video_crop_meta(buffer);
+  if (!c) return TRUE;
+  const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+  const std::string rect = std::to_string(c->width) + "x" + std::to_string(c->height) + " at (" +
+                           std::to_string(c->x) + ", " + std::to_string(c->y) + ")";
+  if (!meta) {
+    *why = "it has a crop meta (" + rect + ") but no video meta saying the size of the frame";
+    return FALSE;
+  }
+  const std::string frame = std::to_string(meta->width) + "x" + std::to_string(meta->height);
+  if ((guint64)c->width != (guint64)*width || (guint64)c->height != (guint64)*height)
+    *why = "its crop meta's rectangle (" + rect + ") is not the caps' size " +
+           std::to_string(*width) + "x" + std::to_string(*height);
+  else if ((guint64)c->x + c->width > meta->width || (guint64)c->y + c->height > meta->height)
+    *why = "its crop meta's rectangle (" + rect + ") is not inside its " + frame + " frame";
+  else if (meta->width > (guint)cudagray::kMaxDimension ||
+           meta->height > (guint)cudagray::kMaxDimension)
+    *why = "its " + frame + " frame is larger than " + std::to_string(cudagray::kMaxDimension) +
+           " pixels a side";
+  else {
+    *width = (gint)meta->width;
+    *height = (gint)meta->height;
+    *crop = cudagray::Rect{(int)c->x, (int)c->y, (int)c->width, (int)c->height};
+    return TRUE;
+  }
+  return FALSE;
+}
+
+gboolean gst_cuda_gray_frame_crop(GstBuffer *buffer, const GstVideoInfo *info,
+                                  cudagray::Conversion *c, bool *changed, std::string *why) {
+  gint width, height;
+  cudagray::Rect crop;
+  if (!gst_cuda_gray_frame_geometry(buffer, info, &width, &height, &crop, why)) return FALSE;
+  *changed = width != c->in_width || height != c->in_height || !(crop == c->crop);
+  c->in_width = width;
+  c->in_height = height;
+  c->crop = crop;
+  return TRUE;
+}
+
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                                    cudagray::PixelLayout layout, std::string *why) {
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
   const cudagray::LayoutInfo &layout_desc = cudagray::layout_info(layout);
   const guint n_planes = layout_desc.planes; /* those read (YUV: the luma plane only) */
   const gsize size = gst_buffer_get_size(buffer);
-  const gint height = GST_VIDEO_INFO_HEIGHT(info);
+  gint width, height;
+  cudagray::Rect crop;
+  if (!gst_cuda_gray_frame_geometry(buffer, info, &width, &height, &crop, why)) return FALSE;
   gchar *text = NULL;
 
   if (meta && (meta->format != GST_VIDEO_INFO_FORMAT(info) ||
-               meta->n_planes != GST_VIDEO_INFO_N_PLANES(info) ||
-               (gint)meta->width != GST_VIDEO_INFO_WIDTH(info) || (gint)meta->height != height)) {
+               meta->n_planes != GST_VIDEO_INFO_N_PLANES(info) || (gint)meta->width != width ||
+               (gint)meta->height != height)) {
     *why = std::string("its video meta describes a ") + std::to_string(meta->width) + "x" +
            std::to_string(meta->height) + " " + gst_video_format_to_string(meta->format) + " frame";
     if (meta->n_planes != GST_VIDEO_INFO_N_PLANES(info))
@@ -23,7 +70,7 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
               std::to_string(GST_VIDEO_INFO_N_PLANES(info));
     return FALSE;
   }
-  const guint64 row_bytes = layout_desc.row_bytes(GST_VIDEO_INFO_WIDTH(info));
+  const guint64 row_bytes = layout_desc.row_bytes(width);
   for (guint p = 0; p < n_planes && !text; p++) {
     const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
     const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(info, p);
@@ -57,9 +104,11 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
 GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }
 
 GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffer *inbuf,
-                                           const GstVideoInfo *info, cudagray::PixelLayout layout,
-                                           GstBuffer *outbuf, int out_depth, gboolean cuda_output,
+                                           const GstVideoInfo *info,
+                                           const cudagray::Conversion &conversion,
+                                           GstBuffer *outbuf, gboolean cuda_output,
                                            std::string *why) {
+  const cudagray::PixelLayout layout = conversion.layout;
   GstMapFlags in_flags = GST_MAP_READ;
   std::string mismatch;
   const gboolean in_on_device =
@@ -74,8 +123,7 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
     return GST_CUDA_GRAY_MAP_BAD_INPUT;
   }
   in_mapped_ = true;
-  input_ =
-      cudagray::InputFrame{layout, GST_VIDEO_INFO_WIDTH(info), GST_VIDEO_INFO_HEIGHT(info), {}, {}};
+  input_ = cudagray::InputFrame();
   for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
     input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
     input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
@@ -85,21 +133,21 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
    * waits for it on the GPU, and inbuf stays mapped until the frame goes */
   if (in_on_device) input_.producer_stream = gst_cuda_gray_pending_writer_stream(inbuf);
 
-  return map_output(context, outbuf, out_depth, cuda_output, why);
+  return map_output(context, outbuf, conversion, cuda_output, why);
 }
 
 GstCudaGrayMapResult GstCudaGrayFrame::map_output(GstCudaGrayContext *context, GstBuffer *outbuf,
-                                                  int out_depth, gboolean cuda_output,
-                                                  std::string *why) {
+                                                  const cudagray::Conversion &conversion,
+                                                  gboolean cuda_output, std::string *why) {
   GstMapFlags out_flags = GST_MAP_WRITE;
   if (out_mapped_) gst_video_frame_unmap(&out_);
   out_mapped_ = false;
   const gboolean out_on_device =
       context && gst_cuda_gray_context_writes_on_device(context, outbuf, &out_flags);
   GstVideoInfo gray;
-  gst_video_info_set_format(&gray,
-                            out_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
-                            input_.width, input_.height);
+  gst_video_info_set_format(
+      &gray, conversion.out_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
+      conversion.out_width, conversion.out_height);
   if (out_on_device != cuda_output || !gst_video_frame_map(&out_, &gray, outbuf, out_flags)) {
     *why = std::string("the output buffer is not ") +
            (cuda_output ? "CUDA memory of the element's CUDA context" : "system memory") +
@@ -110,7 +158,6 @@ GstCudaGrayMapResult GstCudaGrayFrame::map_output(GstCudaGrayContext *context, G
   output_ =
       cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
                           (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), out_on_device != FALSE};
-  output_.depth = out_depth;
   /* 1.24+: the output memory's stream waits for the kernel on the GPU */
   if (out_on_device) output_.consumer_stream = gst_cuda_gray_output_stream(outbuf);
   return GST_CUDA_GRAY_MAP_OK;

@@ -9,12 +9,27 @@
 
 #include <string>
 
+#include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "gstcudagraycontext.h"
 
-/* Whether buffer holds every row of the planes layout reads of a frame of
- * info (its video meta, if any, agreeing with info); otherwise *why says
- * what is wrong, in the words of the element's error. Maps nothing. */
+/* The frame buffer holds and the rectangle of it that info (the caps)
+ * describes: with a GstVideoCropMeta (videocrop attaches one instead of
+ * copying) the frame is the video meta's size and the rectangle the crop
+ * meta's, which must be info's size; otherwise both are info's size.
+ * Otherwise why says what is wrong, in the words of the element's error. */
+gboolean gst_cuda_gray_frame_geometry(GstBuffer *buffer, const GstVideoInfo *info, gint *width,
+                                      gint *height, cudagray::Rect *crop, std::string *why);
+
+/* Sets the input size and crop of conversion c to buffer's geometry;
+ * *changed says whether they were different. FALSE and why as above. */
+gboolean gst_cuda_gray_frame_crop(GstBuffer *buffer, const GstVideoInfo *info,
+                                  cudagray::Conversion *c, bool *changed, std::string *why);
+
+/* Whether buffer holds every row of the planes layout reads of its frame
+ * (gst_cuda_gray_frame_geometry; its video meta, if any, agreeing with
+ * info); otherwise *why says what is wrong, in the words of the element's
+ * error. Maps nothing. */
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                                    cudagray::PixelLayout layout, std::string *why);
 
@@ -40,26 +55,26 @@ class GstCudaGrayFrame {
   ~GstCudaGrayFrame();
 
   /* The one mapping of a frame, for system and CUDA memory alike. Maps
-   * inbuf, a frame of info read as layout, where the kernels can read it
-   * (CUDA memory of context on the GPU, anything else through a host
-   * mapping) after gst_cuda_gray_frame_check, and outbuf for writing a
-   * width x height gray frame of out_depth bits (8: GRAY8, 16: GRAY16_LE),
+   * inbuf, a frame of info read as conversion's layout, where the kernels
+   * can read it (CUDA memory of context on the GPU, anything else through a
+   * host mapping) after gst_cuda_gray_frame_check, and outbuf for writing
+   * the conversion's gray frame (its output size, GRAY8 or GRAY16_LE),
    * in CUDA memory of context when cuda_output, else in host memory. Sets
    * the kernels' frames, with the streams a 1.24+ producer is still
    * writing on and that the output memory carries. context may be NULL:
    * system memory only. Otherwise why says what is wrong. */
   GstCudaGrayMapResult map(GstCudaGrayContext *context, GstBuffer *inbuf, const GstVideoInfo *info,
-                           cudagray::PixelLayout layout, GstBuffer *outbuf, int out_depth,
+                           const cudagray::Conversion &conversion, GstBuffer *outbuf,
                            gboolean cuda_output, std::string *why);
 
   /* Maps outbuf as map does, in place of the output mapped before (a frame
    * converted again for new caps). */
-  GstCudaGrayMapResult map_output(GstCudaGrayContext *context, GstBuffer *outbuf, int out_depth,
-                                  gboolean cuda_output, std::string *why);
+  GstCudaGrayMapResult map_output(GstCudaGrayContext *context, GstBuffer *outbuf,
+                                  const cudagray::Conversion &conversion, gboolean cuda_output,
+                                  std::string *why);
 
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }
-  cudagray::InputFrame &input() { return input_; }
   const cudagray::GrayFrame &output() const { return output_; }
   GstBuffer *input_buffer() const { return in_.buffer; }
 

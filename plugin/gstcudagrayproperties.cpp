@@ -18,6 +18,10 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_properties_debug);
 #define DEFAULT_WEIGHTS "0.299,0.587,0.114"
 #define DEFAULT_MAX_INFLIGHT 0
 #define MAX_INFLIGHT_LIMIT 16
+/* area: the one method that does not alias when shrinking (conversion.h) */
+#define DEFAULT_METHOD GST_CUDA_GRAY_METHOD_AREA
+/* videoscale's default: keep the picture's shape */
+#define DEFAULT_ADD_BORDERS TRUE
 
 enum {
   PROP_0,
@@ -27,6 +31,8 @@ enum {
   PROP_WEIGHTS,
   PROP_MAX_INFLIGHT,
   PROP_STATS,
+  PROP_METHOD,
+  PROP_ADD_BORDERS,
 };
 
 #define GST_TYPE_CUDA_GRAY_BACKEND (gst_cuda_gray_backend_get_type())
@@ -59,6 +65,28 @@ static GType gst_cuda_gray_matrix_get_type(void) {
   return type;
 }
 
+#define GST_TYPE_CUDA_GRAY_METHOD (gst_cuda_gray_method_get_type())
+static GType gst_cuda_gray_method_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_CUDA_GRAY_METHOD_NEAREST,
+       "The source pixel whose centre is nearest (nearest-exact, as OpenCV INTER_NEAREST_EXACT)",
+       "nearest"},
+      {GST_CUDA_GRAY_METHOD_BILINEAR,
+       "Bilinear at (x + 0.5) * in / out - 0.5, edges clamped (OpenCV INTER_LINEAR); aliases "
+       "when shrinking by more than 2",
+       "bilinear"},
+      {GST_CUDA_GRAY_METHOD_AREA,
+       "The mean over each output pixel's footprint (OpenCV INTER_AREA): no aliasing when "
+       "shrinking, bilinear between neighbours when enlarging",
+       "area"},
+      {0, NULL, NULL},
+  };
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstCudaGrayMethod", values));
+  return type;
+}
+
 void gst_cuda_gray_properties_init(GstCudaGrayProperties *props) {
   props->backend = DEFAULT_BACKEND;
   props->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
@@ -66,6 +94,8 @@ void gst_cuda_gray_properties_init(GstCudaGrayProperties *props) {
   props->custom = cudagray::standard_coefficients(cudagray::Matrix::BT601);
   props->invalid_weights = NULL;
   props->max_inflight = DEFAULT_MAX_INFLIGHT;
+  props->method = DEFAULT_METHOD;
+  props->add_borders = DEFAULT_ADD_BORDERS;
   props->stats = cudagray::TimingStats();
   props->stats_in_flight = 0;
   props->stats_device_id = -1;
@@ -140,6 +170,24 @@ void gst_cuda_gray_properties_install(GObjectClass *klass) {
                          "process, every element together)",
                          GST_TYPE_STRUCTURE,
                          (GParamFlags)(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      klass, PROP_METHOD,
+      g_param_spec_enum(
+          "method", "Method",
+          "How gray is resampled when the output size differs from the input's; "
+          "taken at the next caps",
+          GST_TYPE_CUDA_GRAY_METHOD, DEFAULT_METHOD,
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      klass, PROP_ADD_BORDERS,
+      g_param_spec_boolean(
+          "add-borders", "Add borders",
+          "Keep the display aspect ratio when downstream fixes an output size and "
+          "pixel-aspect-ratio that do not: the picture is centred between black "
+          "bars; otherwise it is stretched to the whole output. Taken at the next caps",
+          DEFAULT_ADD_BORDERS,
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_METHOD, (GstPluginAPIFlags)0);
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_BACKEND, (GstPluginAPIFlags)0);
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_MATRIX, (GstPluginAPIFlags)0);
 }
@@ -193,6 +241,8 @@ void gst_cuda_gray_properties_set(GstElement *element, GstCudaGrayProperties *pr
     case PROP_CUDA_DEVICE_ID: props->cuda_device_id = g_value_get_int(value); break;
     case PROP_MATRIX: props->matrix = (GstCudaGrayMatrix)g_value_get_enum(value); break;
     case PROP_MAX_INFLIGHT: props->max_inflight = g_value_get_uint(value); break;
+    case PROP_METHOD: props->method = (GstCudaGrayMethod)g_value_get_enum(value); break;
+    case PROP_ADD_BORDERS: props->add_borders = g_value_get_boolean(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(element, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(element);
@@ -231,6 +281,8 @@ void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *pr
               .c_str());
       break;
     case PROP_MAX_INFLIGHT: g_value_set_uint(value, props->max_inflight); break;
+    case PROP_METHOD: g_value_set_enum(value, props->method); break;
+    case PROP_ADD_BORDERS: g_value_set_boolean(value, props->add_borders); break;
     case PROP_STATS: g_value_take_boxed(value, stats_structure(props)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(element, prop_id, pspec); break;
   }
@@ -253,6 +305,15 @@ gboolean gst_cuda_gray_properties_check_weights(GstElement *element, GstCudaGray
                      "leave it out for matrix=bt601"));
   g_free(invalid_weights);
   return FALSE;
+}
+
+cudagray::ScaleMethod gst_cuda_gray_properties_method(const GstCudaGrayProperties *props) {
+  switch (props->method) {
+    case GST_CUDA_GRAY_METHOD_NEAREST: return cudagray::ScaleMethod::Nearest;
+    case GST_CUDA_GRAY_METHOD_BILINEAR: return cudagray::ScaleMethod::Bilinear;
+    case GST_CUDA_GRAY_METHOD_AREA: break;
+  }
+  return cudagray::ScaleMethod::Area;
 }
 
 cudagray::Weights gst_cuda_gray_properties_weights(const GstCudaGrayProperties *props) {

@@ -23,6 +23,14 @@ typedef enum {
   GST_CUDA_GRAY_MATRIX_CUSTOM,
 } GstCudaGrayMatrix;
 
+/* The method property: how gray is resampled to the output's size
+ * (cudagray::ScaleMethod, resample.h defines each). */
+typedef enum {
+  GST_CUDA_GRAY_METHOD_NEAREST,
+  GST_CUDA_GRAY_METHOD_BILINEAR,
+  GST_CUDA_GRAY_METHOD_AREA,
+} GstCudaGrayMethod;
+
 /* What the properties hold, and the figures the stats property reports;
  * guarded by the element's object lock. */
 struct GstCudaGrayProperties {
@@ -33,6 +41,8 @@ struct GstCudaGrayProperties {
   /* weights text set before start that does not parse: start fails on it */
   gchar *invalid_weights;
   guint max_inflight;
+  GstCudaGrayMethod method;
+  gboolean add_borders;
   cudagray::TimingStats stats;
   gint stats_in_flight;
   gint stats_device_id;
@@ -55,6 +65,9 @@ void gst_cuda_gray_properties_get(GstElement *element, GstCudaGrayProperties *pr
 /* At start: posts the error for weights text that did not parse and returns
  * FALSE; TRUE when there is none. */
 gboolean gst_cuda_gray_properties_check_weights(GstElement *element, GstCudaGrayProperties *props);
+
+/* The resampling method chosen; call with the object lock held. */
+cudagray::ScaleMethod gst_cuda_gray_properties_method(const GstCudaGrayProperties *props);
 
 /* The Q16 weights for the current matrix; call with the object lock held. */
 cudagray::Weights gst_cuda_gray_properties_weights(const GstCudaGrayProperties *props);

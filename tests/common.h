@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cudagray/backend.h"
+#include "cudagray/conversion.h"
 #include "cudagray/convert_cpu.h"
 #include "cudagray/device.h"
 #include "cudagray/frame.h"
@@ -76,11 +77,17 @@ struct TestFrame {
   size_t offset[3] = {0, 0, 0};
   size_t stride[3] = {0, 0, 0};
   int planes = 1;
-  int sample_bits = 0;  // 16-bit Bayer: InputFrame::sample_bits
+  int sample_bits = 0;  // 16-bit Bayer: Conversion::sample_bits
 
+  // The frame converted whole at its own size to gray of depth bits.
+  Conversion conversion(int depth = 8, bool limited = false) const {
+    Conversion c = same_size_conversion(layout, width, height, depth);
+    c.sample_bits = sample_bits;
+    c.limited_range = limited;
+    return c;
+  }
   InputFrame view(const uint8_t *base) const {
-    InputFrame f{layout, width, height, {}, {}};
-    f.sample_bits = sample_bits;
+    InputFrame f{};
     for (int p = 0; p < planes; ++p) {
       f.plane[p] = base + offset[p];
       f.stride[p] = stride[p];
@@ -163,11 +170,7 @@ struct GrayImage {
         stride(w * (bits / 8) + pad),
         depth(bits),
         bytes(stride * h, kSentinel) {}
-  GrayFrame frame() {
-    GrayFrame f{bytes.data(), stride};
-    f.depth = depth;
-    return f;
-  }
+  GrayFrame frame() { return GrayFrame{bytes.data(), stride}; }
   size_t row_bytes() const { return static_cast<size_t>(width) * (depth / 8); }
   unsigned at(int x, int y) const {
     const uint8_t *p = &bytes[y * stride + x * (depth / 8)];
@@ -222,9 +225,7 @@ inline std::string no_gpu_reason() {
 inline GrayImage cpu_reference(const TestFrame &f, const WeightChoice &c, int depth = 8,
                                bool limited = false) {
   GrayImage out(f.width, f.height, 0, depth);
-  InputFrame in = f.view();
-  in.limited_range = limited;
-  convert_cpu(in, out.frame(), weights_of(c));
+  convert_cpu(f.conversion(depth, limited), f.view(), out.frame(), weights_of(c));
   return out;
 }
 

@@ -113,14 +113,15 @@ struct FrameChecker {
         PixelLayout layout = PixelLayout::RGB;
         for (PixelLayout l : kRgb8Layouts)
           if (format == layout_info(l).name) layout = l;
-        InputFrame in{layout, vinfo.width, vinfo.height, {}, {}};
+        InputFrame in{};
         for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
           in.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
           in.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
         }
         std::vector<uint8_t> out(static_cast<size_t>(vinfo.width) * vinfo.height);
-        convert_cpu(in, {out.data(), static_cast<size_t>(vinfo.width)},
-                    standard_weights(Matrix::BT601), 1);
+        convert_cpu(same_size_conversion(layout, vinfo.width, vinfo.height), in,
+                    {out.data(), static_cast<size_t>(vinfo.width)}, standard_weights(Matrix::BT601),
+                    1);
         h = fnv_rows(out.data(), vinfo.width, vinfo.width, vinfo.height);
         gst_video_frame_unmap(&frame);
       }

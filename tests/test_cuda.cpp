@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "common.h"
 #include "cudagray/convert_cuda.h"
@@ -22,13 +23,23 @@ using namespace cudagray::test;
 
 namespace {
 
+// A backend's conversion: whole frames at their own size.
+Conversion backend_conversion(PixelLayout layout, int width, int height, int depth, int in_flight,
+                              bool inputs_on_device, bool outputs_on_device) {
+  Conversion c = same_size_conversion(layout, width, height, depth);
+  c.max_in_flight = in_flight;
+  c.inputs_on_device = inputs_on_device;
+  c.outputs_on_device = outputs_on_device;
+  return c;
+}
+
 #define ASSERT_CUDA(call) \
   ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
 
 // Runs the kernel on a device copy of f (same offsets and padded strides)
 // into a padded device image of out's depth, and brings the result back
 // padding and all.
-void convert_on_device(const TestFrame &f, const Weights &w, GrayImage *out, bool limited = false) {
+void convert_on_device(const TestFrame &f, const Conversion &c, const Weights &w, GrayImage *out) {
   void *in_dev = nullptr, *out_dev = nullptr;
   cudaStream_t stream = nullptr;
   ASSERT_CUDA(cudaStreamCreate(&stream));
@@ -38,9 +49,8 @@ void convert_on_device(const TestFrame &f, const Weights &w, GrayImage *out, boo
   ASSERT_CUDA(cudaMemset(out_dev, GrayImage::kSentinel, out->bytes.size()));
   GrayFrame dev_out = out->frame();
   dev_out.data = static_cast<uint8_t *>(out_dev);
-  InputFrame dev_in = f.view(static_cast<const uint8_t *>(in_dev));
-  dev_in.limited_range = limited;
-  ASSERT_CUDA(convert_cuda(dev_in, dev_out, w, stream));
+  const InputFrame dev_in = f.view(static_cast<const uint8_t *>(in_dev));
+  ASSERT_CUDA(convert_cuda(c, dev_in, dev_out, w, stream));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   ASSERT_CUDA(cudaMemcpy(out->bytes.data(), out_dev, out->bytes.size(), cudaMemcpyDeviceToHost));
   ASSERT_CUDA(cudaFree(in_dev));
@@ -75,13 +85,73 @@ TEST_P(CudaKernel, BitIdenticalToCpuIncludingPadding) {
                                    ? (16 - row % 16) % 16 + 16 * random_int(0, 2)
                                    : 2 * random_int(1, 38);
             GrayImage gpu(size.width, size.height, pad, depth);
-            convert_on_device(f, weights_of(c), &gpu, limited);
+            convert_on_device(f, f.conversion(depth, limited), weights_of(c), &gpu);
             EXPECT_TRUE(same_pixels(gpu, cpu_reference(f, c, depth, limited)));
             EXPECT_TRUE(padding_untouched(gpu));
           }
         }
       }
     }
+  }
+}
+
+namespace {
+
+// A random conversion of f: sizes, crop, destination inside borders, method,
+// depth and (luma) range.
+Conversion random_scaling(const TestFrame &f, int max_out) {
+  Conversion c =
+      f.conversion(random_int(0, 1) ? 16 : 8,
+                   layout_info(f.layout).family == LayoutFamily::Luma && random_int(0, 1));
+  c.method = static_cast<ScaleMethod>(random_int(0, 2));
+  c.crop.width = random_int(1, f.width);
+  c.crop.height = random_int(1, f.height);
+  c.crop.x = random_int(0, f.width - c.crop.width);
+  c.crop.y = random_int(0, f.height - c.crop.height);
+  c.out_width = random_int(1, max_out);
+  c.out_height = random_int(1, max_out);
+  c.dest.width = random_int(1, c.out_width);
+  c.dest.height = random_int(1, c.out_height);
+  c.dest.x = random_int(0, c.out_width - c.dest.width);
+  c.dest.y = random_int(0, c.out_height - c.dest.height);
+  return c;
+}
+
+}  // namespace
+
+// Scaled, cropped and letterboxed: the CUDA kernel equals the CPU bit for bit
+// (padding untouched), every method, small sizes both ways and large frames
+// shrunk and enlarged (tests/test_scale.cpp holds the CPU to the formula).
+TEST_P(CudaKernel, ScaledBitIdenticalToCpu) {
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  std::vector<std::pair<TestFrame, Conversion>> cases;
+  for (int i = 0; i < 150; ++i) {
+    TestFrame f = random_frame(GetParam(), random_int(1, 17), random_int(1, 17),
+                               i % 2 ? Rows::Padded : Rows::Aligned16);
+    const Conversion c = random_scaling(f, 17);
+    cases.emplace_back(std::move(f), c);
+  }
+  for (const Size &in : std::vector<Size>{{641, 481}, {1921, 1079}, {97, 61}})
+    for (int method = 0; method < 3; ++method) {
+      TestFrame f = random_frame(GetParam(), in.width, in.height);
+      Conversion c = random_scaling(f, 1000);
+      c.crop = Rect{0, 0, f.width, f.height};
+      c.method = static_cast<ScaleMethod>(method);
+      cases.emplace_back(std::move(f), c);
+    }
+  for (const auto &[f, c] : cases) {
+    SCOPED_TRACE(std::to_string(f.width) + "x" + std::to_string(f.height) + " crop " +
+                 std::to_string(c.crop.width) + "x" + std::to_string(c.crop.height) + " to " +
+                 std::to_string(c.out_width) + "x" + std::to_string(c.out_height) + " dest " +
+                 std::to_string(c.dest.width) + "x" + std::to_string(c.dest.height) + " method " +
+                 std::to_string(static_cast<int>(c.method)) + " GRAY" +
+                 std::to_string(c.out_depth));
+    GrayImage gpu(c.out_width, c.out_height, 2 * random_int(0, 20), c.out_depth);
+    GrayImage cpu(c.out_width, c.out_height, gpu.stride - gpu.row_bytes(), c.out_depth);
+    convert_on_device(f, c, w, &gpu);
+    convert_cpu(c, f.view(), cpu.frame(), w);
+    ASSERT_TRUE(same_pixels(gpu, cpu));
+    ASSERT_TRUE(padding_untouched(gpu));
   }
 }
 
@@ -122,8 +192,9 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
       const int depth = random_int(0, 1) ? 16 : 8;
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
                    std::to_string(max_in_flight) + " GRAY" + std::to_string(depth));
-      ASSERT_TRUE(backend->configure(GetParam(), size.width, size.height, depth, max_in_flight,
-                                     false, false, &error))
+      ASSERT_TRUE(backend->configure(backend_conversion(GetParam(), size.width, size.height, depth,
+                                                        max_in_flight, false, false),
+                                     &error))
           << error;
       constexpr int kFrames = 7;
       std::vector<TestFrame> frames;
@@ -183,6 +254,45 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, CudaKernel, ::testing::ValuesIn(every_layou
                            return std::string(layout_info(info.param).name);
                          });
 
+// The backend scales, crops and letterboxes whole frames (no strips), one or
+// three in flight, from pageable host memory into pageable host memory,
+// equal to the CPU.
+TEST(CudaScale, BackendScalesLikeTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  const Weights w = standard_weights(Matrix::BT709);
+  for (PixelLayout layout : {PixelLayout::RGBx, PixelLayout::Luma10_Msb, PixelLayout::Bayer_RGGB})
+    for (int in_flight : {1, 3}) {
+      std::vector<TestFrame> frames;
+      for (int i = 0; i < 5; ++i) frames.push_back(random_frame(layout, 1921, 1079));
+      Conversion c = random_scaling(frames[0], 700);
+      c.max_in_flight = in_flight;
+      SCOPED_TRACE(std::string(layout_info(layout).name) + " to " + std::to_string(c.out_width) +
+                   "x" + std::to_string(c.out_height) + " in flight " + std::to_string(in_flight));
+      ASSERT_TRUE(backend->configure(c, &error)) << error;
+      std::vector<GrayImage> outs;
+      for (size_t i = 0; i < frames.size(); ++i)
+        outs.emplace_back(c.out_width, c.out_height, 2 * random_int(0, 9), c.out_depth);
+      size_t finished = 0;
+      auto finish = [&] {
+        ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+        GrayImage cpu(c.out_width, c.out_height, outs[finished].stride - outs[finished].row_bytes(),
+                      c.out_depth);
+        convert_cpu(c, frames[finished].view(), cpu.frame(), w);
+        EXPECT_TRUE(same_pixels(outs[finished], cpu)) << "frame " << finished;
+        EXPECT_TRUE(padding_untouched(outs[finished]));
+        ++finished;
+      };
+      for (size_t i = 0; i < frames.size(); ++i) {
+        if (backend->in_flight() == in_flight) finish();
+        ASSERT_TRUE(backend->submit(frames[i].view(), outs[i].frame(), w, &error)) << error;
+      }
+      while (finished < frames.size()) finish();
+    }
+}
+
 TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   SKIP_WITHOUT_GPU();
   std::string error;
@@ -190,11 +300,12 @@ TEST(CudaBackendErrors, MisuseIsRefusedWithReason) {
   ASSERT_NE(backend, nullptr) << error;
   EXPECT_FALSE(backend->finish_oldest(&error));
   EXPECT_EQ(error, "no frame in flight");
-  ASSERT_TRUE(backend->configure(PixelLayout::RGB, 8, 8, 8, 1, false, false, &error)) << error;
-  const TestFrame other = random_frame(PixelLayout::RGB, 9, 8);
-  GrayImage out(9, 8);
-  EXPECT_FALSE(backend->submit(other.view(), out.frame(), standard_weights(Matrix::BT601), &error));
-  EXPECT_EQ(error, "frame does not match the configured format and size");
+  Conversion too_wide = backend_conversion(PixelLayout::RGB, 16385, 8, 8, 1, false, false);
+  EXPECT_FALSE(backend->configure(too_wide, &error));
+  EXPECT_EQ(error, "input size 16385x8 is outside 1x1 to 16384x16384");
+  ASSERT_TRUE(
+      backend->configure(backend_conversion(PixelLayout::RGB, 8, 8, 8, 1, false, false), &error))
+      << error;
   const TestFrame f = random_frame(PixelLayout::RGB, 8, 8);
   GrayImage a(8, 8), b(8, 8);
   ASSERT_TRUE(backend->submit(f.view(), a.frame(), standard_weights(Matrix::BT601), &error))
@@ -223,8 +334,8 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   inject_cuda_fault("cudaMalloc:" + std::to_string(kInFlight + 1));
-  ASSERT_TRUE(
-      backend->configure(PixelLayout::RGBx, kWidth, kHeight, 8, kInFlight, true, false, &error))
+  ASSERT_TRUE(backend->configure(
+      backend_conversion(PixelLayout::RGBx, kWidth, kHeight, 8, kInFlight, true, false), &error))
       << error;
 
   const TestFrame on_gpu = random_frame(PixelLayout::RGBx, kWidth, kHeight);
@@ -245,8 +356,8 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
   EXPECT_EQ(error, "a frame in host memory, but the backend was configured for frames on the GPU");
   EXPECT_EQ(backend->in_flight(), 0);
   inject_cuda_fault("");
-  ASSERT_TRUE(
-      backend->configure(PixelLayout::RGBx, kWidth, kHeight, 8, kInFlight, false, false, &error))
+  ASSERT_TRUE(backend->configure(
+      backend_conversion(PixelLayout::RGBx, kWidth, kHeight, 8, kInFlight, false, false), &error))
       << error;
   ASSERT_TRUE(backend->submit(on_host.view(), from_host.frame(), weights_of(bt601), &error))
       << error;
@@ -283,7 +394,8 @@ TEST(CudaBackendThreads, FinishOnAnotherThreadWhileSubmitting) {
   auto backend = backend_on_first_device(&error);
   ASSERT_NE(backend, nullptr) << error;
   const int device = backend->device_id();
-  ASSERT_TRUE(backend->configure(PixelLayout::BGRx, 641, 481, 8, kInFlight, false, false, &error))
+  ASSERT_TRUE(backend->configure(
+      backend_conversion(PixelLayout::BGRx, 641, 481, 8, kInFlight, false, false), &error))
       << error;
   std::vector<TestFrame> frames;
   std::vector<GrayImage> outs;
@@ -344,8 +456,8 @@ TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
   for (int t = 0; t < kBusy; ++t) {
     backends.push_back(make_cuda_backend(&error));
     ASSERT_NE(backends.back(), nullptr) << error;
-    ASSERT_TRUE(
-        backends.back()->configure(PixelLayout::RGBx, kWidth, kHeight, 8, 4, true, true, &error))
+    ASSERT_TRUE(backends.back()->configure(
+        backend_conversion(PixelLayout::RGBx, kWidth, kHeight, 8, 4, true, true), &error))
         << error;
   }
   std::atomic<bool> stop{false};
@@ -371,7 +483,8 @@ TEST(CudaBackendThreads, BusyBackendsLetANewOneAllocate) {
   auto fresh = make_cuda_backend(&error);
   EXPECT_NE(fresh, nullptr) << error;
   if (fresh) {
-    EXPECT_TRUE(fresh->configure(PixelLayout::RGB, 1920, 1080, 8, 4, false, false, &error))
+    EXPECT_TRUE(fresh->configure(
+        backend_conversion(PixelLayout::RGB, 1920, 1080, 8, 4, false, false), &error))
         << error;
   }
   void *pinned = alloc_pinned(6 << 20, &error);
@@ -442,18 +555,17 @@ TEST(CudaLuma, BitIdenticalToCpuFullAndLimited) {
         ASSERT_CUDA(cudaMalloc(&out_dev, gpu.bytes.size()));
         ASSERT_CUDA(cudaMemcpy(in_dev, g.bytes.data(), g.bytes.size(), cudaMemcpyHostToDevice));
         ASSERT_CUDA(cudaMemset(out_dev, GrayImage::kSentinel, gpu.bytes.size()));
-        InputFrame in = g.view(static_cast<const uint8_t *>(in_dev));
-        in.limited_range = limited;
-        ASSERT_CUDA(convert_cuda(in, {static_cast<uint8_t *>(out_dev), gpu.stride},
+        const InputFrame in = g.view(static_cast<const uint8_t *>(in_dev));
+        ASSERT_CUDA(convert_cuda(g.conversion(8, limited), in,
+                                 {static_cast<uint8_t *>(out_dev), gpu.stride},
                                  standard_weights(Matrix::BT601), 0));
         ASSERT_CUDA(
             cudaMemcpy(gpu.bytes.data(), out_dev, gpu.bytes.size(), cudaMemcpyDeviceToHost));
         ASSERT_CUDA(cudaFree(in_dev));
         ASSERT_CUDA(cudaFree(out_dev));
-        InputFrame host = g.view();
-        host.limited_range = limited;
         GrayImage cpu(size.width, size.height, gpu.stride - size.width);
-        convert_cpu(host, cpu.frame(), standard_weights(Matrix::BT601));
+        convert_cpu(g.conversion(8, limited), g.view(), cpu.frame(),
+                    standard_weights(Matrix::BT601));
         EXPECT_TRUE(same_pixels(gpu, cpu));
         EXPECT_EQ(gpu.bytes, cpu.bytes);  // padding untouched on both
       }
@@ -473,7 +585,8 @@ int frames_read_wrong(PixelLayout layout, int width, int height, int in_flight, 
   auto backend = backend_on_first_device(&error);
   EXPECT_NE(backend, nullptr) << error;
   if (!backend) return -1;
-  EXPECT_TRUE(backend->configure(layout, width, height, 8, in_flight, true, false, &error))
+  EXPECT_TRUE(backend->configure(
+      backend_conversion(layout, width, height, 8, in_flight, true, false), &error))
       << error;
   // Each slot: the frame's final bytes on the device, the place the producer
   // writes them to (still holding the slot's previous frame), its stream.
@@ -608,8 +721,8 @@ TEST(CudaBackendOutputs, WritesResultsIntoDeviceMemory) {
       for (const Size &size : kSizes) {
         SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) +
                      "x" + std::to_string(size.height) + " in flight " + std::to_string(in_flight));
-        ASSERT_TRUE(
-            backend->configure(layout, size.width, size.height, 8, in_flight, false, true, &error))
+        ASSERT_TRUE(backend->configure(
+            backend_conversion(layout, size.width, size.height, 8, in_flight, false, true), &error))
             << error;
         constexpr int kFrames = 6;
         std::vector<TestFrame> frames;
@@ -689,8 +802,8 @@ int results_overwritten(int in_flight, int frames, bool with_consumer_stream) {
   auto backend = backend_on_first_device(&error);
   EXPECT_NE(backend, nullptr) << error;
   if (!backend) return -1;
-  EXPECT_TRUE(
-      backend->configure(PixelLayout::RGBA, kWidth, kHeight, 8, in_flight, false, true, &error))
+  EXPECT_TRUE(backend->configure(
+      backend_conversion(PixelLayout::RGBA, kWidth, kHeight, 8, in_flight, false, true), &error))
       << error;
   cudaStream_t consumer = nullptr;
   EXPECT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);

@@ -646,7 +646,8 @@ TEST(CudaMemory, WaitsForWritesPendingOnTheProducersStream) {
     pusher.join();
     for (int i = 0; i < received && i < c.frames; ++i) {
       GrayImage expected(c.width, c.height);
-      convert_cpu(frames[i].view(), expected.frame(), weights_of(kWeightChoices[0]));
+      convert_cpu(frames[i].conversion(expected.depth), frames[i].view(), expected.frame(),
+                  weights_of(kWeightChoices[0]));
       if (!same_pixels(results[i], expected)) ++wrong;
     }
     EXPECT_EQ(received, c.frames);

@@ -98,9 +98,8 @@ Input random_input(const std::string &format, int width, int height) {
   luma.offset[0] = GST_VIDEO_INFO_PLANE_OFFSET(&info, 0);
   luma.stride[0] = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
   GrayImage expected(width, height);
-  InputFrame in = luma.view();
-  in.limited_range = true;
-  convert_cpu(in, expected.frame(), weights_of(kWeightChoices[0]));
+  convert_cpu(luma.conversion(8, true), luma.view(), expected.frame(),
+              weights_of(kWeightChoices[0]));
   return {gst_buffer_new_memdup(luma.bytes.data(), luma.bytes.size()), expected};
 }
 

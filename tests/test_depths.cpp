@@ -132,9 +132,7 @@ void expect_formula(const TestFrame &f, const WeightChoice &c) {
                    std::to_string(f.height) + " " + c.name + " GRAY" + std::to_string(depth) +
                    (limited ? " limited" : ""));
       GrayImage out(f.width, f.height, 2 * random_int(1, 17), depth);
-      InputFrame in = f.view();
-      in.limited_range = limited;
-      convert_cpu(in, out.frame(), w);
+      convert_cpu(f.conversion(depth, limited), f.view(), out.frame(), w);
       int wrong = 0;
       for (int y = 0; y < f.height; ++y)
         for (int x = 0; x < f.width; ++x) {
@@ -232,8 +230,8 @@ TEST(Gray8, EightBitRgbIsTheSixteenBitFormulaReduced) {
     const WeightChoice c = i % 2 ? kWeightChoices[i % kWeightChoices.size()]
                                  : WeightChoice{"random", Matrix::Custom, {k(), k(), k()}};
     GrayImage g8(f.width, f.height, 0, 8), g16(f.width, f.height, 0, 16);
-    convert_cpu(f.view(), g8.frame(), weights_of(c));
-    convert_cpu(f.view(), g16.frame(), weights_of(c));
+    convert_cpu(f.conversion(g8.depth), f.view(), g8.frame(), weights_of(c));
+    convert_cpu(f.conversion(g16.depth), f.view(), g16.frame(), weights_of(c));
     int wrong = 0;
     for (int y = 0; y < f.height; ++y)
       for (int x = 0; x < f.width; ++x) wrong += g8.at(x, y) != to8(g16.at(x, y));
@@ -248,7 +246,7 @@ TEST(Gray8, ReductionIsRoundingDivisionBy257ForEveryValue) {
   TestFrame f = random_frame(PixelLayout::Luma16, 256, 256, Rows::Tight);
   for (int v = 0; v < 65536; ++v) set_code(f, v % 256, v / 256, 0, v);
   GrayImage out(256, 256);
-  convert_cpu(f.view(), out.frame(), standard_weights(Matrix::BT601));
+  convert_cpu(f.conversion(out.depth), f.view(), out.frame(), standard_weights(Matrix::BT601));
   for (int v = 0; v < 65536; ++v) {
     const int rounded = static_cast<int>(std::lround(v / 257.0));
     ASSERT_EQ(static_cast<int>(out.at(v % 256, v / 256)), rounded) << v;

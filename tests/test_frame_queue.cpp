@@ -35,7 +35,8 @@ struct Buffers {
     gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
     auto f = std::make_unique<GstCudaGrayFrame>();
     std::string why;
-    EXPECT_EQ(f->map(nullptr, in, &info, PixelLayout::RGB, out, 8, FALSE, &why),
+    EXPECT_EQ(f->map(nullptr, in, &info, same_size_conversion(PixelLayout::RGB, kWidth, kHeight),
+                     out, FALSE, &why),
               GST_CUDA_GRAY_MAP_OK)
         << why;
     return f;
@@ -49,14 +50,13 @@ struct Buffers {
 TEST(GstCudaGrayFrame, ShowsTheKernelsThePlanesOfTheMeta) {
   Buffers b;
   std::unique_ptr<GstCudaGrayFrame> f = b.map();
-  EXPECT_EQ(f->input().width, kWidth);
   EXPECT_EQ(f->input().stride[0], b.frame.stride[0]);
   GstMapInfo map;
   ASSERT_TRUE(gst_buffer_map(b.in, &map, GST_MAP_READ));
   EXPECT_EQ(0, memcmp(f->input().plane[0], map.data + b.frame.offset[0], kWidth * 3));
   gst_buffer_unmap(b.in, &map);
   EXPECT_FALSE(f->output().on_device);
-  convert_cpu(f->input(), f->output(), weights_of(kWeightChoices[0]));
+  convert_cpu(b.frame.conversion(), f->input(), f->output(), weights_of(kWeightChoices[0]));
   GstBuffer *out = f->release_output();
   EXPECT_EQ(out, b.out);
   EXPECT_TRUE(
@@ -75,7 +75,8 @@ TEST(GstCudaGrayFrame, ShortBufferIsNamedAndNotMapped) {
   GstBuffer *out = gst_buffer_new_allocate(nullptr, GST_ROUND_UP_4(kWidth) * kHeight, nullptr);
   GstCudaGrayFrame f;
   std::string why;
-  EXPECT_EQ(f.map(nullptr, in, &info, PixelLayout::RGB, out, 8, FALSE, &why),
+  EXPECT_EQ(f.map(nullptr, in, &info, same_size_conversion(PixelLayout::RGB, kWidth, kHeight), out,
+                  FALSE, &why),
             GST_CUDA_GRAY_MAP_BAD_INPUT);
   EXPECT_EQ(why, "plane 0 (offset 0, stride 100) needs 1699 bytes, the buffer has 100");
   EXPECT_EQ(refcount(in), 1);
@@ -93,7 +94,8 @@ TEST(GstCudaGrayFrame, OutputInOtherMemoryThanNegotiatedIsRefused) {
   std::string why;
   {
     GstCudaGrayFrame f;
-    EXPECT_EQ(f.map(nullptr, b.in, &info, PixelLayout::RGB, b.out, 8, TRUE, &why),
+    EXPECT_EQ(f.map(nullptr, b.in, &info, same_size_conversion(PixelLayout::RGB, kWidth, kHeight),
+                    b.out, TRUE, &why),
               GST_CUDA_GRAY_MAP_BAD_OUTPUT);
     EXPECT_EQ(why,
               "the output buffer is not CUDA memory of the element's CUDA context that can be "

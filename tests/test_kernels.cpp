@@ -10,6 +10,7 @@
 #include "bayer.h"
 #include "common.h"
 #include "layouts.h"
+#include "resample.h"
 #include "timing.h"
 
 using namespace cudagray;
@@ -71,7 +72,7 @@ class CpuReference : public ::testing::TestWithParam<PixelLayout> {};
 void expect_formula(const TestFrame &f, const WeightChoice &c) {
   SCOPED_TRACE(std::to_string(f.width) + "x" + std::to_string(f.height) + " " + c.name);
   GrayImage out(f.width, f.height, random_int(1, 33));
-  convert_cpu(f.view(), out.frame(), weights_of(c));
+  convert_cpu(f.conversion(out.depth), f.view(), out.frame(), weights_of(c));
   int wrong = 0;
   for (int y = 0; y < f.height; ++y) {
     for (int x = 0; x < f.width; ++x) {
@@ -127,8 +128,8 @@ TEST_P(CpuReference, ExtremeWeightsAtEveryWidth) {
 TEST_P(CpuReference, ThreadCountDoesNotMatter) {
   const TestFrame f = random_frame(GetParam(), 1921, 1079);
   GrayImage one(f.width, f.height), many(f.width, f.height);
-  convert_cpu(f.view(), one.frame(), standard_weights(Matrix::BT709), 1);
-  convert_cpu(f.view(), many.frame(), standard_weights(Matrix::BT709), 7);
+  convert_cpu(f.conversion(one.depth), f.view(), one.frame(), standard_weights(Matrix::BT709), 1);
+  convert_cpu(f.conversion(many.depth), f.view(), many.frame(), standard_weights(Matrix::BT709), 7);
   EXPECT_TRUE(same_pixels(one, many));
 }
 
@@ -138,7 +139,7 @@ TEST(CpuThreads, ConcurrentCallersGetExactResults) {
   const TestFrame f = random_frame(PixelLayout::BGRx, 1920, 1080);
   const Weights w = standard_weights(Matrix::BT601);
   GrayImage expected(f.width, f.height);
-  convert_cpu(f.view(), expected.frame(), w, 1);
+  convert_cpu(f.conversion(expected.depth), f.view(), expected.frame(), w, 1);
   std::atomic<int> wrong{0};
   std::vector<std::thread> callers;
   for (int t = 0; t < 4; ++t)
@@ -146,7 +147,7 @@ TEST(CpuThreads, ConcurrentCallersGetExactResults) {
       GrayImage out(f.width, f.height);
       for (int i = 0; i < 20; ++i) {
         std::fill(out.bytes.begin(), out.bytes.end(), 0);
-        convert_cpu(f.view(), out.frame(), w, t % 2 ? 0 : 3);
+        convert_cpu(f.conversion(out.depth), f.view(), out.frame(), w, t % 2 ? 0 : 3);
         wrong += out.bytes != expected.bytes;
       }
     });
@@ -205,10 +206,8 @@ int expanded(int y) {
 TEST(Luma, LimitedRangeExpandsEveryValueAsDocumented) {
   TestFrame f = random_frame(PixelLayout::Luma, 256, 1, Rows::Tight);
   for (int v = 0; v < 256; ++v) f.bytes[v] = static_cast<uint8_t>(v);
-  InputFrame in = f.view();
-  in.limited_range = true;
   GrayImage out(256, 1);
-  convert_cpu(in, out.frame(), standard_weights(Matrix::BT601));
+  convert_cpu(f.conversion(8, true), f.view(), out.frame(), standard_weights(Matrix::BT601));
   for (int v = 0; v < 256; ++v) EXPECT_EQ(out.at(v, 0), expanded(v)) << "Y' = " << v;
   EXPECT_EQ(out.at(16, 0), 0);
   EXPECT_EQ(out.at(235, 0), 255);
@@ -230,10 +229,8 @@ TEST(Luma, EveryPixelOfPaddedFramesFullAndLimited) {
     for (bool limited : {false, true}) {
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) +
                    (limited ? " limited" : " full"));
-      InputFrame in = f.view();
-      in.limited_range = limited;
       GrayImage out(size.width, size.height, random_int(1, 33));
-      convert_cpu(in, out.frame(), standard_weights(Matrix::BT601));
+      convert_cpu(f.conversion(8, limited), f.view(), out.frame(), standard_weights(Matrix::BT601));
       int wrong = 0;
       for (int y = 0; y < size.height; ++y) {
         for (int x = 0; x < size.width; ++x) {
@@ -343,20 +340,19 @@ TEST(Bayer, RowPassesEqualPixelByPixel) {
     for (const Size &size : sizes) {
       const TestFrame f = random_frame(layout, size.width, size.height);
       const MosaicRows m{f.bytes.data() + f.offset[0], f.stride[0], size.width, size.height};
-      const InputFrame in = f.view();  // 16-bit: random sample bits
       for (int depth : {8, 16}) {
         SCOPED_TRACE(std::string(layout_info(layout).name) + " " + std::to_string(size.width) +
                      "x" + std::to_string(size.height) + " GRAY" + std::to_string(depth) +
-                     " sample bits " + std::to_string(in.sample_bits));
+                     " sample bits " + std::to_string(f.sample_bits));
         GrayImage cpu(size.width, size.height, 0, depth);
-        convert_cpu(in, cpu.frame(), wt);
+        convert_cpu(f.conversion(depth), f.view(), cpu.frame(), wt);
         int wrong = 0;
         dispatch_layout(layout, [&](auto l) {
           using L = decltype(l);
           if constexpr (L::kFamily == LayoutFamily::Bayer)
             for (int y = 0; y < size.height; ++y)
               for (int x = 0; x < size.width; ++x) {
-                const Rgb c = bayer_colour<L>(m, x, y, in.sample_bits);
+                const Rgb c = bayer_colour<L>(m, x, y, f.sample_bits);
                 const uint32_t g16 = rgb_gray16<L::kDepth>(c.r, c.g, c.b, wt);
                 const uint32_t g8 = L::kDepth == 8 ? luma(c.r, c.g, c.b, wt) : reduce8(g16);
                 wrong += cpu.at(x, y) != (depth == 16 ? g16 : g8);
@@ -413,4 +409,24 @@ TEST(Bayer, DeepColoursScaleAsBayer2rgb) {
     EXPECT_EQ(wrong, 0) << bits << " bits";
   }
   EXPECT_EQ(deep_bayer_to16(65535, 0), deep_bayer_to16(65535, 16)) << "0 bits means 16";
+}
+
+// The CPU's rounding by a double reciprocal equals the integer division,
+// at exact multiples (where a reciprocal alone falls short) and halves, for
+// denominators up to the largest a conversion has (2^30) and sums up to
+// 65535 times them.
+TEST(Resample, QuotientRounderEqualsTheDivision) {
+  std::vector<uint64_t> divisors = {1, 2, 3, 257, 65535, 1u << 28, (1u << 30) - 1, 1u << 30};
+  for (int i = 0; i < 200; ++i) divisors.push_back(random_int(1, 1 << 30));
+  for (uint64_t d : divisors) {
+    const QuotientRounder round(d);
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t q = static_cast<uint64_t>(random_int(0, 65535));
+      for (uint64_t sum : {q * d, q * d + d / 2, q * d + (d - 1) / 2, q * d + d - 1,
+                           q * d + static_cast<uint64_t>(random_int(0, 1 << 30)) % d})
+        if (sum <= 65535 * d) {
+          ASSERT_EQ(round(sum), round_quotient(sum, d)) << sum << " / " << d;
+        }
+    }
+  }
 }

@@ -198,7 +198,11 @@ struct Session {
         if (!gst_video_frame_map(&frame, &out_info, out, GST_MAP_READ))
           finding("an output buffer does not hold its frame");
         const bool gray = GST_VIDEO_INFO_FORMAT(&out_info) == GST_VIDEO_FORMAT_GRAY8;
-        if (expect_from && gray && GST_VIDEO_INFO_FORMAT(&info) != GST_VIDEO_FORMAT_GRAY8)
+        // scaled outputs are held to the formula by test_scale and test_element_scale
+        const bool same_size = GST_VIDEO_INFO_WIDTH(&out_info) == GST_VIDEO_INFO_WIDTH(&info) &&
+                               GST_VIDEO_INFO_HEIGHT(&out_info) == GST_VIDEO_INFO_HEIGHT(&info);
+        if (expect_from && gray && same_size &&
+            GST_VIDEO_INFO_FORMAT(&info) != GST_VIDEO_FORMAT_GRAY8)
           compare(*expect_from, frame, w);
         expect_from = nullptr;
         gst_video_frame_unmap(&frame);
@@ -216,13 +220,14 @@ struct Session {
     for (const cudagray::PixelLayout &l : cudagray::kRgb8Layouts)
       if (name == cudagray::layout_info(l).name) layout = &l;
     if (!layout) return;  // YUV: the luma plane, checked by the element tests
-    cudagray::InputFrame in{*layout, info.width, info.height, {}, {}};
+    cudagray::InputFrame in{};
     for (int p = 0; p < cudagray::layout_info(*layout).planes; ++p) {
       in.plane[p] = in_bytes.data() + GST_VIDEO_INFO_PLANE_OFFSET(&info, p);
       in.stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(&info, p);
     }
     std::vector<uint8_t> expected(static_cast<size_t>(info.width) * info.height);
-    cudagray::convert_cpu(in, {expected.data(), static_cast<size_t>(info.width)}, w, 1);
+    cudagray::convert_cpu(cudagray::same_size_conversion(*layout, info.width, info.height), in,
+                          {expected.data(), static_cast<size_t>(info.width)}, w, 1);
     for (int y = 0; y < info.height; ++y) {
       const uint8_t *row = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out, 0)) +
                            y * GST_VIDEO_FRAME_PLANE_STRIDE(&out, 0);
@@ -329,6 +334,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (format != GST_VIDEO_FORMAT_UNKNOWN && format != GST_VIDEO_FORMAT_ENCODED)
           gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, format, w, hgt, planes,
                                          offsets, strides);
+        if (r.byte() % 3 == 0) {  // a crop meta, inside the frame or not
+          GstVideoCropMeta *crop = gst_buffer_add_video_crop_meta(buf);
+          crop->x = r.byte() % 8 == 0 ? G_MAXUINT - r.byte() : r.u16() % 80;
+          crop->y = r.u16() % 80;
+          crop->width = s.info_valid && r.byte() % 2 ? s.info.width : r.u16() % 80;
+          crop->height = s.info_valid && r.byte() % 2 ? s.info.height : r.u16() % 80;
+        }
         s.push(buf, nullptr);
         break;
       }
@@ -346,8 +358,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         s.drain_outputs(nullptr);
         break;
       }
-      case 7: {  // properties
-        switch (r.byte() % 4) {
+      case 7: {  // properties, and the output size downstream asks for
+        switch (r.byte() % 7) {
           case 0: {
             const std::string text = r.text(24);
             g_object_set(s.element, "weights", text.c_str(), nullptr);
@@ -357,6 +369,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           case 2:
             g_object_set(s.element, "max-inflight", static_cast<guint>(r.byte() % 17), nullptr);
             break;
+          case 3: g_object_set(s.element, "method", r.byte() % 3, nullptr); break;
+          case 4: g_object_set(s.element, "add-borders", r.byte() % 2, nullptr); break;
+          case 5: {  // sizes out of range too: negotiation must refuse them
+            bool big = false;
+            const int w = dimension(r, &big), hgt = dimension(r, &big);
+            gst_harness_set_sink_caps_str(
+                s.h, ("video/x-raw,format=GRAY8,width=" + std::to_string(w) +
+                      ",height=" + std::to_string(big && w > 64 ? 1 + hgt % 8 : hgt))
+                         .c_str());
+            break;
+          }
           default: {
             GstStructure *stats = nullptr;
             g_object_get(s.element, "stats", &stats, nullptr);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "cudagray/conversion.h"
 #include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
@@ -62,20 +63,18 @@ class Backend {
   // For messages only: "cpu" or "cuda".
   virtual const char *name() const = 0;
   virtual BackendNeeds needs() const = 0;
-  // Called when the frame format or geometry changes, with nothing in
-  // flight; sizes buffers for up to max_in_flight frames at once (at least
-  // 1) of gray of out_depth bits (8 or 16).
-  // Every device buffer is allocated here: none for uploads when
-  // inputs_on_device (frames in GPU memory, InputFrame::on_device), none for
-  // downloads when outputs_on_device (results written into GPU memory,
+  // Called when the conversion changes, with nothing in flight; sizes
+  // buffers for up to c.max_in_flight frames at once (at least 1). Every
+  // device buffer is allocated here: none for uploads when
+  // c.inputs_on_device (frames in GPU memory, InputFrame::on_device), none
+  // for downloads when c.outputs_on_device (results written into GPU memory,
   // GrayFrame::on_device). A frame or result in host memory after that is
-  // refused until configure is called again without the flag.
-  virtual bool configure(PixelLayout layout, int width, int height, int out_depth,
-                         int max_in_flight, bool inputs_on_device, bool outputs_on_device,
-                         std::string *error) = 0;
-  // Starts converting a frame (in host memory, or on the GPU when
-  // in.on_device) into a gray frame of the configured depth (in host memory, or on the GPU when
-  // out.on_device); both must stay valid until the frame is finished. At
+  // refused until configure is called again without the flag. false and why
+  // when c is not valid (valid_conversion) or the buffers cannot be had.
+  virtual bool configure(const Conversion &c, std::string *error) = 0;
+  // Starts the configured conversion of a frame (in host memory, or on the
+  // GPU when in.on_device) into a gray frame (in host memory, or on the GPU
+  // when out.on_device); both must stay valid until the frame is finished. At
   // most max_in_flight unfinished.
   virtual bool submit(const InputFrame &in, const GrayFrame &out, const Weights &w,
                       std::string *error) = 0;

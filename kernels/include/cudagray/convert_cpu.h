@@ -3,13 +3,15 @@
 // CPU backend runs.
 #pragma once
 
+#include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
 
 namespace cudagray {
 
-// Converts one frame on the calling thread plus up to threads-1 helpers
-// (threads <= 0: one per hardware thread).
-void convert_cpu(const InputFrame &in, const GrayFrame &out, const Weights &w, int threads = 0);
+// Carries out conversion c (valid_conversion) of one frame on the calling
+// thread plus up to threads-1 helpers (threads <= 0: one per hardware thread).
+void convert_cpu(const Conversion &c, const InputFrame &in, const GrayFrame &out, const Weights &w,
+                 int threads = 0);
 
 }  // namespace cudagray

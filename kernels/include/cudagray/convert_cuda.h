@@ -5,14 +5,16 @@
 
 #include <cuda_runtime.h>
 
+#include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
 
 namespace cudagray {
 
-// Enqueues the conversion of a device-resident frame on stream. Returns the
-// launch's error; the kernel's own completion is the stream's business.
-cudaError_t convert_cuda(const InputFrame &device_in, const GrayFrame &device_out, const Weights &w,
-                         cudaStream_t stream);
+// Enqueues conversion c of a device-resident frame on stream. Returns the
+// launch's error (cudaErrorInvalidValue for a c that valid_conversion
+// refuses); the kernel's own completion is the stream's business.
+cudaError_t convert_cuda(const Conversion &c, const InputFrame &device_in,
+                         const GrayFrame &device_out, const Weights &w, cudaStream_t stream);
 
 }  // namespace cudagray

@@ -60,7 +60,7 @@ enum class PixelLayout {
   Bayer_GBRG,
   Bayer_GRBG,
   Bayer_RGGB,
-  // Bayer mosaic of 10 to 16-bit samples (InputFrame::sample_bits) in
+  // Bayer mosaic of 10 to 16-bit samples (Conversion::sample_bits) in
   // little-endian 16-bit words...
   Bayer16_BGGR,
   Bayer16_GBRG,
@@ -97,20 +97,12 @@ constexpr PixelLayout kRgb8Layouts[] = {
     PixelLayout::BGRx, PixelLayout::xRGB, PixelLayout::xBGR, PixelLayout::ARGB, PixelLayout::ABGR,
     PixelLayout::RGBP, PixelLayout::BGRP, PixelLayout::GBR};
 
-// One input frame: plane pointers and row strides in bytes. Packed layouts use
+// One input frame's memory: plane pointers and row strides in bytes; what
+// the planes hold is the Conversion's (conversion.h). Packed layouts use
 // plane[0] only. Pointers are host or device pointers, as the call requires.
 struct InputFrame {
-  PixelLayout layout;
-  int width, height;
   const uint8_t *plane[3];
   size_t stride[3];
-  // Luma only: the codes are limited range (16..235, scaled for deeper
-  // codes) and are expanded to full range; full-range luma is taken as it is.
-  bool limited_range = false;
-  // 16-bit Bayer only: the bits a sample has (10, 12, 14 or 16; 0: 16). The
-  // demosaicked colours are scaled from them to 16 bits as GStreamer's
-  // bayer2rgb does (bayer.h).
-  int sample_bits = 0;
   // The planes are device memory of the backend's CUDA context: no upload.
   bool on_device = false;
   // On the device only: a CUDA stream (cudaStream_t) whose queued work writes
@@ -119,8 +111,9 @@ struct InputFrame {
   void *producer_stream = nullptr;
 };
 
-// One gray frame: rows of stride bytes, GRAY8 or GRAY16 (native-endian
-// 16-bit words, GRAY16_LE on every machine cudagray runs on).
+// One gray frame's memory: rows of stride bytes of the Conversion's output,
+// GRAY8 or GRAY16 (native-endian 16-bit words, GRAY16_LE on every machine
+// cudagray runs on).
 struct GrayFrame {
   uint8_t *data;
   size_t stride;
@@ -133,8 +126,6 @@ struct GrayFrame {
   // and work queued on it after submit waits for the writes, both on the GPU,
   // so that its user need not wait for finish_oldest. nullptr: none.
   void *consumer_stream = nullptr;
-  // 8: GRAY8; 16: GRAY16.
-  int depth = 8;
 };
 
 }  // namespace cudagray
