@@ -67,6 +67,18 @@ static void restart_output(GstCudaGray *self, bool discont) {
   GST_OBJECT_UNLOCK(self);
 }
 
+/* A warning whose text says all there is to do: GST_ELEMENT_WARNING would add
+ * a debug text naming the source line it was posted from, which gst-launch
+ * prints and a user can do nothing with. */
+static void post_warning_for_users(GstCudaGray *self, const std::string &text) {
+  GST_WARNING_OBJECT(self, "%s", text.c_str());
+  GError *error =
+      g_error_new_literal(GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, text.c_str());
+  gst_element_post_message(GST_ELEMENT(self),
+                           gst_message_new_warning(GST_OBJECT(self), error, NULL));
+  g_error_free(error);
+}
+
 /* Makes the backend named by the properties. backend=auto falls back to the
  * CPU with a warning when no GPU can be used; everything else that fails is
  * an error. A CUDA backend is made inside the element's CUDA context. */
@@ -98,11 +110,9 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
       return FALSE;
     }
     if (!backend)
-      GST_ELEMENT_WARNING(
-          self, RESOURCE, NOT_FOUND,
-          ("No usable CUDA device, converting on the CPU instead: %s", reason.c_str()),
-          ("set backend=cpu to choose the CPU without this warning, or "
-           "backend=cuda to make a missing GPU an error"));
+      post_warning_for_users(self, "No usable CUDA device: " + reason +
+                                       ". Converting on the CPU instead; backend=cpu chooses "
+                                       "the CPU without this warning.");
   }
   if (!backend) backend = cudagray::make_cpu_backend();
   s.needs = backend->needs();
