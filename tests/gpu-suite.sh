@@ -72,7 +72,9 @@ for n in names:
         elif case.find("skipped") is not None or case.get("result") == "skipped":
             skipped += 1
             s = case.find("skipped")
-            print(f"SKIPPED {name}: {(s.get('message') if s is not None else '') or ''}".strip())
+            # gtest's message is "file:line\nreason": the reason
+            reason = ((s.get("message") if s is not None else "") or "").split("\n", 1)[-1]
+            print(f"SKIPPED {name}: {reason}".strip())
         else:
             passed += 1
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
