@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The process's CUDA devices and pinned host memory (device.h), with CUDA.
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -80,15 +81,45 @@ bool is_pinned(const void *memory) {
   return attr.type == cudaMemoryTypeHost;
 }
 
+namespace {
+
+std::string cuda_version_text(int version) {  // 13000: "13.0"
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+// Why CUDA offers no device, in words a user can act on. The runtime answers
+// cudaErrorInsufficientDriver both when there is no NVIDIA driver at all and
+// when the driver is older than the runtime linked into the plugin; the
+// driver's version (0 without a driver) tells the two apart.
+std::string no_device_reason(cudaError_t error, const std::string &cuda_says) {
+  int driver = 0;
+  int runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (error == cudaErrorInsufficientDriver && driver == 0) return "no NVIDIA driver is installed";
+  if (error == cudaErrorInsufficientDriver)
+    return "the NVIDIA driver is too old for this build: it supports CUDA up to " +
+           cuda_version_text(driver) + ", the build needs CUDA " + cuda_version_text(runtime);
+  if (error == cudaSuccess || error == cudaErrorNoDevice) {
+    std::string reason = "the NVIDIA driver finds no CUDA device";
+    if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+      reason += std::string(" (CUDA_VISIBLE_DEVICES is \"") + visible + "\")";
+    return reason;
+  }
+  return cuda_says;
+}
+
+}  // namespace
+
 int cuda_device_count(std::string *reason) {
   int count = 0;
   try {
     CUDAGRAY_CHECK(cudaGetDeviceCount(&count));
   } catch (const CudaError &e) {
-    *reason = e.what();
+    *reason = no_device_reason(e.code, e.what());
     return 0;
   }
-  if (count == 0) *reason = "no CUDA device found";
+  if (count == 0) *reason = no_device_reason(cudaSuccess, "");
   return count;
 }
 

@@ -23,6 +23,18 @@ static void post_backend_error(GstCudaGray *self, const char *doing, const std::
       ("check the GPU with nvidia-smi, or set backend=cpu"));
 }
 
+/* A warning whose text says all there is to do: GST_ELEMENT_WARNING would add
+ * a debug text naming the source line it was posted from, which gst-launch
+ * prints and a user can do nothing with. */
+static void post_warning_for_users(GstCudaGray *self, const std::string &text) {
+  GST_WARNING_OBJECT(self, "%s", text.c_str());
+  GError *error =
+      g_error_new_literal(GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, text.c_str());
+  gst_element_post_message(GST_ELEMENT(self),
+                           gst_message_new_warning(GST_OBJECT(self), error, NULL));
+  g_error_free(error);
+}
+
 /* Lets go of everything held without pushing it (the output task stopped):
  * the GPU lets go of the buffers first. */
 void GstCudaGrayStreaming::discard_in_flight() {
@@ -61,13 +73,12 @@ gboolean GstCudaGrayStreaming::open() {
                          choice == GST_CUDA_GRAY_BACKEND_CUDA ? "cuda" : "auto", device_id));
       return FALSE;
     }
-    if (!backend) s.cpu_fallback_reason = reason;
-    if (!backend)
-      GST_ELEMENT_WARNING(
-          self, RESOURCE, NOT_FOUND,
-          ("No usable CUDA device, converting on the CPU instead: %s", reason.c_str()),
-          ("set backend=cpu to choose the CPU without this warning, or "
-           "backend=cuda to make a missing GPU an error"));
+    if (!backend) {
+      s.cpu_fallback_reason = reason;
+      post_warning_for_users(self, "No usable CUDA device: " + reason +
+                                       ". Converting on the CPU instead; backend=cpu chooses "
+                                       "the CPU without this warning.");
+    }
   }
   if (!backend) backend = cudagray::make_cpu_backend();
   s.needs = backend->needs();

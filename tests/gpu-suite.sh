@@ -6,8 +6,9 @@
 #
 #   tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]
 #
-# TEST_NAME picks binaries (default: every tests/test_* that speaks gtest, the
-# examples aside, which need Python's gi). On a machine without GStreamer,
+# TEST_NAME picks binaries (default: every tests/test_* program that speaks
+# gtest, the examples aside, which need Python's gi; meson's tests/*.p object
+# folders are not programs). On a machine without GStreamer,
 # source a GStreamer bundle's env.sh first. Each binary gets 590 s. Configure
 # BUILD_DIR as CI does (-Dfault-injection=enabled), or the fault cases skip.
 set -uo pipefail
@@ -23,7 +24,7 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for t in "$BUILD"/tests/test_*; do
     n=${t##*/test_}
-    [ -x "$t" ] && [ "$n" != examples ] && [ "$n" != fuzz_corpus ] && names+=("$n")
+    [ -f "$t" ] && [ -x "$t" ] && [ "$n" != examples ] && [ "$n" != fuzz_corpus ] && names+=("$n")
   done
 fi
 # Stopped itself (a timeout around the suite), it stops the binary running:
@@ -71,7 +72,9 @@ for n in names:
         elif case.find("skipped") is not None or case.get("result") == "skipped":
             skipped += 1
             s = case.find("skipped")
-            print(f"SKIPPED {name}: {(s.get('message') if s is not None else '') or ''}".strip())
+            # gtest's message is "file:line\nreason": the reason
+            reason = ((s.get("message") if s is not None else "") or "").split("\n", 1)[-1]
+            print(f"SKIPPED {name}: {reason}".strip())
         else:
             passed += 1
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
