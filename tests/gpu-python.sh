@@ -35,7 +35,9 @@ step() {  # LIMIT_S COMMAND...: runs it under timeout, counts its status
 }
 {
   step 60 "$PYTHON" -c 'import sys, cudagray, torch, cupy; print(sys.version); print(cudagray.__file__, torch.__version__, cupy.__version__, torch.cuda.get_device_name())'
-  step 60 gst-inspect-1.0 --exists cudagray
+  # --exists alone also wants the plugin's version to be at least
+  # GStreamer's own (1.22), which cudagray's (0.1) is not
+  step 60 gst-inspect-1.0 --exists --atleast-version=0.0.0 cudagray
   step 300 "$PYTHON" tests/test_python.py -v
   step 400 "$PYTHON" tests/python_perf.py
   step 120 gst-launch-1.0 -q videotestsrc num-buffers=600 pattern=ball ! \

@@ -8,14 +8,16 @@
   against the same pipeline into fakesink (frames kept in CUDA memory there
   too): at least 0.9x; and against frames taken to the host and uploaded again
   (memory="system" -> numpy -> torch.from_numpy(...).cuda(), the PyGObject
-  path without PyGObject, which the GPU machine lacks): at least 3x.
+  path without PyGObject, which the GPU machine lacks): at least 3x. Also
+  nvh264dec alone into fakesink, the decoder's own rate, which bounds them.
 - Python's cost per frame on the CPU path (64x48): at most 20 us above
   appsink's own (tests/appsink_pull.cpp: the same pipeline and appsink,
   every sample pulled and mapped in C; its path in CUDAGRAY_APPSINK_PULL).
 
 Each rate is taken from two runs of different lengths, (N2 - N1) / (t2 - t1),
-so that starting the pipeline (and CUDA) counts in neither. Prints one line
-per figure and PASS/FAIL per target; exits 1 when a target is missed.
+so that starting the pipeline counts in neither, after an untimed run that
+takes what only a process's first run pays. Prints one line per figure and
+PASS/FAIL per target; exits 1 when a target is missed.
 """
 import os
 import subprocess
@@ -47,7 +49,11 @@ def python_seconds(source, consume, **options):
 
 
 def rate(seconds_of, short=SHORT, long=LONG):
-    """Frames per second past the start: seconds_of(frames) -> seconds."""
+    """Frames per second past the start: seconds_of(frames) -> seconds. An
+    untimed first run pays what only a process's first run does (starting
+    CUDA and torch, the primary context the module keeps), which would
+    otherwise count in one of the timed runs alone."""
+    seconds_of(short)
     return (long - short) / (seconds_of(long) - seconds_of(short))
 
 
@@ -96,6 +102,9 @@ def gpu_rates(directory):
     def decoded(n):
         return f"filesrc location={files[n]} ! qtdemux ! h264parse ! nvh264dec"
 
+    def decoder_alone(n):
+        return launch_seconds(decoded(n) + ' ! video/x-raw(memory:CUDAMemory) ! fakesink sync=false')
+
     def fakesink(n):
         return launch_seconds(decoded(n) + ' ! cudagray ! video/x-raw(memory:CUDAMemory),format=GRAY8 ! '
                               'fakesink sync=false')
@@ -113,13 +122,18 @@ def gpu_rates(directory):
         assert count == n, count
         return seconds
 
+    decoder = rate(decoder_alone)
     into_fakesink, as_tensors, through_host = rate(fakesink), rate(tensors), rate(uploaded)
-    print(f"1080p nvh264dec ! cudagray: fakesink {into_fakesink:.1f} fps, torch.from_dlpack {as_tensors:.1f} fps, "
-          f"numpy -> torch .cuda() {through_host:.1f} fps")
+    print(f"1080p nvh264dec alone {decoder:.1f} fps; nvh264dec ! cudagray: fakesink {into_fakesink:.1f} fps, "
+          f"torch.from_dlpack {as_tensors:.1f} fps, numpy -> torch .cuda() {through_host:.1f} fps")
     passed = report("torch tensors / fakesink", f"{as_tensors / into_fakesink:.3f}x", ">= 0.9x",
                     as_tensors >= 0.9 * into_fakesink)
-    return report("torch tensors / through the host", f"{as_tensors / through_host:.2f}x", ">= 3x",
-                  as_tensors >= 3 * through_host) and passed
+    passed = report("torch tensors / through the host", f"{as_tensors / through_host:.2f}x", ">= 3x",
+                    as_tensors >= 3 * through_host) and passed
+    if through_host >= 0.9 * decoder:
+        # no path can then be 3x faster: the figure to read is the one above
+        print("the host path keeps up with nvh264dec alone: the decoder bounds every path here")
+    return passed
 
 
 def main():
