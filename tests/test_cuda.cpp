@@ -192,10 +192,6 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
       const int depth = random_int(0, 1) ? 16 : 8;
       SCOPED_TRACE(std::to_string(size.width) + "x" + std::to_string(size.height) + " in flight " +
                    std::to_string(max_in_flight) + " GRAY" + std::to_string(depth));
-      ASSERT_TRUE(backend->configure(backend_conversion(GetParam(), size.width, size.height, depth,
-                                                        max_in_flight, false, false),
-                                     &error))
-          << error;
       constexpr int kFrames = 7;
       std::vector<TestFrame> frames;
       std::vector<std::unique_ptr<PinnedCopy>> pinned_in;
@@ -203,8 +199,14 @@ TEST_P(CudaKernel, BackendFinishesFramesInOrder) {
       std::vector<std::unique_ptr<PinnedCopy>> pinned_out;
       for (int i = 0; i < kFrames; ++i) {
         frames.push_back(random_frame(GetParam(), size.width, size.height));
+        // the sample bits of 16-bit Bayer are the conversion's: one for all
+        frames.back().sample_bits = frames.front().sample_bits;
         outs.emplace_back(size.width, size.height, 2 * random_int(0, 9), depth);
       }
+      Conversion conversion = backend_conversion(GetParam(), size.width, size.height, depth,
+                                                 max_in_flight, false, false);
+      conversion.sample_bits = frames.front().sample_bits;
+      ASSERT_TRUE(backend->configure(conversion, &error)) << error;
       auto input = [&](int i) {  // odd frames come from pinned memory
         if (i % 2 == 0) return frames[i].view();
         pinned_in.push_back(std::make_unique<PinnedCopy>(frames[i].bytes.size()));

@@ -216,6 +216,7 @@ TEST_P(ElementScale, RegionsOfInterestAreScaled) {
 // whole frame's, scaled.
 TEST_P(ElementScale, VideocropUpstreamCopiesNothing) {
   const bool cuda = std::string(GetParam()) == "cuda";
+  SKIP_WITHOUT_ELEMENT("videocrop");
   if (cuda) SKIP_WITHOUT_ELEMENT("cudaupload");
   Pipeline p(std::string("videotestsrc num-buffers=3 pattern=snow ! "
                          "video/x-raw,format=RGBx,width=320,height=240 ! ") +
