@@ -41,11 +41,9 @@
  * made 16-bit gray.
  */
 
-/* The element: conversion policy and the vfunc wiring. A frame is mapped,
- * checked and submitted by the conversion (gstcudagrayconversion.cpp) and
- * handed to the output unit (gstcudagrayoutput.cpp), which pushes it, in
- * order with the events around it, once converted. Formats, caps,
- * properties, the CUDA context and pools each have their own file. */
+/* The element: policy and vfunc wiring. The conversion (gstcudagrayconversion.cpp)
+ * maps and submits a frame; the output unit (gstcudagrayoutput.cpp) pushes it,
+ * in order with the events around it, once converted. */
 #include "gstcudagray.h"
 
 #include <string>
@@ -153,22 +151,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
     GST_ERROR_OBJECT(self, "invalid caps %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT, incaps, outcaps);
     return FALSE;
   }
-  s.in_info = in_info;
-  s.format = format;
-  GST_OBJECT_LOCK(self);
-  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
-  const gboolean add_borders = self->props.add_borders;
-  GST_OBJECT_UNLOCK(self);
-  s.conversion =
-      gst_cuda_gray_conversion_from_caps(&in_info, format, &out_info, method, add_borders);
-  std::string invalid;
-  if (!cudagray::valid_conversion(s.conversion, &invalid)) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                      ("Cannot convert %dx%d %s to %dx%d gray: %s", in_info.width, in_info.height,
-                       format->name, out_info.width, out_info.height, invalid.c_str()),
-                      ("ask for an output size of 1 to %d pixels a side", cudagray::kMaxDimension));
-    return FALSE;
-  }
+  if (!s.describe(&in_info, format, &out_info)) return FALSE;
 
   /* gray of the output's format and size goes out as it came */
   const gboolean passthrough =
@@ -370,16 +353,8 @@ static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer 
   const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
   for (const gchar *const *tag = tags; tag && *tag; tag++)
     if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
-  const cudagray::Conversion &c = GST_CUDA_GRAY(trans)->streaming->conversion;
-  if (!tags || !*tags || !c.resamples()) return TRUE;
-  if (!(c.dest == cudagray::Rect{0, 0, c.out_width, c.out_height}) || !meta->info->transform_func)
-    return FALSE;
-  GstVideoInfo out;
-  gst_video_info_set_format(&out, GST_VIDEO_FORMAT_GRAY8, c.out_width, c.out_height);
-  GstVideoMetaTransform scale = {&GST_CUDA_GRAY(trans)->streaming->in_info, &out};
-  meta->info->transform_func(outbuf, meta, inbuf, gst_video_meta_transform_scale_get_quark(),
-                             &scale);
-  return FALSE;
+  if (!tags || !*tags) return TRUE;
+  return GST_CUDA_GRAY(trans)->streaming->copy_geometry_meta(outbuf, meta, inbuf);
 }
 
 /* A CUDA context handed down by the application or a neighbour. */

@@ -41,6 +41,13 @@ struct GstCudaGrayStreaming final : GstCudaGrayOutputClient {
   /* start and stop: makes the backend the properties name, and lets go */
   gboolean open();
   void close();
+  /* The conversion from in_info (read as format) to out_info, with the
+   * method and borders the properties say; an error posted, naming the
+   * sizes, when there is none. */
+  gboolean describe(const GstVideoInfo *in, const GstCudaGrayFormat *fmt, const GstVideoInfo *out);
+  /* A geometry meta of inbuf on outbuf: TRUE to copy it as it is (same
+   * size), else scaled onto outbuf here (or dropped: bars) and FALSE. */
+  gboolean copy_geometry_meta(GstBuffer *outbuf, GstMeta *meta, GstBuffer *inbuf);
   /* Sizes the backend for the frames set_caps described (nothing in
    * flight); posts an error, once for the same cause, when it cannot. */
   gboolean configure();

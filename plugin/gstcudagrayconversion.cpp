@@ -146,6 +146,38 @@ gboolean GstCudaGrayStreaming::finish_oldest() {
   return TRUE;
 }
 
+gboolean GstCudaGrayStreaming::describe(const GstVideoInfo *in, const GstCudaGrayFormat *fmt,
+                                        const GstVideoInfo *out) {
+  in_info = *in;
+  format = fmt;
+  GST_OBJECT_LOCK(self);
+  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
+  const gboolean add_borders = self->props.add_borders;
+  GST_OBJECT_UNLOCK(self);
+  conversion = gst_cuda_gray_conversion_from_caps(in, fmt, out, method, add_borders);
+  std::string invalid;
+  if (cudagray::valid_conversion(conversion, &invalid)) return TRUE;
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                    ("Cannot convert %dx%d %s to %dx%d gray: %s", in->width, in->height, fmt->name,
+                     out->width, out->height, invalid.c_str()),
+                    ("ask for an output size of 1 to %d pixels a side", cudagray::kMaxDimension));
+  return FALSE;
+}
+
+gboolean GstCudaGrayStreaming::copy_geometry_meta(GstBuffer *outbuf, GstMeta *meta,
+                                                  GstBuffer *inbuf) {
+  const cudagray::Conversion &c = conversion;
+  if (!c.resamples()) return TRUE;
+  if (!(c.dest == cudagray::Rect{0, 0, c.out_width, c.out_height}) || !meta->info->transform_func)
+    return FALSE;
+  GstVideoInfo out;
+  gst_video_info_set_format(&out, GST_VIDEO_FORMAT_GRAY8, c.out_width, c.out_height);
+  GstVideoMetaTransform scale = {&in_info, &out};
+  meta->info->transform_func(outbuf, meta, inbuf, gst_video_meta_transform_scale_get_quark(),
+                             &scale);
+  return FALSE;
+}
+
 /* Sizes the backend, allocating every buffer of its own, for the frames
  * that set_caps described in s; posts an error (once for the same cause)
  * when it cannot. Nothing may be queued. */
