@@ -343,7 +343,7 @@ TEST(Latency, TracerBooksNoMoreThanVideoconvert) {
   if (shell("GST_TRACERS=latency timeout 20 gst-launch-1.0 -q videotestsrc num-buffers=3 ! "
             "fakesink",
             &probe) != 0)
-    GTEST_SKIP() << "GStreamer " << gst_version_string()
+    GTEST_SKIP() << gst_version_string()
                  << "'s latency tracer does not end a pipeline of videotestsrc and fakesink: "
                  << probe.substr(0, 200);
   for (const char *backend : {"cpu", "auto"}) {
