@@ -56,7 +56,7 @@ not_run() {
 n=0
 for path in "$source"/README.md "$source"/docs/*.md; do
   doc=${path#"$source"/}
-  work=$tmp/work/${doc//\//_}
+  work=$tmp/scratch/${doc//\//_}
   mkdir -p "$work"
   for f in dev pipelines examples docs tests bench README.md; do ln -s "$source/$f" "$work/$f"; done
   ln -s "$build" "$work/build"
