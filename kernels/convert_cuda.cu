@@ -4,7 +4,8 @@
 // allows where rows are aligned) instantiated per layout with the per-pixel
 // operation, as CUB and OpenCV's cudev separate traversal from operation;
 // Bayer frames have their own (bayer.h); resampled frames a sampler over the
-// source's gray (resample.h), a thread per output pixel.
+// source's gray (resample.h): a thread per output pixel, and a tile of
+// them sharing the source's gray for area.
 #include "cudagray/convert_cuda.h"
 
 #include <cstdint>
@@ -29,6 +30,8 @@ template <class Layout>
 constexpr int kWidePixels = Layout::kGroupPixels == 6                                          ? 12
                             : Layout::kGroupBytes *Layout::kPlanes / Layout::kGroupPixels >= 4 ? 8
                                                                                                : 16;
+// Bayer pixels a thread demosaics (see bayer_kernel).
+constexpr int kBayerRun = 8;
 
 // Stores a chunk's Words words of gray with the widest stores it allows: a
 // chunk of Words words starts at a multiple of 4 * Words bytes of a row that
@@ -63,6 +66,23 @@ struct RegisterBytes {
     return (words[plane][i >> 2] >> ((i & 3) * 8)) & 0xFF;
   }
 };
+
+// The Bytes bytes (a multiple of 16) of each plane from start, 16-byte
+// aligned, in registers.
+template <int Planes, int Bytes>
+__device__ __forceinline__ RegisterBytes<Planes, Bytes / 4> load_chunk(
+    const uint8_t *const (&start)[3]) {
+  RegisterBytes<Planes, Bytes / 4> bytes;
+#pragma unroll
+  for (int p = 0; p < Planes; ++p)
+#pragma unroll
+    for (int i = 0; i < Bytes / 16; ++i) {
+      const uint4 v = load16(start[p] + 16 * i);
+      bytes.words[p][4 * i] = v.x, bytes.words[p][4 * i + 1] = v.y;
+      bytes.words[p][4 * i + 2] = v.z, bytes.words[p][4 * i + 3] = v.w;
+    }
+  return bytes;
+}
 
 // Bytes in memory from a row's (or a chunk's) start, one pointer per plane.
 struct MemoryBytes {
@@ -105,15 +125,7 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
   Out *dst = reinterpret_cast<Out *>(out + row * out_pitch) + x0;
   if constexpr (Chunk > 1) {
     if (x0 + Chunk <= width) {
-      RegisterBytes<kPlanes, kChunkBytes / 4> bytes;
-#pragma unroll
-      for (int p = 0; p < kPlanes; ++p)
-#pragma unroll
-        for (int i = 0; i < kChunkBytes / 16; ++i) {
-          const uint4 v = load16(start[p] + 16 * i);
-          bytes.words[p][4 * i] = v.x, bytes.words[p][4 * i + 1] = v.y;
-          bytes.words[p][4 * i + 2] = v.z, bytes.words[p][4 * i + 3] = v.w;
-        }
+      const auto bytes = load_chunk<kPlanes, kChunkBytes>(start);
       constexpr int kPerWord = 4 / sizeof(Out);
       uint32_t gray[Chunk / kPerWord];
 #pragma unroll
@@ -140,15 +152,25 @@ bool rows_aligned(const void *p, size_t pitch, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0 && pitch % bytes == 0;
 }
 
+// Whether every row of every plane the layout reads starts where its wide
+// loads may (Bayer: its vector rows).
+template <class Layout, class Frame>
+bool reads_wide(const Frame &in) {
+  if constexpr (Layout::kFamily == LayoutFamily::Bayer)
+    return rows_aligned(in.plane[0], in.stride[0], kBayerRun * Layout::kGroupBytes);
+  bool wide = true;
+  for (int p = 0; p < Layout::kPlanes; ++p)
+    wide = wide && rows_aligned(in.plane[p], in.stride[p], 16);
+  return wide;
+}
+
 // Launches the traversal for layout and op: the wide instance when every
 // plane read and the output have 16-byte aligned rows, else the
 // pixel-by-pixel one.
 template <class Layout, class Op>
 void launch(const SourceFrame &in, const GrayFrame &out, Op op, cudaStream_t stream) {
   using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
-  bool wide = rows_aligned(out.data, out.stride, 16);
-  for (int p = 0; p < Layout::kPlanes; ++p)
-    wide = wide && rows_aligned(in.plane[p], in.stride[p], 16);
+  const bool wide = rows_aligned(out.data, out.stride, 16) && reads_wide<Layout>(in);
   auto go = [&](auto chunk) {
     constexpr int Chunk = decltype(chunk)::value;
     const int chunks = (in.width + Chunk - 1) / Chunk;
@@ -171,7 +193,6 @@ void launch(const SourceFrame &in, const GrayFrame &out, Op op, cudaStream_t str
 // three rows with one vector load of the run's samples and two loads of
 // their neighbours; at the frame's edges it runs bayer_colours. The frame is
 // whole (the backend does not cut Bayer frames into strips).
-constexpr int kBayerRun = 8;
 constexpr int kBayerBlockRuns = 32, kBayerBlockRows = 8;
 
 // The vector of a run's samples of a row, or of its gray: 8 or 16 bytes.
@@ -217,17 +238,14 @@ __device__ __forceinline__ void store_bayer_run(const Rgb (&c)[kBayerRun], Out *
   }
 }
 
-template <class Layout, class Op>
-__global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
-                             uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
-                             int sample_bits, bool vector_rows, Op op) {
-  using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
-  const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * kBayerRun;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x0 >= width || y >= height) return;
-  const MosaicRows m{in, pitch, width, height};
-  Rgb c[kBayerRun];
-  if (vector_rows && x0 >= kBayerRun && x0 + kBayerRun + 2 <= width && y >= 1 && y + 1 < height) {
+// The colours gray is taken from of the run of row y from x0 (a multiple
+// of kBayerRun), as many as the row has.
+template <class Layout>
+__device__ __forceinline__ void bayer_run_colours(const MosaicRows &m, int x0, int y,
+                                                  int sample_bits, bool vector_rows,
+                                                  Rgb (&c)[kBayerRun]) {
+  if (vector_rows && x0 >= kBayerRun && x0 + kBayerRun + 2 <= m.width && y >= 1 &&
+      y + 1 < m.height) {
     RowColours above[kBayerRun], here[kBayerRun], below[kBayerRun];
     inner_row_pass<Layout>(m, x0, y - 1, above);
     inner_row_pass<Layout>(m, x0, y, here);
@@ -246,6 +264,19 @@ __global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
   } else {
     bayer_colours<Layout, kBayerRun>(m, x0, y, sample_bits, c);
   }
+}
+
+template <class Layout, class Op>
+__global__ void bayer_kernel(const uint8_t *__restrict__ in, size_t pitch,
+                             uint8_t *__restrict__ out, size_t out_pitch, int width, int height,
+                             int sample_bits, bool vector_rows, Op op) {
+  using Out = std::conditional_t<Op::kOutDepth == 16, uint16_t, uint8_t>;
+  const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * kBayerRun;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x0 >= width || y >= height) return;
+  Rgb c[kBayerRun];
+  bayer_run_colours<Layout>(MosaicRows{in, pitch, width, height}, x0, y, sample_bits, vector_rows,
+                            c);
   store_bayer_run(c, reinterpret_cast<Out *>(out + y * out_pitch) + x0, min(kBayerRun, width - x0),
                   op);
 }
@@ -255,55 +286,256 @@ void launch_bayer(const SourceFrame &in, const GrayFrame &out, Op op, cudaStream
   const int runs = (in.width + kBayerRun - 1) / kBayerRun;
   const dim3 grid((runs + kBayerBlockRuns - 1) / kBayerBlockRuns,
                   (in.height + kBayerBlockRows - 1) / kBayerBlockRows);
-  // whether each row's runs start where their vector loads may
-  const bool vector_rows = rows_aligned(in.plane[0], in.stride[0], kBayerRun * Layout::kGroupBytes);
+  const bool vector_rows = reads_wide<Layout>(in);
   bayer_kernel<Layout><<<grid, dim3(kBayerBlockRuns, kBayerBlockRows), 0, stream>>>(
       in.plane[0], in.stride[0], out.data, out.stride, in.width, in.height, in.sample_bits,
       vector_rows, op);
 }
 
-// Resampled: a thread per output pixel, 0 in the bars around the
-// destination, else resample() over the gray of the source pixels its taps
-// read, each computed where it is read (Bayer: demosaicked from its
-// neighbours in the whole frame). op gives a pixel's GRAY16.
+// The planes a resampled frame reads, and the gray at 16 bits (op) of its
+// pixel (sx, sy), in the whole frame's coordinates, computed where it is
+// read (Bayer: demosaicked from its neighbours in the whole frame).
+struct Planes {
+  const uint8_t *data[3];
+  size_t pitch[3];
+};
+
 template <class Layout, class Op>
-__global__ void resample_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
-                                const uint8_t *__restrict__ in1, size_t pitch1,
-                                const uint8_t *__restrict__ in2, size_t pitch2,
-                                uint8_t *__restrict__ out, size_t out_pitch, Conversion c, Op op) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= c.out_width || y >= c.out_height) return;
-  const Rect crop = c.crop, dest = c.dest;
-  uint32_t g = 0;
-  if (x >= dest.x && x < dest.x + dest.width && y >= dest.y && y < dest.y + dest.height) {
-    const AxisTaps tx = axis_taps(c.method, crop.width, dest.width, x - dest.x);
-    const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
-    g = resample(tx, ty, [&](int i, int j) -> uint32_t {
-      const int sx = crop.x + i, sy = crop.y + j;
-      if constexpr (Layout::kFamily == LayoutFamily::Bayer) {
-        const MosaicRows m{in0, pitch0, c.in_width, c.in_height};
-        return op(bayer_colour<Layout>(m, sx, sy, c.sample_bits));
-      } else {
-        const MemoryBytes row{{in0 + sy * pitch0, in1 + sy * pitch1, in2 + sy * pitch2}};
-        return op(Layout::pixel(row, sx));
-      }
-    });
+__device__ __forceinline__ uint32_t source_gray(const Planes &p, const Conversion &c, Op op, int sx,
+                                                int sy) {
+  if constexpr (Layout::kFamily == LayoutFamily::Bayer) {
+    const MosaicRows m{p.data[0], p.pitch[0], c.in_width, c.in_height};
+    return op(bayer_colour<Layout>(m, sx, sy, c.sample_bits));
+  } else {
+    const MemoryBytes row{
+        {p.data[0] + sy * p.pitch[0], p.data[1] + sy * p.pitch[1], p.data[2] + sy * p.pitch[2]}};
+    return op(Layout::pixel(row, sx));
   }
+}
+
+// Stores output pixel (x, y): G, or 0 in the bars around the destination.
+__device__ __forceinline__ void store_resampled(uint8_t *out, size_t out_pitch, int depth, int x,
+                                                int y, uint32_t g) {
   uint8_t *row = out + y * out_pitch;
-  if (c.out_depth == 16)
+  if (depth == 16)
     reinterpret_cast<uint16_t *>(row)[x] = static_cast<uint16_t>(g);
   else
     row[x] = reduce8(g);
 }
 
+__device__ __forceinline__ bool in_rect(const Rect &r, int x, int y) {
+  return x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
+}
+
+// Nearest and bilinear: a thread per output pixel, resample() over the gray
+// of the one to four source pixels its taps read.
+template <class Layout, class Op>
+__global__ void sample_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
+                              const uint8_t *__restrict__ in1, size_t pitch1,
+                              const uint8_t *__restrict__ in2, size_t pitch2,
+                              uint8_t *__restrict__ out, size_t out_pitch, Conversion c, Op op) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= c.out_width || y >= c.out_height) return;
+  const Planes planes{{in0, in1, in2}, {pitch0, pitch1, pitch2}};
+  const Rect crop = c.crop, dest = c.dest;
+  uint32_t g = 0;
+  if (in_rect(dest, x, y)) {
+    const AxisTaps tx = axis_taps(c.method, crop.width, dest.width, x - dest.x);
+    const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
+    g = resample(tx, ty, [&](int i, int j) {
+      return source_gray<Layout>(planes, c, op, crop.x + i, crop.y + j);
+    });
+  }
+  store_resampled(out, out_pitch, c.out_depth, x, y, g);
+}
+
+// The gray at 16 bits (op) of the run of kRunPixels<Layout> pixels of row y
+// from column x0 (a multiple of it), handed to put(k, g) for each pixel k
+// of the run inside the row, read as the same-size kernels read it: wide
+// (16-byte loads; Bayer: vector rows) where `wide` says the rows allow it.
+template <class Layout>
+constexpr int kRunPixels = Layout::kFamily == LayoutFamily::Bayer ? kBayerRun : kWidePixels<Layout>;
+
+template <class Layout, class Op, class Put>
+__device__ __forceinline__ void run_gray(const Planes &p, const Conversion &c, bool wide, int x0,
+                                         int y, Op op, Put put) {
+  constexpr int kRun = kRunPixels<Layout>;
+  const int n = min(kRun, c.in_width - x0);
+  if constexpr (Layout::kFamily == LayoutFamily::Bayer) {
+    Rgb colours[kRun];
+    bayer_run_colours<Layout>(MosaicRows{p.data[0], p.pitch[0], c.in_width, c.in_height}, x0, y,
+                              c.sample_bits, wide, colours);
+#pragma unroll
+    for (int k = 0; k < kRun; ++k)
+      if (k < n) put(k, op(colours[k]));
+  } else {
+    const size_t at = static_cast<size_t>(x0 / Layout::kGroupPixels) * Layout::kGroupBytes;
+    const uint8_t *const start[3] = {p.data[0] + y * p.pitch[0] + at,
+                                     p.data[1] + y * p.pitch[1] + at,
+                                     p.data[2] + y * p.pitch[2] + at};
+    if (wide && n == kRun) {
+      const auto bytes =
+          load_chunk<Layout::kPlanes, kRun / Layout::kGroupPixels * Layout::kGroupBytes>(start);
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) put(k, op(Layout::pixel(bytes, k)));
+    } else {
+      const MemoryBytes bytes{{start[0], start[1], start[2]}};
+      for (int k = 0; k < n; ++k) put(k, op(Layout::pixel(bytes, k)));
+    }
+  }
+}
+
+// Area: every source pixel of an output pixel's footprint counts, and
+// neighbours' footprints share their edge pixels. A block makes a tile of
+// kAreaColumns x kAreaRows output pixels in two passes over shared memory:
+// down, a thread per run of source columns (read as the same-size kernels
+// read them) and output row sums the run's gray down that row's taps;
+// across, a thread per output column sums those down-sums across its taps
+// for each of the tile's rows. resample()'s integers, in the other order.
+// The footprint's columns go in bands where they do not fit.
+constexpr int kAreaColumns = 64, kAreaRows = 8, kAreaThreads = 128;
+constexpr int kAreaRowsPerThread = kAreaRows * kAreaColumns / kAreaThreads;
+constexpr int kAreaBandWords = 8192;  // down-sums a band holds at most: 32 KB
+
+// An area footprint's weights by source index: the partly covered pixels
+// at its ends, out (a whole pixel's overlap times out) between them:
+// AxisTaps::weight with its arithmetic done once.
+struct AreaWeights {
+  int first, last;
+  uint32_t first_weight, last_weight, inner;
+  __device__ explicit AreaWeights(const AxisTaps &t)
+      : first(t.first),
+        last(t.first + t.count - 1),
+        first_weight(t.weight(0)),
+        last_weight(t.weight(t.count - 1)),
+        inner(static_cast<uint32_t>(t.unit)) {}
+  __device__ uint32_t operator()(int i) const {
+    return i == first ? first_weight : i == last ? last_weight : inner;
+  }
+};
+
+// Stores a run's words with the widest stores its place (a multiple of the
+// run from a 16-byte aligned row) allows.
+template <int Words>
+__device__ __forceinline__ void store_shared(uint32_t *at, const uint32_t (&w)[Words]) {
+  if constexpr (Words % 4 == 0) {
+#pragma unroll
+    for (int k = 0; k < Words; k += 4)
+      reinterpret_cast<uint4 *>(at)[k / 4] = make_uint4(w[k], w[k + 1], w[k + 2], w[k + 3]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < Words; ++k) at[k] = w[k];
+  }
+}
+
+template <class Layout, class Op>
+__global__ void __launch_bounds__(kAreaThreads)
+    area_kernel(const uint8_t *__restrict__ in0, size_t pitch0, const uint8_t *__restrict__ in1,
+                size_t pitch1, const uint8_t *__restrict__ in2, size_t pitch2,
+                uint8_t *__restrict__ out, size_t out_pitch, Conversion c, int band_columns,
+                bool wide, QuotientRounder round, Op op) {
+  constexpr int kRun = kRunPixels<Layout>;
+  constexpr int kRowsInFlight = Layout::kFamily == LayoutFamily::Bayer ? 1 : 4;
+  extern __shared__ uint32_t down[];  // [kAreaRows][band_columns]
+  const Planes planes{{in0, in1, in2}, {pitch0, pitch1, pitch2}};
+  const Rect crop = c.crop, dest = c.dest;
+  const auto taps = [](int in, int out, int at) {
+    return axis_taps(ScaleMethod::Area, in, out, at);
+  };
+  // this thread's output column of the tile, and its rows row0 + kRowStep * m
+  const int column = threadIdx.x % kAreaColumns, row0 = threadIdx.x / kAreaColumns;
+  const int x = blockIdx.x * kAreaColumns + column, y0 = blockIdx.y * kAreaRows;
+  constexpr int kRowStep = kAreaThreads / kAreaColumns;
+  // the tile's columns [px0, px1) and rows [py0, py1) of the picture, from
+  // the destination's corner: the same for the whole block
+  const int px0 = max(int(blockIdx.x) * kAreaColumns, dest.x) - dest.x;
+  const int px1 = min(int(blockIdx.x + 1) * kAreaColumns, dest.x + dest.width) - dest.x;
+  const int py0 = max(y0, dest.y) - dest.y;
+  const int py1 = min(y0 + kAreaRows, dest.y + dest.height) - dest.y;
+  uint64_t sum[kAreaRowsPerThread] = {};
+  if (px0 < px1 && py0 < py1) {
+    // the frame's columns [ax0, ax1) the tile reads, from a run's start; a
+    // thread outside the picture takes its nearest picture column's taps
+    const AxisTaps last = taps(crop.width, dest.width, px1 - 1);
+    const int ax0 = (crop.x + taps(crop.width, dest.width, px0).first) / kRun * kRun;
+    const int ax1 = crop.x + last.first + last.count;
+    const AxisTaps tx = taps(crop.width, dest.width, min(max(x - dest.x, px0), px1 - 1));
+    const AreaWeights wx(tx);
+    const int rows = py1 - py0;
+    for (int a0 = ax0; a0 < ax1; a0 += band_columns) {
+      const int runs = (min(band_columns, ax1 - a0) + kRun - 1) / kRun;
+      __syncthreads();  // every thread is done with the previous band
+      for (int t = threadIdx.x; t < rows * runs; t += kAreaThreads) {
+        const int r = t / runs, x0 = a0 + (t - r * runs) * kRun;
+        const AxisTaps ty = taps(crop.height, dest.height, py0 + r);
+        const AreaWeights wy(ty);
+        uint32_t v[kRun] = {};  // at most 65535 * Dy < 2^31
+                                // unrolled so that the loads of several rows are in flight at once
+                                // (measured on an H100: not for Bayer, whose runs read three rows
+                                // each and whose registers then run out)
+#pragma unroll(kRowsInFlight)
+        for (int j = ty.first; j < ty.first + ty.count; ++j) {
+          const uint32_t w = wy(j);
+          run_gray<Layout>(planes, c, wide, x0, crop.y + j, op,
+                           [&](int k, uint32_t g) { v[k] += w * g; });
+        }
+        store_shared(down + r * band_columns + (x0 - a0), v);
+      }
+      __syncthreads();
+      const int i0 = max(tx.first, a0 - crop.x);
+      const int i1 = min(tx.first + tx.count, a0 + band_columns - crop.x);
+#pragma unroll
+      for (int m = 0; m < kAreaRowsPerThread; ++m) {
+        // the tile's row row0 + kRowStep * m, as a row of the picture's part
+        const int r = y0 + row0 + kRowStep * m - dest.y - py0;
+        if (r < 0 || r >= rows) continue;
+        const uint32_t *const d = down + r * band_columns + (crop.x - a0);
+        for (int i = i0; i < i1; ++i) sum[m] += uint64_t{wx(i)} * d[i];
+      }
+    }
+  }
+  if (x >= c.out_width) return;
+#pragma unroll
+  for (int m = 0; m < kAreaRowsPerThread; ++m) {
+    const int y = y0 + row0 + kRowStep * m;
+    if (y >= c.out_height) break;
+    store_resampled(out, out_pitch, c.out_depth, x, y, in_rect(dest, x, y) ? round(sum[m]) : 0);
+  }
+}
+
+// The columns of a band of down-sums: a tile's whole footprint (its share
+// of the crop, a pixel at each fractional edge and the run it starts in)
+// where that fits, else as many runs as fit.
+template <class Layout>
+int area_band_columns(const Conversion &c) {
+  constexpr int kRun = kRunPixels<Layout>;
+  const long long span =
+      (static_cast<long long>(kAreaColumns) * c.crop.width + c.dest.width - 1) / c.dest.width + 2 +
+      kRun;
+  return static_cast<int>(
+             std::min<long long>((span + kRun - 1) / kRun, kAreaBandWords / kAreaRows / kRun)) *
+         kRun;
+}
+
 template <class Layout, class Op>
 void launch_resample(const Conversion &c, const InputFrame &in, const GrayFrame &out, Op op,
                      cudaStream_t stream) {
-  const dim3 block(32, 8);
-  const dim3 grid((c.out_width + block.x - 1) / block.x, (c.out_height + block.y - 1) / block.y);
-  resample_kernel<Layout><<<grid, block, 0, stream>>>(in.plane[0], in.stride[0], in.plane[1],
+  if (c.method == ScaleMethod::Area) {
+    const dim3 grid((c.out_width + kAreaColumns - 1) / kAreaColumns,
+                    (c.out_height + kAreaRows - 1) / kAreaRows);
+    const int band_columns = area_band_columns<Layout>(c);
+    area_kernel<Layout>
+        <<<grid, kAreaThreads, kAreaRows * band_columns * sizeof(uint32_t), stream>>>(
+            in.plane[0], in.stride[0], in.plane[1], in.stride[1], in.plane[2], in.stride[2],
+            out.data, out.stride, c, band_columns, reads_wide<Layout>(in),
+            QuotientRounder(uint64_t(c.crop.width) * c.crop.height), op);
+  } else {
+    const dim3 block(32, 8);
+    const dim3 grid((c.out_width + block.x - 1) / block.x, (c.out_height + block.y - 1) / block.y);
+    sample_kernel<Layout><<<grid, block, 0, stream>>>(in.plane[0], in.stride[0], in.plane[1],
                                                       in.stride[1], in.plane[2], in.stride[2],
                                                       out.data, out.stride, c, op);
+  }
 }
 
 }  // namespace

@@ -79,13 +79,13 @@ CUDAGRAY_HOST_DEVICE uint32_t round_quotient(uint64_t sum, uint64_t d) {
 // round_quotient by one constant d, without a 64-bit division: the double
 // reciprocal's quotient is within 2^-35 of the true one (sum < 2^48, so
 // below 2^17 and two roundings of 2^-53), and one step either way makes
-// it exact. For the CPU's loops, where a division would cost more than the
-// rest of the pixel.
+// it exact. For the CPU's loops and the CUDA area kernel, where a division
+// would cost more than the rest of the pixel.
 struct QuotientRounder {
   uint64_t d;
   double inverse;
   explicit QuotientRounder(uint64_t divisor) : d(divisor), inverse(1.0 / divisor) {}
-  uint32_t operator()(uint64_t sum) const {
+  CUDAGRAY_HOST_DEVICE uint32_t operator()(uint64_t sum) const {
     const uint64_t n = sum + d / 2;
     auto q = static_cast<uint64_t>(static_cast<double>(n) * inverse);
     if ((q + 1) * d <= n)

@@ -139,6 +139,20 @@ TEST_P(CudaKernel, ScaledBitIdenticalToCpu) {
       c.method = static_cast<ScaleMethod>(method);
       cases.emplace_back(std::move(f), c);
     }
+  // area shrinking far: footprints of more source rows and columns than the
+  // CUDA kernel's shared memory holds at once, summed band by band
+  for (const auto &[in, out] : std::vector<std::pair<Size, Size>>{{{1921, 1079}, {1, 1}},
+                                                                  {{1921, 1079}, {7, 3}},
+                                                                  {{4097, 3}, {1, 1}},
+                                                                  {{5, 4097}, {2, 1}},
+                                                                  {{16384, 2}, {3, 1}}}) {
+    TestFrame f = random_frame(GetParam(), in.width, in.height);
+    Conversion c = f.conversion(random_int(0, 1) ? 16 : 8, false);
+    c.method = ScaleMethod::Area;
+    c.out_width = c.dest.width = out.width;
+    c.out_height = c.dest.height = out.height;
+    cases.emplace_back(std::move(f), c);
+  }
   for (const auto &[f, c] : cases) {
     SCOPED_TRACE(std::to_string(f.width) + "x" + std::to_string(f.height) + " crop " +
                  std::to_string(c.crop.width) + "x" + std::to_string(c.crop.height) + " to " +
