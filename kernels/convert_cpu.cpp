@@ -546,9 +546,15 @@ RowsFn rows_kernel(const SourceFrame &in, int out_depth) {
 
 // ------------------------------------------------------------- resampling
 
+// Source rows are converted to 16-bit gray at most this many at a time into
+// a thread's buffer, which therefore holds a few rows of the input's width
+// however many source rows an output row's taps cover.
+constexpr int kGrayRows = 8;
+
 // Per thread, kept between frames so that a frame allocates nothing once its
-// sizes have been seen: the output columns' taps (the calling thread's), a
-// band's source rows at 16 bits and their sum down an output row's taps.
+// sizes have been seen: the output columns' taps (the calling thread's), up
+// to kGrayRows source rows at 16 bits and their sum down an output row's
+// taps. Each is O(width), whatever the scale.
 struct ColumnTaps {
   int taps;                       // every column's, the most any column has
   std::vector<int> first;         // each column's first tap, from the crop's edge
@@ -572,32 +578,40 @@ void grow(std::vector<T> *v, size_t n) {
   if (v->size() < n) v->resize(n);
 }
 
-// column[i] = sum_j ty.weight(j) * gray(i, ty.first + j) for width columns,
-// rows stride elements apart from rows[0] (the row ty.first): at most
-// 65535 * Dy < 2^31, in the uint32 lanes the compiler vectorises.
-using SumRowsFn = void (*)(const AxisTaps &ty, const uint16_t *rows, size_t stride, int width,
-                           uint32_t *column);
+// column[i] (+)= sum_j ty.weight(j) * gray(i, ty.first + j) over taps
+// [j0, j1) for width columns, rows stride elements apart from rows[0] (the row
+// ty.first + j0), adding to column where add says so, else replacing it: at
+// most 65535 * Dy < 2^31 over all the taps, in the uint32 lanes the compiler
+// vectorises.
+using SumRowsFn = void (*)(const AxisTaps &ty, int j0, int j1, const uint16_t *rows, size_t stride,
+                           int width, bool add, uint32_t *column);
 
-CUDAGRAY_ALWAYS_INLINE void sum_rows_body(const AxisTaps &ty, const uint16_t *rows, size_t stride,
-                                          int width, uint32_t *__restrict column) {
-  const uint32_t w0 = ty.weight(0);
-  for (int i = 0; i < width; ++i) column[i] = w0 * rows[i];
-  for (int j = 1; j < ty.count; ++j) {
+CUDAGRAY_ALWAYS_INLINE void sum_rows_body(const AxisTaps &ty, int j0, int j1, const uint16_t *rows,
+                                          size_t stride, int width, bool add,
+                                          uint32_t *__restrict column) {
+  int j = j0;
+  if (!add) {
+    const uint32_t w0 = ty.weight(j++);
+    const uint16_t *__restrict g = rows;
+    for (int i = 0; i < width; ++i) column[i] = w0 * g[i];
+    rows += stride;
+  }
+  for (; j < j1; ++j, rows += stride) {
     const uint32_t wj = ty.weight(j);
-    const uint16_t *__restrict g = rows + j * stride;
+    const uint16_t *__restrict g = rows;
     for (int i = 0; i < width; ++i) column[i] += wj * g[i];
   }
 }
 
-void sum_rows_portable(const AxisTaps &ty, const uint16_t *rows, size_t stride, int width,
-                       uint32_t *column) {
-  sum_rows_body(ty, rows, stride, width, column);
+void sum_rows_portable(const AxisTaps &ty, int j0, int j1, const uint16_t *rows, size_t stride,
+                       int width, bool add, uint32_t *column) {
+  sum_rows_body(ty, j0, j1, rows, stride, width, add, column);
 }
 
 #ifdef CUDAGRAY_X86_SIMD
-CUDAGRAY_AVX2 void sum_rows_avx2(const AxisTaps &ty, const uint16_t *rows, size_t stride, int width,
-                                 uint32_t *column) {
-  sum_rows_body(ty, rows, stride, width, column);
+CUDAGRAY_AVX2 void sum_rows_avx2(const AxisTaps &ty, int j0, int j1, const uint16_t *rows,
+                                 size_t stride, int width, bool add, uint32_t *column) {
+  sum_rows_body(ty, j0, j1, rows, stride, width, add, column);
 }
 #endif
 
@@ -656,9 +670,11 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
   // that the pass over every source row is a plain loop over whole rows
   // (vectorised) and the tap-by-tap pass runs once an output row. Each output
   // row converts the source rows its taps read that the row above did not
-  // (whole rows, at 16 bits, by the same-size kernels), sums them down its
-  // taps for every source column, then sums those across each output
-  // column's taps and rounds once.
+  // leave in the thread's buffer (whole rows, at 16 bits, by the same-size
+  // kernels, at most kGrayRows at a time), sums them down its taps for every
+  // source column as they come, then sums those across each output column's
+  // taps and rounds once. Memory per thread: kGrayRows rows of the input's
+  // width and one of uint32 sums, however far the picture shrinks.
   const RowsFn gray16_rows = rows_kernel(in, 16);
   const SumRowsFn sum_rows = sum_rows_kernel();
   const Rect crop = c.crop, dest = c.dest;
@@ -687,13 +703,15 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
   parallel_rows(c.out_height, chunk_rows, threads, [&](int y0, int y1) {
     const int top = std::max(y0, dest.y), bottom = std::min(y1, dest.y + dest.height);
     Scratch &s = scratch();
-    int most_taps = 0;
-    for (int y = top; y < bottom; ++y)
-      most_taps =
-          std::max(most_taps, axis_taps(c.method, crop.height, dest.height, y - dest.y).count);
-    grow(&s.gray, static_cast<size_t>(most_taps) * in.width);
+    grow(&s.gray, static_cast<size_t>(kGrayRows) * in.width);
     grow(&s.column, crop.width);
-    int lo = 0, hi = 0;  // s.gray holds the crop's rows [lo, hi)
+    int lo = 0, hi = 0;  // s.gray holds the crop's rows [lo, hi), at most kGrayRows
+    auto gray_row = [&](int j) { return s.gray.data() + static_cast<size_t>(j - lo) * in.width; };
+    auto convert = [&](int from, int to) {  // rows [from, to), into s.gray from row from - lo
+      const GrayFrame rows{reinterpret_cast<uint8_t *>(gray_row(from)),
+                           in.width * sizeof(uint16_t)};
+      gray16_rows(in, rows, w, crop.y + from, crop.y + to);
+    };
     const size_t pixel_bytes = c.out_depth / 8, bytes = c.out_width * pixel_bytes;
     const size_t right = (dest.x + dest.width) * pixel_bytes;  // where the right bar starts
     for (int y = y0; y < y1; ++y) {
@@ -706,21 +724,31 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
       std::memset(row + right, 0, bytes - right);
       const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
       const int end = ty.first + ty.count;
-      if (ty.first >= hi) {
-        lo = hi = ty.first;
-      } else if (ty.first > lo) {  // keep the rows this one shares with the row above
-        std::memmove(s.gray.data(), s.gray.data() + static_cast<size_t>(ty.first - lo) * in.width,
-                     static_cast<size_t>(hi - ty.first) * in.width * sizeof(uint16_t));
-        lo = ty.first;
+      int next = ty.first;  // the first of its rows not yet summed down
+      // the rows it shares with the row above, and after them the rest where
+      // there is room
+      if (ty.first >= lo && ty.first < hi) {
+        if (end > hi && end - ty.first <= kGrayRows) {
+          std::memmove(s.gray.data(), gray_row(ty.first),
+                       static_cast<size_t>(hi - ty.first) * in.width * sizeof(uint16_t));
+          lo = ty.first;
+          convert(hi, end);
+          hi = end;
+        }
+        next = std::min(end, hi);
+        sum_rows(ty, 0, next - ty.first, gray_row(ty.first) + crop.x, in.width, crop.width, false,
+                 s.column.data());
       }
-      if (end > hi) {
-        const GrayFrame rows{
-            reinterpret_cast<uint8_t *>(s.gray.data() + static_cast<size_t>(hi - lo) * in.width),
-            in.width * sizeof(uint16_t)};
-        gray16_rows(in, rows, w, crop.y + hi, crop.y + end);
-        hi = end;
+      // the rest, at most kGrayRows at a time, the last time the most (the
+      // rows the row below may share)
+      while (next < end) {
+        lo = next;
+        hi = next + (end - next - 1) % kGrayRows + 1;
+        convert(lo, hi);
+        sum_rows(ty, lo - ty.first, hi - ty.first, gray_row(lo) + crop.x, in.width, crop.width,
+                 lo > ty.first, s.column.data());
+        next = hi;
       }
-      sum_rows(ty, s.gray.data() + crop.x, in.width, crop.width, s.column.data());
       uint8_t *picture = row + dest.x * pixel_bytes;
       if (c.out_depth == 16)
         sum_columns(s.column.data(), across, round, dest.width,
