@@ -511,8 +511,13 @@ constexpr bool kHasRgb8Simd<PackedLayout<Bpp, R, G, B>> = true;
 template <int R, int G, int B>
 constexpr bool kHasRgb8Simd<PlanarLayout<R, G, B, 8>> = true;
 
-RowsFn rows_kernel(const SourceFrame &in, int out_depth) {
+Simd cpu_simd() {
   static const Simd simd = detect_simd();
+  return simd;
+}
+
+RowsFn rows_kernel(const SourceFrame &in, int out_depth) {
+  const Simd simd = cpu_simd();
   RowsFn rows = nullptr;
   dispatch_layout(in.layout, [&](auto layout) {
     using Layout = decltype(layout);
@@ -537,6 +542,100 @@ RowsFn rows_kernel(const SourceFrame &in, int out_depth) {
     }
   });
   return rows;
+}
+
+// ------------------------------------------------------------- resampling
+
+// Source rows are converted to 16-bit gray at most this many at a time into
+// a thread's buffer, which therefore holds a few rows of the input's width
+// however many source rows an output row's taps cover.
+constexpr int kGrayRows = 8;
+
+// Per thread, kept between frames so that a frame allocates nothing once its
+// sizes have been seen: the output columns' taps (the calling thread's), up
+// to kGrayRows source rows at 16 bits and their sum down an output row's
+// taps. Each is O(width), whatever the scale.
+struct ColumnTaps {
+  int taps;                       // every column's, the most any column has
+  std::vector<int> first;         // each column's first tap, from the crop's edge
+  std::vector<uint32_t> weights;  // taps weights a column
+};
+struct Scratch {
+  ColumnTaps across;
+  std::vector<uint16_t> gray;
+  std::vector<uint32_t> column;
+};
+
+Scratch &scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// Grows v to at least n elements, never shrinking it (resizing down and up
+// again would zero the elements every frame).
+template <class T>
+void grow(std::vector<T> *v, size_t n) {
+  if (v->size() < n) v->resize(n);
+}
+
+// column[i] (+)= sum_j ty.weight(j) * gray(i, ty.first + j) over taps
+// [j0, j1) for width columns, rows stride elements apart from rows[0] (the row
+// ty.first + j0), adding to column where add says so, else replacing it: at
+// most 65535 * Dy < 2^31 over all the taps, in the uint32 lanes the compiler
+// vectorises.
+using SumRowsFn = void (*)(const AxisTaps &ty, int j0, int j1, const uint16_t *rows, size_t stride,
+                           int width, bool add, uint32_t *column);
+
+CUDAGRAY_ALWAYS_INLINE void sum_rows_body(const AxisTaps &ty, int j0, int j1, const uint16_t *rows,
+                                          size_t stride, int width, bool add,
+                                          uint32_t *__restrict column) {
+  int j = j0;
+  if (!add) {
+    const uint32_t w0 = ty.weight(j++);
+    const uint16_t *__restrict g = rows;
+    for (int i = 0; i < width; ++i) column[i] = w0 * g[i];
+    rows += stride;
+  }
+  for (; j < j1; ++j, rows += stride) {
+    const uint32_t wj = ty.weight(j);
+    const uint16_t *__restrict g = rows;
+    for (int i = 0; i < width; ++i) column[i] += wj * g[i];
+  }
+}
+
+void sum_rows_portable(const AxisTaps &ty, int j0, int j1, const uint16_t *rows, size_t stride,
+                       int width, bool add, uint32_t *column) {
+  sum_rows_body(ty, j0, j1, rows, stride, width, add, column);
+}
+
+#ifdef CUDAGRAY_X86_SIMD
+CUDAGRAY_AVX2 void sum_rows_avx2(const AxisTaps &ty, int j0, int j1, const uint16_t *rows,
+                                 size_t stride, int width, bool add, uint32_t *column) {
+  sum_rows_body(ty, j0, j1, rows, stride, width, add, column);
+}
+#endif
+
+SumRowsFn sum_rows_kernel() {
+#ifdef CUDAGRAY_X86_SIMD
+  if (cpu_simd() != Simd::kScalar) return &sum_rows_avx2;
+#endif
+  return &sum_rows_portable;
+}
+
+// Each output column's sum across its taps of column (at most 65535 * Dx * Dy
+// < 2^46), rounded once, to GRAY16 or, reduced, GRAY8.
+template <class Out>
+void sum_columns(const uint32_t *__restrict column, const ColumnTaps &across,
+                 const QuotientRounder &round, int width, Out *__restrict dst) {
+  const int taps = across.taps;
+  const uint32_t *__restrict weights = across.weights.data();
+  for (int x = 0; x < width; ++x, weights += taps) {
+    const uint32_t *__restrict c = column + across.first[x];
+    uint64_t sum = 0;
+    for (int k = 0; k < taps; ++k) sum += uint64_t{weights[k]} * c[k];
+    const uint32_t g = round(sum);
+    dst[x] = static_cast<Out>(sizeof(Out) == 2 ? g : reduce8(g));
+  }
 }
 
 // Work is split into chunks of about this many pixels (whole rows)...
@@ -567,53 +666,54 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
     });
     return;
   }
-  // Resampled: each band of output rows converts the source rows its taps
-  // read (whole rows, at 16 bits, by the same-size kernels), sums each of
-  // those rows along x for every output column, then sums those down the
-  // taps of each output row: resample()'s integers, in two passes.
+  // Resampled: resample()'s integers in two passes, down then across, so
+  // that the pass over every source row is a plain loop over whole rows
+  // (vectorised) and the tap-by-tap pass runs once an output row. Each output
+  // row converts the source rows its taps read that the row above did not
+  // leave in the thread's buffer (whole rows, at 16 bits, by the same-size
+  // kernels, at most kGrayRows at a time), sums them down its taps for every
+  // source column as they come, then sums those across each output column's
+  // taps and rounds once. Memory per thread: kGrayRows rows of the input's
+  // width and one of uint32 sums, however far the picture shrinks.
   const RowsFn gray16_rows = rows_kernel(in, 16);
+  const SumRowsFn sum_rows = sum_rows_kernel();
   const Rect crop = c.crop, dest = c.dest;
-  // every output column's taps: first source column and weights
-  std::vector<int> first(dest.width), start(dest.width + 1);
-  std::vector<uint32_t> weights;
+  ColumnTaps &across = scratch().across;
+  across.taps = 1;
+  for (int x = 0; x < dest.width; ++x)
+    across.taps = std::max(across.taps, axis_taps(c.method, crop.width, dest.width, x).count);
+  grow(&across.first, dest.width);
+  grow(&across.weights, static_cast<size_t>(dest.width) * across.taps);
   for (int x = 0; x < dest.width; ++x) {
     const AxisTaps t = axis_taps(c.method, crop.width, dest.width, x);
-    first[x] = crop.x + t.first;
-    start[x] = static_cast<int>(weights.size());
-    for (int k = 0; k < t.count; ++k) weights.push_back(t.weight(k));
+    // every column reads taps columns: those past its own weigh 0, and
+    // those past the crop's edge move to its front
+    const int first = std::min(t.first, crop.width - across.taps);
+    across.first[x] = first;
+    uint32_t *weights = across.weights.data() + static_cast<size_t>(x) * across.taps;
+    for (int k = 0; k < across.taps; ++k) {
+      const int tap = first + k - t.first;
+      weights[k] = tap >= 0 && tap < t.count ? t.weight(tap) : 0;
+    }
   }
-  start[dest.width] = static_cast<int>(weights.size());
   const QuotientRounder round(uint64_t{axis_taps(c.method, crop.width, dest.width, 0).denominator} *
                               axis_taps(c.method, crop.height, dest.height, 0).denominator);
   const int chunk_rows =
       static_cast<int>(std::clamp<long>(kPixelsPerChunk / c.out_width, 1, c.out_height));
   parallel_rows(c.out_height, chunk_rows, threads, [&](int y0, int y1) {
     const int top = std::max(y0, dest.y), bottom = std::min(y1, dest.y + dest.height);
-    std::vector<uint16_t> gray;
-    std::vector<uint32_t> across;  // each source row summed along x, per output column
-    int first_row = 0;
-    if (top < bottom) {
-      first_row = axis_taps(c.method, crop.height, dest.height, top - dest.y).first;
-      const AxisTaps last = axis_taps(c.method, crop.height, dest.height, bottom - 1 - dest.y);
-      const int rows = last.first + last.count - first_row;
-      gray.resize(static_cast<size_t>(rows) * in.width);
-      const GrayFrame band{reinterpret_cast<uint8_t *>(gray.data()), in.width * sizeof(uint16_t)};
-      gray16_rows(in, band, w, crop.y + first_row, crop.y + first_row + rows);
-      across.resize(static_cast<size_t>(rows) * dest.width);
-      for (int r = 0; r < rows; ++r) {
-        const uint16_t *__restrict g = gray.data() + static_cast<size_t>(r) * in.width;
-        uint32_t *__restrict sums = across.data() + static_cast<size_t>(r) * dest.width;
-        for (int x = 0; x < dest.width; ++x) {
-          uint32_t sum = 0;  // at most 65535 * Dx < 2^31
-          for (int k = start[x]; k < start[x + 1]; ++k)
-            sum += weights[k] * g[first[x] + k - start[x]];
-          sums[x] = sum;
-        }
-      }
-    }
+    Scratch &s = scratch();
+    grow(&s.gray, static_cast<size_t>(kGrayRows) * in.width);
+    grow(&s.column, crop.width);
+    int lo = 0, hi = 0;  // s.gray holds the crop's rows [lo, hi), at most kGrayRows
+    auto gray_row = [&](int j) { return s.gray.data() + static_cast<size_t>(j - lo) * in.width; };
+    auto convert = [&](int from, int to) {  // rows [from, to), into s.gray from row from - lo
+      const GrayFrame rows{reinterpret_cast<uint8_t *>(gray_row(from)),
+                           in.width * sizeof(uint16_t)};
+      gray16_rows(in, rows, w, crop.y + from, crop.y + to);
+    };
     const size_t pixel_bytes = c.out_depth / 8, bytes = c.out_width * pixel_bytes;
     const size_t right = (dest.x + dest.width) * pixel_bytes;  // where the right bar starts
-    std::vector<uint64_t> sum(dest.width);
     for (int y = y0; y < y1; ++y) {
       uint8_t *row = out.data + static_cast<size_t>(y) * out.stride;
       if (y < top || y >= bottom) {  // a bar above or below the picture
@@ -623,20 +723,38 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
       std::memset(row, 0, dest.x * pixel_bytes);  // the bars left and right
       std::memset(row + right, 0, bytes - right);
       const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
-      std::fill(sum.begin(), sum.end(), 0);
-      for (int j = 0; j < ty.count; ++j) {
-        const uint64_t wy = ty.weight(j);
-        const uint32_t *__restrict sums =
-            across.data() + static_cast<size_t>(ty.first + j - first_row) * dest.width;
-        for (int x = 0; x < dest.width; ++x) sum[x] += wy * sums[x];
+      const int end = ty.first + ty.count;
+      int next = ty.first;  // the first of its rows not yet summed down
+      // the rows it shares with the row above, and after them the rest where
+      // there is room
+      if (ty.first >= lo && ty.first < hi) {
+        if (end > hi && end - ty.first <= kGrayRows) {
+          std::memmove(s.gray.data(), gray_row(ty.first),
+                       static_cast<size_t>(hi - ty.first) * in.width * sizeof(uint16_t));
+          lo = ty.first;
+          convert(hi, end);
+          hi = end;
+        }
+        next = std::min(end, hi);
+        sum_rows(ty, 0, next - ty.first, gray_row(ty.first) + crop.x, in.width, crop.width, false,
+                 s.column.data());
       }
-      for (int x = 0; x < dest.width; ++x) {
-        const uint32_t v = round(sum[x]);
-        if (c.out_depth == 16)
-          reinterpret_cast<uint16_t *>(row)[dest.x + x] = static_cast<uint16_t>(v);
-        else
-          row[dest.x + x] = reduce8(v);
+      // the rest, at most kGrayRows at a time, the last time the most (the
+      // rows the row below may share)
+      while (next < end) {
+        lo = next;
+        hi = next + (end - next - 1) % kGrayRows + 1;
+        convert(lo, hi);
+        sum_rows(ty, lo - ty.first, hi - ty.first, gray_row(lo) + crop.x, in.width, crop.width,
+                 lo > ty.first, s.column.data());
+        next = hi;
       }
+      uint8_t *picture = row + dest.x * pixel_bytes;
+      if (c.out_depth == 16)
+        sum_columns(s.column.data(), across, round, dest.width,
+                    reinterpret_cast<uint16_t *>(picture));
+      else
+        sum_columns(s.column.data(), across, round, dest.width, picture);
     }
   });
 }

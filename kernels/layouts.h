@@ -74,9 +74,17 @@ CUDAGRAY_HOST_DEVICE uint32_t to16(uint32_t v) {
 
 // RGB of Depth bits to 16-bit gray: each channel to 16 bits, then the Q16
 // formula, min(65535, (wR*R16 + wG*G16 + wB*B16 + 32768) >> 16), in 64 bits
-// (custom weights reach 2^22 each).
+// (custom weights reach 2^22 each). 8-bit codes widen to 257 * v, so the sum
+// is 257 * S with S the 8-bit formula's sum (below 2^32, weights.h): split at
+// bit 16, S = 2^16 h + l gives 257 h + ((257 l + 32768) >> 16), the same
+// integer in the 32-bit lanes that vectorise.
 template <int Depth>
 CUDAGRAY_HOST_DEVICE uint32_t rgb_gray16(uint32_t r, uint32_t g, uint32_t b, const Weights &w) {
+  if constexpr (Depth == 8) {
+    const uint32_t s = w.r * r + w.g * g + w.b * b;
+    const uint32_t y = 257u * (s >> 16) + ((257u * (s & 0xFFFFu) + 32768u) >> 16);
+    return y > 65535u ? 65535u : y;
+  }
   const uint64_t s = uint64_t{w.r} * to16<Depth>(r) + uint64_t{w.g} * to16<Depth>(g) +
                      uint64_t{w.b} * to16<Depth>(b) + 32768u;
   const uint64_t y = s >> 16;

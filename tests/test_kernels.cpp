@@ -192,6 +192,28 @@ TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {
   }
 }
 
+// 8-bit RGB to 16 bits in 32-bit arithmetic (layouts.h) equals the formula
+// in 64 bits for every triple, standard weights and custom ones up to the
+// largest allowed (the sum close to 2^32).
+TEST(Exhaustive, Gray16Of8BitRgbEqualsThe64BitFormula) {
+  std::vector<Weights> weights = {standard_weights(Matrix::BT601), standard_weights(Matrix::BT709),
+                                  standard_weights(Matrix::BT2020), custom_weights({64, 64, 64}),
+                                  custom_weights({64, 0, 1})};
+  for (int i = 0; i < 3; ++i)
+    weights.push_back(
+        custom_weights({random_int(0, 64 << 16) / 65536.0, random_int(0, 64 << 16) / 65536.0,
+                        random_int(0, 64 << 16) / 65536.0}));
+  for (const Weights &w : weights) {
+    long wrong = 0;
+    for (uint32_t i = 0; i < (1u << 24); ++i) {
+      const uint64_t r = i >> 16, g = (i >> 8) & 255, b = i & 255;
+      const uint64_t s = (w.r * r + w.g * g + w.b * b) * 257 + 32768;
+      wrong += rgb_gray16<8>(r, g, b, w) != std::min<uint64_t>(65535, s >> 16);
+    }
+    EXPECT_EQ(wrong, 0) << w.r << "," << w.g << "," << w.b;
+  }
+}
+
 // ------------------------------------------------ YUV: the luma plane
 
 namespace {

@@ -185,6 +185,28 @@ TEST(Scale, OddLargeAndDegenerateSizes) {
     }
 }
 
+// The longest footprints: the largest dimension shrunk to one pixel (and to
+// three, whose rows share a source row), by area, every layout, so that an
+// output row sums all 16384 source rows, converted a few at a time, or one
+// row sums 16384 columns.
+TEST(Scale, LargestDimensionShrunkToOnePixel) {
+  const Weights w = standard_weights(Matrix::BT601);
+  struct Case {
+    int in_w, in_h, out_w, out_h;
+  };
+  const Case cases[] = {{kMaxDimension, 2, 1, 1},
+                        {2, kMaxDimension, 1, 1},
+                        {kMaxDimension, 2, 3, 1},
+                        {2, kMaxDimension, 1, 3}};
+  for (PixelLayout layout : every_layout())
+    for (const Case &k : cases) {
+      const TestFrame f = random_frame(layout, k.in_w, k.in_h);
+      for (int depth : {8, 16})
+        expect_reference(f, scaled(f, k.out_w, k.out_h, ScaleMethod::Area, depth), w);
+      if (::testing::Test::HasFailure()) return;
+    }
+}
+
 // A crop rectangle anywhere, of any size, scaled to any size.
 TEST(Scale, CropRectangles) {
   const Weights w = standard_weights(Matrix::BT601);
