@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "element_harness.h"
+#include "reference.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -64,6 +65,95 @@ void expect_scaled(Harness &harness, const TestFrame &f, int out_width, int out_
 
 std::string input_caps(const TestFrame &f) {
   return caps_string(layout_info(f.layout).name, f.width, f.height) + ",pixel-aspect-ratio=1/1";
+}
+
+// A Bayer format as video/x-bayer names it, and how its samples lie.
+struct BayerFormat {
+  const char *phase;
+  int bits;  // 8: a byte a sample; else 16-bit words
+  bool big_endian;
+  std::string name() const {
+    return bits == 8 ? phase : phase + std::to_string(bits) + (big_endian ? "be" : "le");
+  }
+  int sample_bytes() const { return bits == 8 ? 1 : 2; }
+};
+
+// A random mosaic of width x height samples within the format's bits, in
+// rows of stride bytes (padding random too) after a random gap.
+struct Mosaic {
+  BayerFormat format;
+  int width, height, stride;
+  size_t offset;
+  std::vector<uint8_t> bytes;
+};
+
+Mosaic random_mosaic(const BayerFormat &format, int width, int height) {
+  Mosaic m{format,
+           width,
+           height,
+           width * format.sample_bytes() + random_int(0, 9),
+           static_cast<size_t>(random_int(0, 40)),
+           {}};
+  m.bytes.resize(m.offset + static_cast<size_t>(m.stride) * height);
+  fill_random(m.bytes);
+  if (format.bits != 8)
+    for (int y = 0; y < height; ++y)
+      for (int x = 0; x < width; ++x) {
+        uint8_t *p = &m.bytes[m.offset + static_cast<size_t>(y) * m.stride + 2 * x];
+        p[format.big_endian ? 0 : 1] &= (1u << (format.bits - 8)) - 1;
+      }
+  return m;
+}
+
+// The whole mosaic's GRAY16 by the documented formula (bt601) on the model
+// of bayer2rgb's picture, 16-bit samples' colours scaled to 16 bits first:
+// the gray every pixel has in the full-size frame, demosaicked from its
+// neighbours there.
+GrayImage mosaic_gray16(const Mosaic &m) {
+  const std::vector<uint8_t> rows(m.bytes.begin() + m.offset, m.bytes.end());
+  const std::vector<uint32_t> rgb =
+      bayer2rgb_model(mosaic_samples(rows, m.stride, m.width, m.height, m.format.sample_bytes(),
+                                     m.format.big_endian),
+                      m.width, m.height, m.format.phase);
+  const Q16 w = q16_of(kWeightChoices[0]);
+  auto to16 = [&](uint32_t c) {
+    return m.format.bits == 8 ? c
+                              : std::min<uint32_t>(65535, (uint64_t{c} * 65535) >> m.format.bits);
+  };
+  GrayImage g(m.width, m.height, 0, 16);
+  for (int y = 0; y < m.height; ++y)
+    for (int x = 0; x < m.width; ++x) {
+      const uint32_t *c = &rgb[(static_cast<size_t>(y) * m.width + x) * 3];
+      const uint32_t g16 =
+          rgb_to_16(to16(c[0]), to16(c[1]), to16(c[2]), m.format.bits == 8 ? 8 : 16, w);
+      std::memcpy(&g.bytes[y * g.stride + 2 * x], &g16, 2);
+    }
+  return g;
+}
+
+// The mosaic in a buffer described as an application would: a video meta
+// of format ENCODED (GStreamer has no Bayer format; libcamerasrc says so)
+// giving the whole frame's size, offset and stride, and a crop meta.
+GstBuffer *cropped_mosaic_buffer(const Mosaic &m, const Rect &crop) {
+  GstBuffer *buf = gst_buffer_new_memdup(m.bytes.data(), m.bytes.size());
+  gsize offsets[GST_VIDEO_MAX_PLANES] = {m.offset};
+  gint strides[GST_VIDEO_MAX_PLANES] = {m.stride};
+  gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_FORMAT_ENCODED, m.width,
+                                 m.height, 1, offsets, strides);
+  GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(buf);
+  meta->x = crop.x, meta->y = crop.y, meta->width = crop.width, meta->height = crop.height;
+  return buf;
+}
+
+// Whether the element's ALLOCATION answer for caps lists the crop meta.
+bool announces_crop_meta(Harness &harness, const std::string &caps_text) {
+  GstCaps *caps = gst_caps_from_string(caps_text.c_str());
+  GstQuery *query = gst_query_new_allocation(caps, FALSE);
+  const bool announced = gst_pad_peer_query(harness.h->srcpad, query) &&
+                         gst_query_find_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, NULL);
+  gst_query_unref(query);
+  gst_caps_unref(caps);
+  return announced;
 }
 
 }  // namespace
@@ -181,6 +271,74 @@ TEST_P(ElementScale, CropMetaIsReadWhereItIs) {
   EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR),
             "Input buffer does not hold a 61x49 RGBx frame: its crop meta's rectangle (61x49 at "
             "(40, 7)) is not inside its 100x80 frame");
+}
+
+// A Bayer mosaic with a crop meta (from an application: videocrop takes no
+// Bayer caps), 8- and 16-bit, crops at odd offsets (the colour filter's
+// phase is the whole frame's) and at the frame's edges: the ALLOCATION
+// answer lists the crop meta, and the output is the crop of the whole
+// frame's gray (each pixel demosaicked from its neighbours in the whole
+// frame, outside the crop too), at its own size and scaled.
+TEST_P(ElementScale, BayerCropMetaReadsTheWholeFramesNeighbours) {
+  std::vector<BayerFormat> formats = {{"grbg", 8, false}, {"bggr", 8, false}};
+#if GST_CHECK_VERSION(1, 24, 0)
+  formats.insert(formats.end(), {{"rggb", 12, false}, {"gbrg", 16, true}});
+#endif
+  struct Case {
+    Rect crop;
+    int out_w, out_h;
+    ScaleMethod method;
+    int depth;
+  };
+  const Case cases[] = {
+      {{7, 5, 21, 13}, 21, 13, ScaleMethod::Area, 8},        // odd offsets, same size
+      {{0, 0, 45, 33}, 45, 33, ScaleMethod::Area, 16},       // the whole frame
+      {{3, 20, 17, 13}, 17, 13, ScaleMethod::Nearest, 16},   // down to the last row
+      {{1, 3, 43, 29}, 12, 8, ScaleMethod::Area, 8},         // shrunk
+      {{24, 1, 21, 31}, 34, 50, ScaleMethod::Bilinear, 16},  // enlarged, to the last column
+  };
+  for (const BayerFormat &format : formats)
+    for (const Case &k : cases) {
+      SCOPED_TRACE(format.name() + " crop " + std::to_string(k.crop.width) + "x" +
+                   std::to_string(k.crop.height) + " at (" + std::to_string(k.crop.x) + ", " +
+                   std::to_string(k.crop.y) + ") to " + std::to_string(k.out_w) + "x" +
+                   std::to_string(k.out_h));
+      const Mosaic m = random_mosaic(format, 45, 33);
+      Harness harness({std::string("backend=") + GetParam(),
+                       k.method == ScaleMethod::Area      ? "method=area"
+                       : k.method == ScaleMethod::Nearest ? "method=nearest"
+                                                          : "method=bilinear"});
+      gst_harness_set_sink_caps_str(
+          harness.h, (std::string("video/x-raw,format=") + (k.depth == 16 ? "GRAY16_LE" : "GRAY8") +
+                      ",width=" + std::to_string(k.out_w) + ",height=" + std::to_string(k.out_h))
+                         .c_str());
+      const std::string caps = "video/x-bayer,format=" + format.name() +
+                               ",width=" + std::to_string(k.crop.width) +
+                               ",height=" + std::to_string(k.crop.height) + ",framerate=30/1";
+      harness.set_caps(caps);
+      EXPECT_TRUE(announces_crop_meta(harness, caps));
+      ASSERT_EQ(gst_harness_push(harness.h, cropped_mosaic_buffer(m, k.crop)), GST_FLOW_OK)
+          << harness.pop_message(GST_MESSAGE_ERROR);
+      GstBuffer *out = gst_harness_pull(harness.h);
+      ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
+      const GrayImage got = gray_of(out, k.out_w, k.out_h, k.depth);
+      gst_buffer_unref(out);
+      Conversion c = same_size_conversion(PixelLayout::RGB, m.width, m.height, k.depth);
+      c.crop = k.crop;
+      c.out_width = k.out_w;
+      c.out_height = k.out_h;
+      c.dest = Rect{0, 0, k.out_w, k.out_h};
+      c.method = k.method;
+      const GrayImage whole = mosaic_gray16(m);
+      GrayImage want(k.out_w, k.out_h, 0, k.depth);
+      for (int y = 0; y < k.out_h; ++y)
+        for (int x = 0; x < k.out_w; ++x) {
+          const auto v = static_cast<uint16_t>(expected_pixel(whole, c, x, y));
+          std::memcpy(&want.bytes[y * want.stride + x * (k.depth / 8)], &v, k.depth / 8);
+        }
+      EXPECT_TRUE(same_pixels(got, want));
+      EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR), "");
+    }
 }
 
 // Scaled, a region of interest comes out in the output's coordinates (as
