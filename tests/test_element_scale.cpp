@@ -342,7 +342,7 @@ TEST_P(ElementScale, BayerCropMetaReadsTheWholeFramesNeighbours) {
 }
 
 // Scaled, a region of interest comes out in the output's coordinates (as
-// videoconvertscale scales it); with bars it is dropped.
+// videoconvertscale scales it); with bars, inside the picture between them.
 TEST_P(ElementScale, RegionsOfInterestAreScaled) {
   const TestFrame f = random_frame(PixelLayout::RGBx, 1920, 1080);
   for (const char *downstream : {"width=640", "width=640,height=640,pixel-aspect-ratio=1/1"}) {
@@ -358,13 +358,88 @@ TEST_P(ElementScale, RegionsOfInterestAreScaled) {
     ASSERT_NE(out, nullptr);
     const GstVideoRegionOfInterestMeta *roi =
         gst_buffer_get_video_region_of_interest_meta_id(out, 0);
-    if (std::string(downstream) == "width=640") {
-      ASSERT_NE(roi, nullptr);
-      EXPECT_EQ(std::vector<guint>({roi->x, roi->y, roi->w, roi->h}),
-                std::vector<guint>({100, 40, 200, 100}));
-    } else {
-      EXPECT_EQ(roi, nullptr);
+    ASSERT_NE(roi, nullptr);
+    // a third of the size; the picture 140 rows down between the bars
+    const guint top = std::string(downstream) == "width=640" ? 40 : 180;
+    EXPECT_EQ(std::vector<guint>({roi->x, roi->y, roi->w, roi->h}),
+              std::vector<guint>({100, top, 200, 100}));
+    gst_buffer_unref(out);
+  }
+}
+
+// Regions of interest are in the whole input frame's coordinates; under a
+// crop meta each comes out as the part of it inside the crop, from the
+// crop's corner, scaled by the picture's size over the crop's (x and width
+// rounded down, as videoconvertscale rounds), from the picture's corner
+// between the bars; one with nothing left is dropped. Its type, id, parent
+// and parameters stay.
+TEST_P(ElementScale, RegionsOfInterestFollowTheCropIntoThePicture) {
+  const TestFrame f = random_frame(PixelLayout::BGRx, 1001, 701);
+  const Rect crop{251, 131, 600, 400};
+  struct Region {
+    guint x, y, w, h;
+  };
+  const Region in[] = {
+      {401, 231, 121, 61},   // inside
+      {201, 101, 100, 100},  // over the crop's top left corner
+      {800, 480, 150, 100},  // over its bottom right corner
+      {900, 10, 50, 50},     // outside: dropped
+      {252, 132, 1, 1},      // a pixel: nothing left once halved
+  };
+  struct Case {
+    const char *downstream;
+    std::vector<int> kept;  // ids of the regions that come out
+    std::vector<Region> out;
+  };
+  const Case cases[] = {
+      // the crop at its own size: only moved to the crop's corner
+      {"width=600,height=400",
+       {0, 1, 2, 4},
+       {{150, 100, 121, 61}, {0, 0, 50, 70}, {549, 349, 51, 51}, {1, 1, 1, 1}}},
+      // halved into 300x200, between bars 50 rows high: (x - 251) / 2,
+      // 50 + (y - 131) / 2, sizes halved, each rounded down
+      {"width=300,height=300,pixel-aspect-ratio=1/1",
+       {0, 1, 2},
+       {{75, 100, 60, 30}, {0, 50, 25, 35}, {274, 224, 25, 25}}},
+  };
+  for (const Case &k : cases) {
+    SCOPED_TRACE(k.downstream);
+    Harness harness({std::string("backend=") + GetParam()});
+    gst_harness_set_sink_caps_str(
+        harness.h, (std::string("video/x-raw,format=GRAY8,") + k.downstream).c_str());
+    harness.set_caps(caps_string("BGRx", crop.width, crop.height) + ",pixel-aspect-ratio=1/1");
+    GstBuffer *buf = buffer_for(f);
+    GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(buf);
+    meta->x = crop.x, meta->y = crop.y, meta->width = crop.width, meta->height = crop.height;
+    for (int i = 0; i < 5; ++i) {
+      GstVideoRegionOfInterestMeta *roi = gst_buffer_add_video_region_of_interest_meta(
+          buf, i == 1 ? "face" : "car", in[i].x, in[i].y, in[i].w, in[i].h);
+      roi->id = i;
+      roi->parent_id = 10 + i;
+      gst_video_region_of_interest_meta_add_param(
+          roi, gst_structure_new("detection", "confidence", G_TYPE_DOUBLE, 0.5 + i, NULL));
     }
+    ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
+    std::vector<int> kept;
+    std::vector<std::vector<guint>> placed, want;
+    for (const Region &r : k.out) want.push_back({r.x, r.y, r.w, r.h});
+    for (int i = 0; i < 5; ++i) {
+      GstVideoRegionOfInterestMeta *roi = gst_buffer_get_video_region_of_interest_meta_id(out, i);
+      if (!roi) continue;
+      SCOPED_TRACE("region " + std::to_string(i));
+      kept.push_back(i);
+      placed.push_back({roi->x, roi->y, roi->w, roi->h});
+      EXPECT_STREQ(g_quark_to_string(roi->roi_type), i == 1 ? "face" : "car");
+      EXPECT_EQ(roi->parent_id, 10 + i);
+      const GstStructure *param = gst_video_region_of_interest_meta_get_param(roi, "detection");
+      gdouble confidence = 0;
+      EXPECT_TRUE(param && gst_structure_get_double(param, "confidence", &confidence));
+      EXPECT_EQ(confidence, 0.5 + i);
+    }
+    EXPECT_EQ(kept, k.kept);
+    EXPECT_EQ(placed, want);
     gst_buffer_unref(out);
   }
 }
