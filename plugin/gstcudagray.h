@@ -42,8 +42,9 @@ struct GstCudaGrayStreaming final : GstCudaGrayOutputClient {
   gboolean open();
   void close();
   /* The conversion from in_info (read as format) to out_info, with the
-   * method and borders the properties say; an error posted, naming the
-   * sizes, when there is none. */
+   * method and borders the properties say (for the same input, the crop
+   * the last frame had); an error posted, naming the sizes, when there is
+   * none. */
   gboolean describe(const GstVideoInfo *in, const GstCudaGrayFormat *fmt, const GstVideoInfo *out);
   /* A geometry meta of inbuf on outbuf: TRUE to copy it as it is (the
    * output is the input), else placed onto outbuf here and FALSE: a region

@@ -109,6 +109,7 @@ void GstCudaGrayStreaming::close() {
   s.cpu_fallback_reason.clear();
   gst_video_info_init(&s.in_info);
   s.format = NULL;
+  s.conversion = cudagray::Conversion();
   GST_OBJECT_LOCK(self);
   self->reads_device_memory = self->writes_device_memory = -1;
   GST_OBJECT_UNLOCK(self);
@@ -148,6 +149,9 @@ gboolean GstCudaGrayStreaming::finish_oldest() {
 
 gboolean GstCudaGrayStreaming::describe(const GstVideoInfo *in, const GstCudaGrayFormat *fmt,
                                         const GstVideoInfo *out) {
+  const gboolean same_input =
+      fmt == format && in->width == in_info.width && in->height == in_info.height;
+  const cudagray::Conversion before = conversion;
   in_info = *in;
   format = fmt;
   GST_OBJECT_LOCK(self);
@@ -155,6 +159,14 @@ gboolean GstCudaGrayStreaming::describe(const GstVideoInfo *in, const GstCudaGra
   const gboolean add_borders = self->props.add_borders;
   GST_OBJECT_UNLOCK(self);
   conversion = gst_cuda_gray_conversion_from_caps(in, fmt, out, method, add_borders);
+  /* new output caps alone keep the frames' crop (convert sets it from their
+   * crop meta): the backend is sized for it once, and frames held for the
+   * new caps convert again as they came */
+  if (same_input) {
+    conversion.in_width = before.in_width;
+    conversion.in_height = before.in_height;
+    conversion.crop = before.crop;
+  }
   std::string invalid;
   if (cudagray::valid_conversion(conversion, &invalid)) return TRUE;
   GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
@@ -223,6 +235,10 @@ gboolean GstCudaGrayStreaming::configure() {
   s.conversion.max_in_flight = s.max_in_flight;
   s.conversion.inputs_on_device = s.cuda_input;
   s.conversion.outputs_on_device = s.cuda_output;
+  const cudagray::Conversion &c = s.conversion;
+  GST_DEBUG_OBJECT(self, "sizing the backend for %dx%d frames, crop %dx%d at (%d, %d), to %dx%d",
+                   c.in_width, c.in_height, c.crop.width, c.crop.height, c.crop.x, c.crop.y,
+                   c.out_width, c.out_height);
   if (!s.backend->configure(s.conversion, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR(

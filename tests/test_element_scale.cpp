@@ -2,6 +2,8 @@
 // The element scaling: the output size negotiated as videoscale does it
 // (display aspect ratio kept, letterboxed with add-borders), and every output
 // pixel equal to the kernels' resampler (held to the formula by test_scale).
+#include <atomic>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -130,6 +132,58 @@ GrayImage mosaic_gray16(const Mosaic &m) {
     }
   return g;
 }
+
+// What the element must give for c from the source's full-size GRAY16:
+// every pixel by the documented formula (reference.h).
+GrayImage expected_image(const GrayImage &g16, const Conversion &c) {
+  GrayImage want(c.out_width, c.out_height, 0, c.out_depth);
+  for (int y = 0; y < c.out_height; ++y)
+    for (int x = 0; x < c.out_width; ++x) {
+      const auto v = static_cast<uint16_t>(expected_pixel(g16, c, x, y));
+      std::memcpy(&want.bytes[y * want.stride + x * (c.out_depth / 8)], &v, c.out_depth / 8);
+    }
+  return want;
+}
+
+// An 8-bit RGB frame's GRAY16 by the formula (bt601).
+GrayImage rgb_gray16(const TestFrame &f) {
+  GrayImage g(f.width, f.height, 0, 16);
+  for (int y = 0; y < f.height; ++y)
+    for (int x = 0; x < f.width; ++x) {
+      int rgb[3];
+      pixel_rgb(f, x, y, rgb);
+      const auto g16 =
+          static_cast<uint16_t>(rgb_to_16(rgb[0], rgb[1], rgb[2], 8, q16_of(kWeightChoices[0])));
+      std::memcpy(&g.bytes[y * g.stride + 2 * x], &g16, 2);
+    }
+  return g;
+}
+
+// Counts the element's "sizing the backend" debug lines while it lives.
+class BackendSizings {
+ public:
+  BackendSizings() {
+    gst_debug_set_threshold_for_name("cudagray", GST_LEVEL_DEBUG);
+    had_default_ = gst_debug_remove_log_function(gst_debug_log_default) > 0;
+    gst_debug_add_log_function(&BackendSizings::log, &count_, nullptr);
+  }
+  ~BackendSizings() {
+    gst_debug_remove_log_function(&BackendSizings::log);
+    if (had_default_) gst_debug_add_log_function(gst_debug_log_default, nullptr, nullptr);
+    gst_debug_unset_threshold_for_name("cudagray");
+  }
+  int count() const { return count_; }
+
+ private:
+  static void log(GstDebugCategory *category, GstDebugLevel, const gchar *, const gchar *, gint,
+                  GObject *, GstDebugMessage *message, gpointer count) {
+    if (std::string(gst_debug_category_get_name(category)) == "cudagray" &&
+        g_str_has_prefix(gst_debug_message_get(message), "sizing the backend"))
+      ++*static_cast<std::atomic<int> *>(count);
+  }
+  std::atomic<int> count_{0};
+  bool had_default_ = false;
+};
 
 // The mosaic in a buffer described as an application would: a video meta
 // of format ENCODED (GStreamer has no Bayer format; libcamerasrc says so)
@@ -329,16 +383,56 @@ TEST_P(ElementScale, BayerCropMetaReadsTheWholeFramesNeighbours) {
       c.out_height = k.out_h;
       c.dest = Rect{0, 0, k.out_w, k.out_h};
       c.method = k.method;
-      const GrayImage whole = mosaic_gray16(m);
-      GrayImage want(k.out_w, k.out_h, 0, k.depth);
-      for (int y = 0; y < k.out_h; ++y)
-        for (int x = 0; x < k.out_w; ++x) {
-          const auto v = static_cast<uint16_t>(expected_pixel(whole, c, x, y));
-          std::memcpy(&want.bytes[y * want.stride + x * (k.depth / 8)], &v, k.depth / 8);
-        }
-      EXPECT_TRUE(same_pixels(got, want));
+      EXPECT_TRUE(same_pixels(got, expected_image(mosaic_gray16(m), c)));
       EXPECT_EQ(harness.pop_message(GST_MESSAGE_ERROR), "");
     }
+}
+
+// The backend is sized for a crop meta's frames once: new output caps keep
+// the frames' crop (they undid it, and the next frame sized the backend
+// again), and a new crop meta sizes it again (what was queued leaving
+// first). Every frame is its crop's gray at the size asked for.
+TEST_P(ElementScale, NewOutputCapsKeepTheFramesCrop) {
+  const TestFrame f = random_frame(PixelLayout::RGBx, 100, 80);
+  const GrayImage whole = rgb_gray16(f);
+  struct Step {
+    int out_w, out_h;  // 61x49 fixed to that width: 24.1 and 32.1 rows
+    Rect crop;
+  };
+  const Step steps[] = {
+      {30, 24, {13, 7, 61, 49}}, {30, 24, {13, 7, 61, 49}},  {40, 32, {13, 7, 61, 49}},
+      {40, 32, {13, 7, 61, 49}}, {40, 32, {39, 31, 61, 49}}, {40, 32, {39, 31, 61, 49}},
+  };
+  const BackendSizings sizings;
+  Harness harness({std::string("backend=") + GetParam(), "max-inflight=4"});
+  int asked = steps[0].out_w;
+  gst_harness_set_sink_caps_str(
+      harness.h, ("video/x-raw,format=GRAY8,width=" + std::to_string(asked)).c_str());
+  harness.set_caps(caps_string("RGBx", 61, 49) + ",pixel-aspect-ratio=1/1");
+  for (const Step &step : steps) {
+    SCOPED_TRACE(std::to_string(step.out_w) + " wide, crop at (" + std::to_string(step.crop.x) +
+                 ", " + std::to_string(step.crop.y) + ")");
+    if (step.out_w != asked)
+      gst_harness_set_sink_caps_str(
+          harness.h,
+          ("video/x-raw,format=GRAY8,width=" + std::to_string(asked = step.out_w)).c_str());
+    GstBuffer *buf = buffer_for(f);
+    GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(buf);
+    meta->x = step.crop.x, meta->y = step.crop.y;
+    meta->width = step.crop.width, meta->height = step.crop.height;
+    ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr) << harness.pop_message(GST_MESSAGE_ERROR);
+    Conversion c = same_size_conversion(PixelLayout::RGBx, f.width, f.height);
+    c.crop = step.crop;
+    c.out_width = step.out_w;
+    c.out_height = step.out_h;
+    c.dest = Rect{0, 0, step.out_w, step.out_h};
+    EXPECT_TRUE(same_pixels(gray_of(out, step.out_w, step.out_h), expected_image(whole, c)));
+    gst_buffer_unref(out);
+  }
+  // the caps, the first crop, the new output caps, the second crop
+  EXPECT_EQ(sizings.count(), 4);
 }
 
 // Scaled, a region of interest comes out in the output's coordinates (as
