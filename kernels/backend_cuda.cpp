@@ -60,6 +60,16 @@ float elapsed_us(const EventOwner &from, const EventOwner &to) {
   return ms * 1000.0f;
 }
 
+// The strips a frame of c is cut into. A Bayer pixel reads the rows around
+// it, a resampled one the rows its taps read: those frames stay whole.
+int strip_count(const Conversion &c) {
+  const LayoutInfo &info = layout_info(c.layout);
+  if (c.max_in_flight > 1 || info.family == LayoutFamily::Bayer || c.resamples()) return 1;
+  const size_t in_bytes = info.row_bytes(c.in_width) * c.in_height * info.planes;
+  return static_cast<int>(std::clamp<size_t>((in_bytes + kStripBytes - 1) / kStripBytes, 1,
+                                             std::min(kMaxStrips, c.in_height)));
+}
+
 // One frame's worth of device buffers and events; frames take slots in turn.
 struct Slot {
   // none while inputs (device_in) or outputs (device_out) are on the device
@@ -102,6 +112,19 @@ class CudaBackend final : public Backend {
 
   bool configure(const Conversion &c, std::string *error) override {
     if (!valid_conversion(c, error)) return false;
+    // the same frames into the same results (a new crop of them, another
+    // placement or method): the buffers and strips serve as they are, and
+    // a crop changing from frame to frame costs no allocation
+    const Conversion &old = conversion_;
+    if (!slots_.empty() && c.layout == old.layout && c.in_width == old.in_width &&
+        c.in_height == old.in_height && c.out_width == old.out_width &&
+        c.out_height == old.out_height && c.out_depth == old.out_depth &&
+        c.inputs_on_device == old.inputs_on_device &&
+        c.outputs_on_device == old.outputs_on_device && c.max_in_flight == old.max_in_flight &&
+        strip_count(c) == strips_) {
+      conversion_ = c;
+      return true;
+    }
     const InCudaContext in_context(context_);
     discard_all();
     const CudaResourceChange change;  // one wait for the context's lock, not one per buffer
@@ -114,14 +137,7 @@ class CudaBackend final : public Backend {
       in_pitch_ = align_up(row_bytes_, kPitchAlignment);
       out_pitch_ = align_up(out_row_bytes_, kPitchAlignment);
       plane_bytes_ = in_pitch_ * c.in_height;
-      const size_t in_bytes = row_bytes_ * c.in_height * info_->planes;
-      // a Bayer pixel reads the rows around it, a resampled one the rows
-      // its taps read: those frames stay whole
-      strips_ =
-          c.max_in_flight > 1 || info_->family == LayoutFamily::Bayer || c.resamples()
-              ? 1
-              : static_cast<int>(std::clamp<size_t>((in_bytes + kStripBytes - 1) / kStripBytes, 1,
-                                                    std::min(kMaxStrips, c.in_height)));
+      strips_ = strip_count(c);
       slots_.resize(std::max(1, c.max_in_flight));
       for (Slot &s : slots_) {
         if (!c.inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);

@@ -340,9 +340,10 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
 
 /* The output keeps the input's orientation: metas that describe only
  * geometry (regions of interest) or time (untagged: timecode, reference
- * timestamps) are copied, geometry scaled to the output's size as
- * videoconvertscale does (dropped when the picture sits between bars, which
- * a scale cannot say); any other tag, such as colorspace (the video meta of
+ * timestamps) are copied, geometry in the output's coordinates: a region
+ * of interest through the crop and into the picture between the bars,
+ * others scaled as videoconvertscale does (dropped when the picture moves,
+ * which a scale cannot say); any other tag, such as colorspace (the video meta of
  * the input's pixel format) or memory, is about what changed, and the meta
  * is dropped. A crop meta is dropped: the output is the crop. */
 static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,

@@ -42,11 +42,15 @@ struct GstCudaGrayStreaming final : GstCudaGrayOutputClient {
   gboolean open();
   void close();
   /* The conversion from in_info (read as format) to out_info, with the
-   * method and borders the properties say; an error posted, naming the
-   * sizes, when there is none. */
+   * method and borders the properties say (for the same input, the crop
+   * the last frame had); an error posted, naming the sizes, when there is
+   * none. */
   gboolean describe(const GstVideoInfo *in, const GstCudaGrayFormat *fmt, const GstVideoInfo *out);
-  /* A geometry meta of inbuf on outbuf: TRUE to copy it as it is (same
-   * size), else scaled onto outbuf here (or dropped: bars) and FALSE. */
+  /* A geometry meta of inbuf on outbuf: TRUE to copy it as it is (the
+   * output is the input), else placed onto outbuf here and FALSE: a region
+   * of interest through inbuf's crop into the picture between the bars,
+   * others scaled, or dropped when the picture moves (a scale cannot say
+   * that). */
   gboolean copy_geometry_meta(GstBuffer *outbuf, GstMeta *meta, GstBuffer *inbuf);
   /* Sizes the backend for the frames set_caps described (nothing in
    * flight); posts an error, once for the same cause, when it cannot. */

@@ -109,6 +109,7 @@ void GstCudaGrayStreaming::close() {
   s.cpu_fallback_reason.clear();
   gst_video_info_init(&s.in_info);
   s.format = NULL;
+  s.conversion = cudagray::Conversion();
   GST_OBJECT_LOCK(self);
   self->reads_device_memory = self->writes_device_memory = -1;
   GST_OBJECT_UNLOCK(self);
@@ -148,6 +149,9 @@ gboolean GstCudaGrayStreaming::finish_oldest() {
 
 gboolean GstCudaGrayStreaming::describe(const GstVideoInfo *in, const GstCudaGrayFormat *fmt,
                                         const GstVideoInfo *out) {
+  const gboolean same_input =
+      fmt == format && in->width == in_info.width && in->height == in_info.height;
+  const cudagray::Conversion before = conversion;
   in_info = *in;
   format = fmt;
   GST_OBJECT_LOCK(self);
@@ -155,6 +159,14 @@ gboolean GstCudaGrayStreaming::describe(const GstVideoInfo *in, const GstCudaGra
   const gboolean add_borders = self->props.add_borders;
   GST_OBJECT_UNLOCK(self);
   conversion = gst_cuda_gray_conversion_from_caps(in, fmt, out, method, add_borders);
+  /* new output caps alone keep the frames' crop (convert sets it from their
+   * crop meta): the backend is sized for it once, and frames held for the
+   * new caps convert again as they came */
+  if (same_input) {
+    conversion.in_width = before.in_width;
+    conversion.in_height = before.in_height;
+    conversion.crop = before.crop;
+  }
   std::string invalid;
   if (cudagray::valid_conversion(conversion, &invalid)) return TRUE;
   GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
@@ -164,12 +176,48 @@ gboolean GstCudaGrayStreaming::describe(const GstVideoInfo *in, const GstCudaGra
   return FALSE;
 }
 
+/* A region of interest, in the coordinates of the whole input frame, in
+ * the output's: its part inside the crop, from the crop's corner, scaled by
+ * the picture's size over the crop's (rounded down, as the meta's own scale
+ * rounds for videoconvertscale), from the picture's corner between the
+ * bars; none when nothing of it is left. */
+static void place_region(GstBuffer *outbuf, const GstVideoRegionOfInterestMeta *roi,
+                         const cudagray::Rect &crop, const cudagray::Rect &dest) {
+  const gint64 x0 = MAX((gint64)roi->x, crop.x),
+               x1 = MIN((gint64)roi->x + roi->w, (gint64)crop.x + crop.width);
+  const gint64 y0 = MAX((gint64)roi->y, crop.y),
+               y1 = MIN((gint64)roi->y + roi->h, (gint64)crop.y + crop.height);
+  if (x1 <= x0 || y1 <= y0) return;
+  const guint w = (guint)((x1 - x0) * dest.width / crop.width);
+  const guint h = (guint)((y1 - y0) * dest.height / crop.height);
+  if (w == 0 || h == 0) return;
+  GstVideoRegionOfInterestMeta *placed = gst_buffer_add_video_region_of_interest_meta_id(
+      outbuf, roi->roi_type, (guint)(dest.x + (x0 - crop.x) * dest.width / crop.width),
+      (guint)(dest.y + (y0 - crop.y) * dest.height / crop.height), w, h);
+  placed->id = roi->id;
+  placed->parent_id = roi->parent_id;
+  for (GList *param = roi->params; param; param = param->next)
+    gst_video_region_of_interest_meta_add_param(
+        placed, gst_structure_copy(static_cast<const GstStructure *>(param->data)));
+}
+
 gboolean GstCudaGrayStreaming::copy_geometry_meta(GstBuffer *outbuf, GstMeta *meta,
                                                   GstBuffer *inbuf) {
+  /* metas are copied before inbuf is converted: its own crop, not the
+   * conversion's yet; a buffer whose crop is wrong is refused there */
+  gint width, height;
+  cudagray::Rect crop;
+  std::string why;
+  if (!gst_cuda_gray_frame_geometry(inbuf, &in_info, &width, &height, &crop, &why)) return FALSE;
   const cudagray::Conversion &c = conversion;
-  if (!c.resamples()) return TRUE;
-  if (!(c.dest == cudagray::Rect{0, 0, c.out_width, c.out_height}) || !meta->info->transform_func)
+  if (meta->info->api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) {
+    place_region(outbuf, reinterpret_cast<GstVideoRegionOfInterestMeta *>(meta), crop, c.dest);
     return FALSE;
+  }
+  const gboolean in_place =
+      crop.x == 0 && crop.y == 0 && c.dest == cudagray::Rect{0, 0, c.out_width, c.out_height};
+  if (in_place && crop.width == c.out_width && crop.height == c.out_height) return TRUE;
+  if (!in_place || !meta->info->transform_func) return FALSE;
   GstVideoInfo out;
   gst_video_info_set_format(&out, GST_VIDEO_FORMAT_GRAY8, c.out_width, c.out_height);
   GstVideoMetaTransform scale = {&in_info, &out};
@@ -187,6 +235,10 @@ gboolean GstCudaGrayStreaming::configure() {
   s.conversion.max_in_flight = s.max_in_flight;
   s.conversion.inputs_on_device = s.cuda_input;
   s.conversion.outputs_on_device = s.cuda_output;
+  const cudagray::Conversion &c = s.conversion;
+  GST_DEBUG_OBJECT(self, "sizing the backend for %dx%d frames, crop %dx%d at (%d, %d), to %dx%d",
+                   c.in_width, c.in_height, c.crop.width, c.crop.height, c.crop.x, c.crop.y,
+                   c.out_width, c.out_height);
   if (!s.backend->configure(s.conversion, &error)) {
     if (error != s.configure_error)
       GST_ELEMENT_ERROR(

@@ -60,14 +60,21 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
   if (!gst_cuda_gray_frame_geometry(buffer, info, &width, &height, &crop, why)) return FALSE;
   gchar *text = NULL;
 
-  if (meta && (meta->format != GST_VIDEO_INFO_FORMAT(info) ||
-               meta->n_planes != GST_VIDEO_INFO_N_PLANES(info) || (gint)meta->width != width ||
-               (gint)meta->height != height)) {
+  /* GStreamer has no format for a Bayer mosaic: its video meta (ENCODED from
+   * libcamerasrc) says only the frame's size and where its one plane is */
+  const gboolean mosaic = layout_desc.family == cudagray::LayoutFamily::Bayer;
+  const guint planes = mosaic ? 1 : GST_VIDEO_INFO_N_PLANES(info);
+  if (meta &&
+      ((!mosaic && meta->format != GST_VIDEO_INFO_FORMAT(info)) || meta->n_planes != planes ||
+       (gint)meta->width != width || (gint)meta->height != height)) {
+    /* to_string takes no UNKNOWN, and gives NULL for values past the last */
+    const gchar *name =
+        meta->format == GST_VIDEO_FORMAT_UNKNOWN ? NULL : gst_video_format_to_string(meta->format);
     *why = std::string("its video meta describes a ") + std::to_string(meta->width) + "x" +
-           std::to_string(meta->height) + " " + gst_video_format_to_string(meta->format) + " frame";
-    if (meta->n_planes != GST_VIDEO_INFO_N_PLANES(info))
+           std::to_string(meta->height) + " " + (name ? name : "UNKNOWN") + " frame";
+    if (meta->n_planes != planes)
       *why += " with " + std::to_string(meta->n_planes) + " plane(s), the caps " +
-              std::to_string(GST_VIDEO_INFO_N_PLANES(info));
+              std::to_string(planes);
     return FALSE;
   }
   const guint64 row_bytes = layout_desc.row_bytes(width);
@@ -118,15 +125,29 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
     return GST_CUDA_GRAY_MAP_OTHER_DEVICE;
   }
   if (!gst_cuda_gray_frame_check(inbuf, info, layout, why)) return GST_CUDA_GRAY_MAP_BAD_INPUT;
-  if (!gst_video_frame_map(&in_, info, inbuf, in_flags)) {
-    *why = "it could not be mapped for reading";
-    return GST_CUDA_GRAY_MAP_BAD_INPUT;
-  }
-  in_mapped_ = true;
   input_ = cudagray::InputFrame();
-  for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
-    input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
-    input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
+  if (cudagray::layout_info(layout).family == cudagray::LayoutFamily::Bayer) {
+    /* gst_video_frame_map wants the video meta's format to be info's, and
+     * a mosaic's is not (frame_check): its one plane is mapped as bytes */
+    if (!gst_buffer_map(inbuf, &in_bytes_, in_flags)) {
+      *why = "it could not be mapped for reading";
+      return GST_CUDA_GRAY_MAP_BAD_INPUT;
+    }
+    in_bytes_buffer_ = gst_buffer_ref(inbuf);
+    const GstVideoMeta *meta = gst_buffer_get_video_meta(inbuf);
+    input_.plane[0] =
+        in_bytes_.data + (meta ? meta->offset[0] : GST_VIDEO_INFO_PLANE_OFFSET(info, 0));
+    input_.stride[0] = meta ? meta->stride[0] : GST_VIDEO_INFO_PLANE_STRIDE(info, 0);
+  } else {
+    if (!gst_video_frame_map(&in_, info, inbuf, in_flags)) {
+      *why = "it could not be mapped for reading";
+      return GST_CUDA_GRAY_MAP_BAD_INPUT;
+    }
+    in_mapped_ = true;
+    for (gint p = 0; p < cudagray::layout_info(layout).planes; p++) {
+      input_.plane[p] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&in_, p));
+      input_.stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&in_, p);
+    }
   }
   input_.on_device = in_on_device;
   /* 1.24+: the producer may still be writing on its stream; the kernel
@@ -174,6 +195,8 @@ GstBuffer *GstCudaGrayFrame::release_output() {
 
 void GstCudaGrayFrame::unmap() {
   if (in_mapped_) gst_video_frame_unmap(&in_);
+  if (in_bytes_buffer_) gst_buffer_unmap(in_bytes_buffer_, &in_bytes_);
+  gst_clear_buffer(&in_bytes_buffer_);
   if (out_mapped_) gst_video_frame_unmap(&out_);
   in_mapped_ = out_mapped_ = false;
 }

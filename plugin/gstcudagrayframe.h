@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The frame bridge: a frame's input and output GstBuffers checked, mapped
- * with gst_video_frame_map where the kernels can reach them, and shown to
- * the kernels as an InputFrame and a GrayFrame. */
+ * with gst_video_frame_map (a Bayer mosaic as bytes) where the kernels can
+ * reach them, and shown to the kernels as an InputFrame and a GrayFrame. */
 #pragma once
 
 #include <gst/gst.h>
@@ -76,7 +76,7 @@ class GstCudaGrayFrame {
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }
   const cudagray::GrayFrame &output() const { return output_; }
-  GstBuffer *input_buffer() const { return in_.buffer; }
+  GstBuffer *input_buffer() const { return in_mapped_ ? in_.buffer : in_bytes_buffer_; }
 
   /* Unmaps the output buffer and hands it over (transfer full), flagged
    * for downstream to wait on its stream when the conversion is still
@@ -88,6 +88,9 @@ class GstCudaGrayFrame {
   void unmap();
 
   GstVideoFrame in_ = GstVideoFrame();
+  /* a Bayer mosaic, mapped as bytes instead of in_ */
+  GstBuffer *in_bytes_buffer_ = nullptr;
+  GstMapInfo in_bytes_ = GstMapInfo();
   GstVideoFrame out_ = GstVideoFrame();
   bool in_mapped_ = false, out_mapped_ = false;
   cudagray::InputFrame input_ = cudagray::InputFrame();

@@ -23,6 +23,7 @@
 
 #include "element_harness.h"
 #include "gstcudagrayformats.h"
+#include "reference.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -87,30 +88,6 @@ Family family_of(const GstVideoFormatInfo *finfo) {
   return Family::Yuv;
 }
 
-// A d-bit code to 16 bits by bit replication: v << (16 - d) | v >> (2d - 16).
-uint32_t replicate16(uint32_t v, int depth) {
-  if (depth == 16) return v;
-  return (v << (16 - depth)) | (v >> (2 * depth - 16));
-}
-
-// Q16 weights from the coefficients: wR = round(kR * 65536), wB likewise;
-// wG = 65536 - wR - wB for the standard matrices, round(kG * 65536) custom.
-struct Q16 {
-  uint64_t r, g, b;
-};
-
-Q16 q16_of(const WeightChoice &c) {
-  const uint64_t r = std::llround(c.k.r * 65536.0), b = std::llround(c.k.b * 65536.0);
-  const uint64_t g = c.matrix == Matrix::Custom ? std::llround(c.k.g * 65536.0) : 65536 - r - b;
-  return {r, g, b};
-}
-
-uint32_t rgb_to_16(uint32_t r, uint32_t g, uint32_t b, int depth, const Q16 &w) {
-  const uint64_t sum = w.r * replicate16(r, depth) + w.g * replicate16(g, depth) +
-                       w.b * replicate16(b, depth) + 32768;
-  return static_cast<uint32_t>(std::min<uint64_t>(65535, sum >> 16));
-}
-
 uint32_t luma_to_16(uint32_t v, int depth, bool limited) {
   if (!limited) return replicate16(v, depth);
   const uint64_t black = 16u << (depth - 8), range = 219u << (depth - 8);
@@ -118,8 +95,6 @@ uint32_t luma_to_16(uint32_t v, int depth, bool limited) {
   return static_cast<uint32_t>(
       std::min<uint64_t>(65535, ((v - black) * 65535 + range / 2) / range));
 }
-
-uint32_t gray8_of(uint32_t g16) { return (g16 + 128) / 257; }
 
 // One input frame in one allocation: planes at offset[p] with rows of
 // stride[p] bytes; every byte random, padding and gaps included. meta: the
@@ -605,84 +580,6 @@ std::vector<bool> bayer2rgb_defined(int width, int height) {
       defined[static_cast<size_t>(y) * width + x] = row && x < 2 * (width / 2) && column[x];
   }
   return defined;
-}
-
-// bayer2rgb's picture as its source describes it, in its own two passes
-// (independent of kernels/bayer.h, which works pixel by pixel): each row is
-// split into E (the colour of its even columns) and O (of its odd ones),
-// each the sample where the column has it, else the average of its left and
-// right neighbours, with columns 0, width - 2 and width - 1 taking the one
-// neighbour on their side; then each pixel takes its own colour from its
-// row and the others from the rows above and below (row 0: row 1 above; the
-// last row: row height - 4 below, or row 1 at height 3), all with
-// avg(a, b) = (a + b + 1) >> 1. Phases are BGGR with the row parity flipped
-// (grbg, gbrg) and R and B swapped (rggb, gbrg). R, G, B per pixel; only
-// the pixels bayer2rgb_defined() marks are meaningful.
-std::vector<uint32_t> bayer2rgb_model(const std::vector<uint32_t> &samples, int width, int height,
-                                      const std::string &phase) {
-  auto avg = [](uint32_t a, uint32_t b) { return (a + b + 1) >> 1; };
-  std::vector<uint32_t> even(static_cast<size_t>(width) * height),
-      odd(static_cast<size_t>(width) * height);
-  for (int y = 0; y < height; ++y) {
-    const uint32_t *s = &samples[static_cast<size_t>(y) * width];
-    uint32_t *e = &even[static_cast<size_t>(y) * width], *o = &odd[static_cast<size_t>(y) * width];
-    auto at = [&](int x) { return s[std::clamp(x, 0, width - 1)]; };
-    for (int x = 0; x < width; ++x) {
-      if (x % 2 == 0) {
-        e[x] = at(x);
-        o[x] = avg(at(x - 1), at(x + 1));
-      } else {
-        o[x] = at(x);
-        e[x] = avg(at(x - 1), at(x + 1));
-      }
-    }
-    if (width >= 2) o[0] = at(1);
-    for (int x = std::max(0, width - 2); x < width; ++x) {
-      if (x % 2 == 0)
-        o[x] = at(x - 1);
-      else
-        e[x] = at(x - 1);
-    }
-  }
-  const bool flip = phase == "grbg" || phase == "gbrg", swap = phase == "rggb" || phase == "gbrg";
-  std::vector<uint32_t> rgb(static_cast<size_t>(width) * height * 3);
-  for (int y = 0; y < height; ++y) {
-    const int above = y == 0 ? std::min(1, height - 1) : y - 1;
-    const int below = y < height - 1 ? y + 1 : height >= 4 ? height - 4 : height == 3 ? 1 : above;
-    for (int x = 0; x < width; ++x) {
-      auto E = [&](int row) { return even[static_cast<size_t>(row) * width + x]; };
-      auto O = [&](int row) { return odd[static_cast<size_t>(row) * width + x]; };
-      uint32_t r, g, b;
-      if ((y + flip) % 2 == 0) {  // a B G row of BGGR
-        b = E(y);
-        r = avg(O(above), O(below));
-        g = x % 2 == 0 ? avg(avg(E(above), E(below)), O(y)) : O(y);
-      } else {  // a G R row
-        r = O(y);
-        b = avg(E(above), E(below));
-        g = x % 2 == 0 ? E(y) : avg(avg(O(above), O(below)), E(y));
-      }
-      if (swap) std::swap(r, b);
-      uint32_t *p = &rgb[(static_cast<size_t>(y) * width + x) * 3];
-      p[0] = r, p[1] = g, p[2] = b;
-    }
-  }
-  return rgb;
-}
-
-// The samples of a mosaic of rows of stride bytes, width a row, each
-// sample_bytes bytes (16-bit: little- or big-endian words).
-std::vector<uint32_t> mosaic_samples(const std::vector<uint8_t> &mosaic, int stride, int width,
-                                     int height, int sample_bytes = 1, bool big_endian = false) {
-  std::vector<uint32_t> samples;
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width; ++x) {
-      const uint8_t *p = &mosaic[static_cast<size_t>(y) * stride + x * sample_bytes];
-      samples.push_back(sample_bytes == 1 ? p[0]
-                        : big_endian      ? p[0] << 8 | p[1]
-                                          : p[0] | p[1] << 8);
-    }
-  return samples;
 }
 
 // bayer2rgb 1.24.0 to 1.24.12 and 1.26.0 to 1.26.2 leave every output frame

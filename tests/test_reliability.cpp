@@ -314,6 +314,11 @@ TEST_P(ByBackend, BuffersThatDoNotHoldTheFrameAreErrors) {
          return with_meta(tight, {0, 3072, 6144}, {64, 64, 64}, GST_VIDEO_FORMAT_RGBP, 32, 48);
        },
        "its video meta describes a 32x48 RGBP frame"},
+      {"meta_of_no_format",  // was a crash: gst_video_format_to_string gave NULL
+       [&] {
+         return with_meta(tight, {0, 3072, 6144}, {64, 64, 64}, GST_VIDEO_FORMAT_UNKNOWN);
+       },
+       "its video meta describes a 64x48 UNKNOWN frame"},
       {"meta_with_one_plane",
        [&] { return with_meta(tight, {0}, {64}, GST_VIDEO_FORMAT_RGBP, 64, 48, 1); },
        "its video meta describes a 64x48 RGBP frame with 1 plane(s), the caps 3"},

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common.h"
+#include "reference.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -31,75 +31,6 @@ GrayImage full_gray16(const TestFrame &f, const Conversion &c, const Weights &w)
   Conversion whole = f.conversion(16, c.limited_range);
   convert_cpu(whole, f.view(), g.frame(), w);
   return g;
-}
-
-// n / d rounded half up, for n >= 0 and d > 0.
-int64_t round_half_up(__int128 n, __int128 d) {
-  return static_cast<int64_t>((2 * n + d) / (2 * d));
-}
-
-// The two bilinear taps along one axis: pixels i0 and i1 with weights
-// (2 out - f) / (2 out) and f / (2 out); clamped at the edges as OpenCV does.
-struct LinearTaps {
-  int i0, i1;
-  int64_t f, d;
-};
-LinearTaps linear_taps(int in, int out, int x) {
-  const double s = (x + 0.5) * in / out - 0.5;
-  int64_t i0 = static_cast<int64_t>(std::floor(s));
-  int64_t f = int64_t{2 * x + 1} * in - out - 2 * int64_t{out} * i0;  // (s - i0) * 2 out
-  if (s < 0) i0 = 0, f = 0;
-  if (i0 >= in - 1) i0 = in - 1, f = 0;
-  return {static_cast<int>(i0), static_cast<int>(std::min<int64_t>(i0 + 1, in - 1)), f, 2 * out};
-}
-
-// G of destination pixel (x, y) (from the destination's corner) from the
-// source gray g, by the formula of c.method.
-int64_t reference_g(const GrayImage &g, const Conversion &c, int x, int y) {
-  const Rect &s = c.crop, &d = c.dest;
-  auto at = [&](int i, int j) -> int64_t { return g.at(s.x + i, s.y + j); };
-  switch (c.method) {
-    case ScaleMethod::Nearest:
-      return at(static_cast<int>(std::floor((x + 0.5) * s.width / d.width)),
-                static_cast<int>(std::floor((y + 0.5) * s.height / d.height)));
-    case ScaleMethod::Bilinear: {
-      const LinearTaps h = linear_taps(s.width, d.width, x), v = linear_taps(s.height, d.height, y);
-      const __int128 n = (h.d - h.f) * (v.d - v.f) * at(h.i0, v.i0) +
-                         h.f * (v.d - v.f) * at(h.i1, v.i0) + (h.d - h.f) * v.f * at(h.i0, v.i1) +
-                         h.f * v.f * at(h.i1, v.i1);
-      return round_half_up(n, __int128{h.d} * v.d);
-    }
-    case ScaleMethod::Area: {
-      // each source pixel by the length of its overlap with the footprint
-      // [x in / out, (x + 1) in / out), in units of 1 / out
-      auto overlaps = [](int in, int out, int x) {
-        std::vector<int64_t> length(in);
-        for (int i = 0; i < in; ++i)
-          length[i] =
-              std::max<int64_t>(0, std::min<int64_t>(int64_t{x + 1} * in, int64_t{i + 1} * out) -
-                                       std::max<int64_t>(int64_t{x} * in, int64_t{i} * out));
-        return length;
-      };
-      const std::vector<int64_t> h = overlaps(s.width, d.width, x),
-                                 v = overlaps(s.height, d.height, y);
-      __int128 n = 0;
-      for (int j = 0; j < s.height; ++j)
-        if (v[j])
-          for (int i = 0; i < s.width; ++i) n += __int128{h[i]} * v[j] * at(i, j);
-      // the footprint's area is (in_w / out_w) (in_h / out_h)
-      return round_half_up(n, int64_t{s.width} * s.height);
-    }
-  }
-  return -1;
-}
-
-// What output pixel (x, y) must hold: 0 in the bars, else G, or round(G / 257)
-// for GRAY8.
-int64_t expected_pixel(const GrayImage &g, const Conversion &c, int x, int y) {
-  const Rect &d = c.dest;
-  if (x < d.x || x >= d.x + d.width || y < d.y || y >= d.y + d.height) return 0;
-  const int64_t g16 = reference_g(g, c, x - d.x, y - d.y);
-  return c.out_depth == 16 ? g16 : round_half_up(g16, 257);
 }
 
 std::string describe(const Conversion &c) {

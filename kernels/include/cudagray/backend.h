@@ -69,7 +69,9 @@ class Backend {
   // c.inputs_on_device (frames in GPU memory, InputFrame::on_device), none
   // for downloads when c.outputs_on_device (results written into GPU memory,
   // GrayFrame::on_device). A frame or result in host memory after that is
-  // refused until configure is called again without the flag. false and why
+  // refused until configure is called again without the flag. A
+  // conversion of the same frames into the same results, whose crop,
+  // placement or method alone change, allocates nothing. false and why
   // when c is not valid (valid_conversion) or the buffers cannot be had.
   virtual bool configure(const Conversion &c, std::string *error) = 0;
   // Starts the configured conversion of a frame (in host memory, or on the
