@@ -210,6 +210,13 @@ bool announces_crop_meta(Harness &harness, const std::string &caps_text) {
   return announced;
 }
 
+// Downstream's caps first, so that f's caps negotiate the output against
+// them.
+void negotiate(Harness &harness, const std::string &downstream, const TestFrame &f) {
+  gst_harness_set_sink_caps_str(harness.h, downstream.c_str());
+  harness.set_caps(input_caps(f));
+}
+
 }  // namespace
 
 // Downstream fixing only the width gets the height that keeps the picture's
@@ -219,14 +226,12 @@ TEST_P(ElementScale, FixedWidthOrHeightKeepsTheAspectRatio) {
   const TestFrame f = random_frame(PixelLayout::RGBx, 1920, 1080);
   {
     Harness harness({std::string("backend=") + GetParam()});
-    gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8,width=640");
-    harness.set_caps(input_caps(f));
+    negotiate(harness, "video/x-raw,format=GRAY8,width=640", f);
     expect_scaled(harness, f, 640, 360, Rect{0, 0, 640, 360}, ScaleMethod::Area);
   }
   {
     Harness harness({std::string("backend=") + GetParam(), "method=bilinear"});
-    gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY16_LE,height=270");
-    harness.set_caps(input_caps(f));
+    negotiate(harness, "video/x-raw,format=GRAY16_LE,height=270", f);
     expect_scaled(harness, f, 480, 270, Rect{0, 0, 480, 270}, ScaleMethod::Bilinear, 16);
   }
 }
@@ -252,11 +257,10 @@ TEST_P(ElementScale, FixedSizeLetterboxesWithAddBorders) {
     SCOPED_TRACE(k.setting);
     const TestFrame f = random_frame(PixelLayout::BGRx, k.in_w, k.in_h);
     Harness harness({std::string("backend=") + GetParam(), k.setting});
-    gst_harness_set_sink_caps_str(harness.h,
-                                  ("video/x-raw,format=GRAY8,width=" + std::to_string(k.out_w) +
-                                   ",height=" + std::to_string(k.out_h) + ",pixel-aspect-ratio=1/1")
-                                      .c_str());
-    harness.set_caps(input_caps(f));
+    negotiate(harness,
+              "video/x-raw,format=GRAY8,width=" + std::to_string(k.out_w) +
+                  ",height=" + std::to_string(k.out_h) + ",pixel-aspect-ratio=1/1",
+              f);
     expect_scaled(harness, f, k.out_w, k.out_h, k.dest, k.method);
   }
 }
@@ -266,8 +270,7 @@ TEST_P(ElementScale, FixedSizeLetterboxesWithAddBorders) {
 TEST_P(ElementScale, FixedSizeWithFreePixelAspectRatioKeepsTheShape) {
   const TestFrame f = random_frame(PixelLayout::RGB, 1920, 1080);
   Harness harness({std::string("backend=") + GetParam()});
-  gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8,width=640,height=640");
-  harness.set_caps(input_caps(f));
+  negotiate(harness, "video/x-raw,format=GRAY8,width=640,height=640", f);
   expect_scaled(harness, f, 640, 640, Rect{0, 0, 640, 640}, ScaleMethod::Area);
   GstCaps *caps = gst_pad_get_current_caps(harness.h->sinkpad);
   ASSERT_NE(caps, nullptr);
@@ -283,8 +286,7 @@ TEST_P(ElementScale, FixedSizeWithFreePixelAspectRatioKeepsTheShape) {
 TEST_P(ElementScale, FreeSizeKeepsTheInputSize) {
   const TestFrame f = random_frame(PixelLayout::BGRA, 333, 187);
   Harness harness({std::string("backend=") + GetParam(), "method=nearest"});
-  gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8");
-  harness.set_caps(input_caps(f));
+  negotiate(harness, "video/x-raw,format=GRAY8", f);
   expect_scaled(harness, f, 333, 187, Rect{0, 0, 333, 187}, ScaleMethod::Nearest);
 }
 

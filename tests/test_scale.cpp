@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference.h"
@@ -80,6 +81,28 @@ Conversion scaled(const TestFrame &f, int out_width, int out_height, ScaleMethod
 
 PixelLayout random_layout() { return static_cast<PixelLayout>(random_int(0, kLayoutCount - 1)); }
 
+// A random frame up to 40x40 and its conversion by method to a random size
+// up to 30x30, GRAY8 or GRAY16.
+struct RandomScaling {
+  TestFrame f;
+  Conversion c;
+};
+RandomScaling random_scaling(ScaleMethod method) {
+  TestFrame f = random_frame(random_layout(), random_int(1, 40), random_int(1, 40));
+  Conversion c = scaled(f, random_int(1, 30), random_int(1, 30), method, random_int(0, 1) ? 16 : 8);
+  return {std::move(f), c};
+}
+
+// A rectangle of any size anywhere inside width x height.
+Rect random_rect(int width, int height) {
+  Rect r{};
+  r.width = random_int(1, width);
+  r.height = random_int(1, height);
+  r.x = random_int(0, width - r.width);
+  r.y = random_int(0, height - r.height);
+  return r;
+}
+
 }  // namespace
 
 // Every input size 1..17 x 1..17 to every output size 1..17 x 1..17, each
@@ -142,13 +165,8 @@ TEST(Scale, LargestDimensionShrunkToOnePixel) {
 TEST(Scale, CropRectangles) {
   const Weights w = standard_weights(Matrix::BT601);
   for (int i = 0; i < 300; ++i) {
-    const TestFrame f = random_frame(random_layout(), random_int(1, 40), random_int(1, 40));
-    Conversion c =
-        scaled(f, random_int(1, 30), random_int(1, 30), kMethods[i % 3], random_int(0, 1) ? 16 : 8);
-    c.crop.width = random_int(1, f.width);
-    c.crop.height = random_int(1, f.height);
-    c.crop.x = random_int(0, f.width - c.crop.width);
-    c.crop.y = random_int(0, f.height - c.crop.height);
+    auto [f, c] = random_scaling(kMethods[i % 3]);
+    c.crop = random_rect(f.width, f.height);
     expect_reference(f, c, w);
     if (::testing::Test::HasFailure()) return;
   }
@@ -159,13 +177,8 @@ TEST(Scale, CropRectangles) {
 TEST(Scale, LetterboxBarsAreBlackAndThePictureUnchanged) {
   const Weights w = standard_weights(Matrix::BT709);
   for (int i = 0; i < 200; ++i) {
-    const TestFrame f = random_frame(random_layout(), random_int(1, 40), random_int(1, 40));
-    Conversion c =
-        scaled(f, random_int(1, 30), random_int(1, 30), kMethods[i % 3], random_int(0, 1) ? 16 : 8);
-    c.dest.width = random_int(1, c.out_width);
-    c.dest.height = random_int(1, c.out_height);
-    c.dest.x = random_int(0, c.out_width - c.dest.width);
-    c.dest.y = random_int(0, c.out_height - c.dest.height);
+    auto [f, c] = random_scaling(kMethods[i % 3]);
+    c.dest = random_rect(c.out_width, c.out_height);
     const GrayImage boxed = expect_reference(f, c, w);
     Conversion bare = c;
     bare.out_width = c.dest.width;
