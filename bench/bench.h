@@ -37,7 +37,7 @@ struct Options {
   std::vector<FrameSize> sizes;
   std::vector<PixelLayout> formats;    // of the kernel rows
   std::vector<int> gray_depths = {8};  // of the kernel rows: 8 (GRAY8), 16 (GRAY16)
-  std::vector<std::string> groups;     // kernel copy raw element latency cpu npp
+  std::vector<std::string> groups;     // kernel copy raw element scaled latency cpu npp
   double seconds = 0.5;                // measured time per row (after warm-up)
   size_t rotate_bytes = 256u << 20;    // frames rotated per row: at least this much
   int device = 0;                      // CUDA device
@@ -72,7 +72,7 @@ struct Row {
   }
 
   FrameSize size;
-  std::string group;    // copy, kernel, raw, element, latency, cpu, npp, streams
+  std::string group;    // copy, kernel, raw, element, scaled, latency, cpu, npp, streams
   std::string key;      // unique within a size: "kernel:RGB", "raw:pinned", ...
   std::string what;     // readable name
   std::string format;   // input format, or "" when none applies
@@ -129,6 +129,9 @@ void take_median(Row &row, const std::vector<double> &samples);
 double percentile(std::vector<double> values, double p);  // p in [0, 1]
 double seconds_since(Clock::time_point start);
 
+// The output size of the scaled rows (issue 31): a detector's input, GRAY8.
+inline const FrameSize kScaledOutput = {"640x360", 640, 360};
+
 // ---- frames -------------------------------------------------------------------
 
 // How many frames of frame_bytes to rotate over so that together they exceed
@@ -166,7 +169,7 @@ struct Elements {
   std::string cudagray_file;         // the plugin file it comes from
   bool max_inflight = false;         // has the property
   std::string max_inflight_default;  // its default, as text
-  bool videoconvert = false;
+  bool videoconvert = false, videoscale = false, videoconvertscale = false;
 };
 Elements inspect_elements();
 
@@ -179,6 +182,16 @@ Elements inspect_elements();
 // element shares the bench's CUDA context.
 void element_rows(const FrameSize &size, const Options &options, const Elements &elements,
                   const std::string &no_cuda, std::vector<Row> *rows);
+
+// GRAY8 at kScaledOutput in system memory (group "scaled"), default
+// max-inflight: cudagray scaling in the same pass, against cudagray at the
+// source's size then videoscale on all cores, against videoconvertscale on
+// all cores, and against the same-size row (measured here unless its group
+// "element" or "cpu" is). On CUDA from each upstream of the element rows
+// (from CUDA memory also against raw:device:scaled); on the CPU backend
+// from pageable memory, which runs without a GPU.
+void scaled_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                 const std::string &no_cuda, std::vector<Row> *rows);
 
 // Single-frame latency, max-inflight 1, {pinned pool, pageable} (group "latency").
 void latency_rows(const FrameSize &size, const Options &options, const Elements &elements,

@@ -60,14 +60,21 @@ GraphExec capture(cudaStream_t stream, long count, const Operation &op, std::str
 enum class RawSource { Pinned, Staging, Device };
 
 // Several streams, each with its own device frames: RGB (uploaded unless it
-// is on the device already) → kernel → pinned host GRAY8, frames rotated by
-// the caller. The staging variant first memcpys each pageable frame into the
-// lane's pinned staging buffer, once the lane's previous upload from it is
-// done.
+// is on the device already) → kernel → pinned host GRAY8 at out's size,
+// frames rotated by the caller. The staging variant first memcpys each
+// pageable frame into the lane's pinned staging buffer, once the lane's
+// previous upload from it is done.
 class RawLoop {
  public:
-  RawLoop(const FrameSize &size, int lanes, RawSource source)
-      : size_(size), in_bytes_(3 * size.pixels()), out_bytes_(size.pixels()), source_(source) {
+  RawLoop(const FrameSize &size, int lanes, RawSource source, const FrameSize &out)
+      : size_(size),
+        in_bytes_(3 * size.pixels()),
+        out_bytes_(out.pixels()),
+        source_(source),
+        conversion_(cudagray::same_size_conversion(PixelLayout::RGB, size.width, size.height)) {
+    conversion_.out_width = out.width;
+    conversion_.out_height = out.height;
+    conversion_.dest = {0, 0, out.width, out.height};
     for (int l = 0; l < lanes; ++l) {
       Lane lane;
       lane.stream = cudagray::make_stream();
@@ -96,10 +103,8 @@ class RawLoop {
     }
     const cudagray::InputFrame frame = frame_at(PixelLayout::RGB, size_, in);
     const cudagray::GrayFrame gray{static_cast<uint8_t *>(lane.out.get()),
-                                   static_cast<size_t>(size_.width)};
-    CHECK_CUDA(cudagray::convert_cuda(
-        cudagray::same_size_conversion(PixelLayout::RGB, size_.width, size_.height), frame, gray,
-        weights_, lane.stream.get()));
+                                   static_cast<size_t>(conversion_.out_width)};
+    CHECK_CUDA(cudagray::convert_cuda(conversion_, frame, gray, weights_, lane.stream.get()));
     CHECK_CUDA(cudaMemcpyAsync(host_out, lane.out.get(), out_bytes_, cudaMemcpyDeviceToHost,
                                lane.stream.get()));
   }
@@ -118,6 +123,7 @@ class RawLoop {
   FrameSize size_;
   size_t in_bytes_, out_bytes_;
   RawSource source_;
+  cudagray::Conversion conversion_;
   cudagray::Weights weights_ = cudagray::standard_weights(cudagray::Matrix::BT601);
   std::vector<Lane> lanes_;
 };
@@ -323,14 +329,14 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
   const size_t n = size.pixels();
   try {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
-    const PinnedRing host_out(count, n);
-    // The frames of input, rotated, through a loop from source, 3 streams:
-    // µs per frame. raw:pinned is the others' ceiling.
+    const PinnedRing host_out(count, std::max(n, kScaledOutput.pixels()));
+    // The frames of input, rotated, through a loop from source to gray of
+    // out's size, 3 streams: µs per frame. raw:pinned is the others' ceiling.
     const auto time_loop = [&](const std::string &key, const std::string &what, RawSource source,
-                               const auto &input, const std::string &note) {
-      Row row(size, "raw", key, what, "RGB", 4.0 * n);
+                               const auto &input, const std::string &note, const FrameSize &out) {
+      Row row(size, "raw", key, what, "RGB", 3.0 * n + out.pixels());
       if (source != RawSource::Pinned) row.ceiling = "raw:pinned";
-      RawLoop loop(size, kRawStreams, source);
+      RawLoop loop(size, kRawStreams, source, out);
       record(rows, row, [&](Row &r) {
         long next = 0;
         const auto run = [&](long frames) {
@@ -346,15 +352,25 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
       });
     };
     // each row's input frames go before the next row's are made
-    time_loop("raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned,
-              PinnedRing(count, 3 * n, 3000), std::to_string(count) + " pinned frames rotated");
     const size_t on_device = rotation_count(3 * n, device_rotation_bytes(options));
-    time_loop("raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
-              RawSource::Device, DeviceRing(on_device, 3 * n, 3500),
-              std::to_string(on_device) + " device frames rotated");
-    time_loop("raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams", RawSource::Staging,
-              PageableFrames(count, 3 * n, 4000),
-              std::to_string(count) + " pageable frames rotated; one memcpy thread");
+    const std::string device_note = std::to_string(on_device) + " device frames rotated";
+    if (options.wants("raw")) {
+      time_loop("raw:pinned", "raw CUDA, pinned in/out, 3 streams", RawSource::Pinned,
+                PinnedRing(count, 3 * n, 3000), std::to_string(count) + " pinned frames rotated",
+                size);
+      time_loop("raw:device", "raw CUDA, input on the device, pinned out, 3 streams",
+                RawSource::Device, DeviceRing(on_device, 3 * n, 3500), device_note, size);
+      time_loop("raw:staging", "raw CUDA, pageable via staging memcpy, 3 streams",
+                RawSource::Staging, PageableFrames(count, 3 * n, 4000),
+                std::to_string(count) + " pageable frames rotated; one memcpy thread", size);
+    }
+    // the scaled kernel and the download of its small frame: the ceiling of
+    // cudagray scaling frames already on the GPU
+    if (options.wants("scaled"))
+      time_loop("raw:device:scaled",
+                "raw CUDA, input on the device, scaled to " + kScaledOutput.name +
+                    " (area), pinned out, 3 streams",
+                RawSource::Device, DeviceRing(on_device, 3 * n, 3500), device_note, kScaledOutput);
   } catch (const std::exception &e) {  // allocation or setup
     record(
         rows,
@@ -369,7 +385,7 @@ void raw_latency_row(const FrameSize &size, const Options &options, std::vector<
   record(rows, row, [&](Row &r) {
     const size_t count = rotation_count(3 * n, options.rotate_bytes);
     const PinnedRing host_in(count, 3 * n, 5000), host_out(count, n);
-    RawLoop loop(size, 1, RawSource::Pinned);
+    RawLoop loop(size, 1, RawSource::Pinned, size);
     // Lone frames: 10 to warm up, then samples until there are 100 and
     // options.seconds have passed (2000 at most).
     std::vector<double> samples;

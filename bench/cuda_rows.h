@@ -30,7 +30,9 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
 // Raw CUDA loops, 3 streams: pinned host RGB → device → kernel → pinned host
 // GRAY8 ("raw:pinned", the element's ceiling), the same fed through a memcpy
 // from pageable memory into pinned staging ("raw:staging"), and from frames
-// already on the device, with no upload ("raw:device", the zero-copy ceiling).
+// already on the device, with no upload ("raw:device", the zero-copy ceiling);
+// with the "scaled" group, also from the device to GRAY8 at kScaledOutput
+// ("raw:device:scaled", the ceiling of cudagray scaling CUDA memory).
 void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
 
 // One frame at a time on one stream, synchronised: the latency ceiling.

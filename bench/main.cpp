@@ -35,7 +35,7 @@ void direct_cuda_rows(const FrameSize &size, const Options &options, const std::
 #ifdef CUDAGRAY_HAVE_CUDA
   if (no_cuda.empty()) {
     device_rows(size, options, rows);
-    if (options.wants("raw")) raw_rows(size, options, rows);
+    if (options.wants("raw") || options.wants("scaled")) raw_rows(size, options, rows);
     return;
   }
 #endif
@@ -81,7 +81,10 @@ int run(int argc, char **argv) {
     std::printf(" (max-inflight: %s)", elements.max_inflight
                                            ? ("default " + elements.max_inflight_default).c_str()
                                            : "absent");
-  std::printf("; videoconvert %s\n", elements.videoconvert ? "found" : "NOT FOUND");
+  std::printf("; videoconvert %s, videoscale %s, videoconvertscale %s\n",
+              elements.videoconvert ? "found" : "NOT FOUND",
+              elements.videoscale ? "found" : "NOT FOUND",
+              elements.videoconvertscale ? "found" : "NOT FOUND");
   std::vector<std::string> sizes, formats;
   for (const FrameSize &s : options.sizes) sizes.push_back(s.name);
   for (const PixelLayout l : options.formats) formats.push_back(layout_name(l));
@@ -97,6 +100,7 @@ int run(int argc, char **argv) {
   for (const FrameSize &size : options.sizes) {
     direct_cuda_rows(size, options, no_cuda, &rows);
     if (options.wants("element")) element_rows(size, options, elements, no_cuda, &rows);
+    if (options.wants("scaled")) scaled_rows(size, options, elements, no_cuda, &rows);
     stream_rows(size, options, elements, no_cuda, &rows);
     if (options.wants("cpu")) {
       cpu_rows(size, options, elements, &rows);

@@ -14,7 +14,9 @@ namespace bench {
 const char kUsage[] =
     "usage: cudagray-bench [options]\n"
     "  --sizes LIST     frame sizes: 640x480 (vga), 1080p, 4k, 8k, or WxH (default: all four)\n"
-    "  --rows LIST      what to measure: kernel copy raw element latency cpu npp (default: all)\n"
+    "  --rows LIST      what to measure: kernel copy raw element scaled latency cpu npp\n"
+    "                   (default: all); scaled: GRAY8 at 640x360 from cudagray, cudagray then\n"
+    "                   videoscale, and videoconvertscale, with the same-size rows and ceiling\n"
     "  --formats LIST   kernel rows: layout names (RGB, Luma10_Msb, Luma_v210, Bayer_RGGB, ...),\n"
     "                   'packed' or 'all' (8-bit RGB), 'every' (every layout) (default: all)\n"
     "  --gray LIST      kernel rows: gray out, 8 and/or 16 bits (default: 8)\n"
@@ -98,7 +100,7 @@ std::vector<PixelLayout> parse_formats(const std::string &text) {
 
 std::vector<std::string> parse_groups(const std::string &text) {
   return pick<std::string>(
-      text, {"kernel", "copy", "raw", "element", "latency", "cpu", "npp"},
+      text, {"kernel", "copy", "raw", "element", "scaled", "latency", "cpu", "npp"},
       [](const std::string &name, const std::string &g) { return name == "all" || name == g; },
       "row group");
 }

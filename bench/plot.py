@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 COLOURS = {
     "element": "tab:green",
+    "scaled": "tab:cyan",
     "kernel": "tab:blue",
     "npp": "tab:purple",
     "copy": "tab:gray",

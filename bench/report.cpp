@@ -17,7 +17,12 @@ struct Ratios {
   double ceiling = NAN, videoconvert = NAN, peer = NAN;
 };
 
-const char *kVideoconvertAll = "videoconvert:all";
+// The all-CPU peer of a row with a frame rate (x vc-all): videoconvert on all
+// cores, or for the scaled rows videoconvertscale on all cores to the same
+// output size.
+std::string cpu_peer_of(const Row &row) {
+  return row.group == "scaled" ? "scaled:videoconvertscale" : "videoconvert:all";
+}
 
 Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
   const auto versus = [&](const std::string &key) -> double {
@@ -29,8 +34,8 @@ Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
   if (!row.skipped.empty()) return {};
   // copies, latencies and many streams at once are not videoconvert's kind of work
   const bool versus_videoconvert = row.group != "copy" && row.group != "latency" &&
-                                   row.group != "streams" && row.key != kVideoconvertAll;
-  return {versus(row.ceiling), versus_videoconvert ? versus(kVideoconvertAll) : NAN,
+                                   row.group != "streams" && row.key != cpu_peer_of(row);
+  return {versus(row.ceiling), versus_videoconvert ? versus(cpu_peer_of(row)) : NAN,
           versus(row.peer)};
 }
 
@@ -163,6 +168,10 @@ x ...: reference time / this time, so above 1 is faster than the reference.
   videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores
   npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R
   element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)
+  scaled:*          GRAY8 at 640x360 in system memory: cudagray scaling in the same pass (method
+                    area); *-videoscale: cudagray at the source's size, then videoscale n-threads=0;
+                    x vc-all: against videoconvertscale n-threads=0 to 640x360
+  raw:device:scaled raw CUDA, RGB on the device -> kernel scaling to 640x360 -> pinned GRAY8
   cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the cpu-kernel:luma rows)
 )",
              out);
