@@ -338,14 +338,13 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
   return ret;
 }
 
-/* The output keeps the input's orientation: metas that describe only
- * geometry (regions of interest) or time (untagged: timecode, reference
- * timestamps) are copied, geometry in the output's coordinates: a region
- * of interest through the crop and into the picture between the bars,
- * others scaled as videoconvertscale does (dropped when the picture moves,
- * which a scale cannot say); any other tag, such as colorspace (the video meta of
- * the input's pixel format) or memory, is about what changed, and the meta
- * is dropped. A crop meta is dropped: the output is the crop. */
+/* The output keeps the input's orientation: metas of geometry (regions
+ * of interest) or time (untagged: timecode, reference timestamps) are
+ * copied, geometry in the output's coordinates: a region of interest
+ * through the crop into the picture between the bars, others scaled as
+ * videoconvertscale does (dropped when the picture moves, which a scale
+ * cannot say); any other tag (colorspace, memory) is about what changed,
+ * and the meta is dropped, as is a crop meta: the output is the crop. */
 static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,
                                              GstMeta *meta, GstBuffer *inbuf) {
   static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
