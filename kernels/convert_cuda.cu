@@ -3,9 +3,10 @@
 // thread per chunk of a row, 16-byte loads and the widest stores the chunk
 // allows where rows are aligned) instantiated per layout with the per-pixel
 // operation, as CUB and OpenCV's cudev separate traversal from operation;
-// Bayer frames have their own (bayer.h); resampled frames a sampler over the
-// source's gray (resample.h): a thread per output pixel, and a tile of
-// them sharing the source's gray for area.
+// Bayer frames have their own (bayer.h); resampled frames a thread per
+// output pixel sampling the source's gray (resample.h), and for area a
+// block per tile of them that reads its footprint's runs as the same-size
+// kernels do and sums them in shared memory.
 #include "cudagray/convert_cuda.h"
 
 #include <cstdint>

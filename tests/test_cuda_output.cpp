@@ -571,9 +571,9 @@ struct HevcClip {
   int width, height, frames;
 };
 
-// Every gray frame a decoding pipeline ends in, read back from system or
-// CUDA memory.
-std::vector<GrayImage> decoded_gray(const std::string &description, const HevcClip &clip, int depth,
+// Every gray frame of size out a decoding pipeline ends in, read back from
+// system or CUDA memory.
+std::vector<GrayImage> decoded_gray(const std::string &description, const Size &out, int depth,
                                     bool on_device, uint64_t *device_inputs) {
   std::vector<GrayImage> frames;
   GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
@@ -583,8 +583,8 @@ std::vector<GrayImage> decoded_gray(const std::string &description, const HevcCl
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 30 * GST_SECOND)) {
     GstBuffer *buf = gst_sample_get_buffer(s);
-    frames.push_back(on_device ? download_gray(buf, clip.width, clip.height, nullptr, depth)
-                               : gray_of(buf, clip.width, clip.height, depth));
+    frames.push_back(on_device ? download_gray(buf, out.width, out.height, nullptr, depth)
+                               : gray_of(buf, out.width, out.height, depth));
     gst_sample_unref(s);
   }
   GstBus *bus = gst_element_get_bus(pipeline);
@@ -598,6 +598,25 @@ std::vector<GrayImage> decoded_gray(const std::string &description, const HevcCl
   gst_object_unref(sink);
   gst_object_unref(pipeline);
   return frames;
+}
+
+// Encodes clip (snow) into dir/NAME.mkv with x265enc; its path.
+std::string encode_hevc(const HevcClip &clip, const std::string &dir) {
+  const std::string file = dir + "/" + clip.name + ".mkv";
+  const PipelineRun encode = run_pipeline(
+      "videotestsrc num-buffers=" + std::to_string(clip.frames) +
+          " pattern=snow ! video/x-raw,format=" + clip.encoded_from +
+          ",width=" + std::to_string(clip.width) + ",height=" + std::to_string(clip.height) +
+          ",framerate=30/1 ! x265enc speed-preset=ultrafast bitrate=20000 key-int-max=10 ! "
+          "h265parse ! matroskamux ! filesink location=" +
+          file,
+      120 * GST_SECOND);
+  EXPECT_TRUE(encode.errors.empty()) << encode.errors[0];
+  return file;
+}
+
+std::string hevc_decoder(const std::string &file) {
+  return "filesrc location=" + file + " ! matroskademux ! h265parse ! nvh265dec ! ";
 }
 
 }  // namespace
@@ -621,25 +640,17 @@ TEST(CudaOutput, NvdecHevcOutputsReadInPlaceEqualTheCpuPath) {
   const std::string dir = dir_template;
   for (const HevcClip &clip : clips) {
     SCOPED_TRACE(clip.name);
-    const std::string file = dir + "/" + clip.name + ".mkv";
-    const PipelineRun encode = run_pipeline(
-        "videotestsrc num-buffers=" + std::to_string(clip.frames) +
-            " pattern=snow ! video/x-raw,format=" + clip.encoded_from +
-            ",width=" + std::to_string(clip.width) + ",height=" + std::to_string(clip.height) +
-            ",framerate=30/1 ! x265enc speed-preset=ultrafast bitrate=20000 key-int-max=10 ! "
-            "h265parse ! matroskamux ! filesink location=" +
-            file,
-        120 * GST_SECOND);
-    ASSERT_TRUE(encode.errors.empty()) << encode.errors[0];
-    const std::string decode =
-        "filesrc location=" + file + " ! matroskademux ! h265parse ! nvh265dec ! ";
+    const std::string file = encode_hevc(clip, dir);
+    if (HasFailure()) return;
+    const std::string decode = hevc_decoder(file);
+    const Size size{clip.width, clip.height};
     for (int depth : {8, 16}) {
       const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
       uint64_t ignored = 0;
       const std::vector<GrayImage> reference =
           decoded_gray(decode + "cudadownload ! cudagray backend=cpu ! video/x-raw,format=" + gray +
                            " ! appsink name=sink sync=false",
-                       clip, depth, false, &ignored);
+                       size, depth, false, &ignored);
       ASSERT_EQ(reference.size(), size_t(clip.frames)) << gray;
       for (bool on_device : {false, true}) {
         const std::string tail =
@@ -654,7 +665,7 @@ TEST(CudaOutput, NvdecHevcOutputsReadInPlaceEqualTheCpuPath) {
           std::vector<std::thread> runs;
           for (int i = 0; i < parallel; ++i)
             runs.emplace_back([&, i] {
-              results[i] = decoded_gray(decode + tail, clip, depth, on_device, &device_inputs[i]);
+              results[i] = decoded_gray(decode + tail, size, depth, on_device, &device_inputs[i]);
             });
           for (std::thread &t : runs) t.join();
           for (int i = 0; i < parallel; ++i) {
@@ -671,6 +682,51 @@ TEST(CudaOutput, NvdecHevcOutputsReadInPlaceEqualTheCpuPath) {
     std::remove(file.c_str());
   }
   rmdir(dir.c_str());
+}
+
+// Issue 31's end: a 4K 10-bit HEVC stream decoded by NVDEC and letterboxed
+// by cudagray into a model's 640x640 square pixels on the GPU, its P010
+// frames read where they are, equals the CPU backend's of the same frames
+// downloaded, in system and CUDA memory; the bars are black.
+TEST(CudaOutput, NvdecHevc4k10BitLetterboxedEqualsTheCpuPath) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("nvh265dec");
+  SKIP_WITHOUT_ELEMENT("x265enc");
+  char dir_template[] = "/tmp/cudagray-hevc-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const HevcClip clip{"main10-4k", "I420_10LE", 3840, 2160, 8};
+  const std::string file = encode_hevc(clip, dir_template);
+  ASSERT_FALSE(HasFailure());
+  const std::string box = "format=GRAY8,width=640,height=640,pixel-aspect-ratio=1/1";
+  const Size size{640, 640};
+  uint64_t ignored = 0;
+  const std::vector<GrayImage> reference =
+      decoded_gray(hevc_decoder(file) + "cudadownload ! cudagray backend=cpu ! video/x-raw," + box +
+                       " ! appsink name=sink sync=false",
+                   size, 8, false, &ignored);
+  ASSERT_EQ(reference.size(), size_t(clip.frames));
+  for (bool on_device : {false, true}) {
+    SCOPED_TRACE(on_device ? "in CUDA memory" : "in system memory");
+    uint64_t device_inputs = 0;
+    const std::vector<GrayImage> got = decoded_gray(
+        hevc_decoder(file) + "video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda name=gray ! " +
+            "video/x-raw" + (on_device ? "(memory:CUDAMemory)," : ",") + box +
+            " ! appsink name=sink sync=false",
+        size, 8, on_device, &device_inputs);
+    EXPECT_EQ(device_inputs, uint64_t(clip.frames)) << "frames read in place";
+    ASSERT_EQ(got.size(), reference.size());
+    for (size_t f = 0; f < got.size(); ++f) {
+      EXPECT_TRUE(same_pixels(got[f], reference[f])) << "frame " << f;
+      // 3840x2160 in 640x640: a 640x360 picture from row 140, black around
+      long bars = 0, picture = 0;
+      for (int y = 0; y < 640; ++y)
+        for (int x = 0; x < 640; ++x) (y < 140 || y >= 500 ? bars : picture) += got[f].at(x, y);
+      EXPECT_EQ(bars, 0) << "frame " << f;
+      EXPECT_GT(picture, 0) << "frame " << f;
+    }
+  }
+  std::remove(file.c_str());
+  rmdir(dir_template);
 }
 
 #else
