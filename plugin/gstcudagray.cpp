@@ -41,9 +41,11 @@
  * made 16-bit gray.
  */
 
-/* The element: policy and vfunc wiring. The conversion (gstcudagrayconversion.cpp)
- * maps and submits a frame; the output unit (gstcudagrayoutput.cpp) pushes it,
- * in order with the events around it, once converted. */
+/* The element: policy and vfunc wiring. It hands each input buffer to the
+ * converter (gstcudagrayconverter.cpp), which maps and submits it, and what
+ * the converter makes to the output unit (gstcudagrayoutput.cpp), which
+ * pushes it, in order with the events around it, once converted; the output
+ * unit asks back only through GstCudaGrayOutputAnswers. */
 #include "gstcudagray.h"
 
 #include <string>
@@ -69,15 +71,46 @@ static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *v
   gst_cuda_gray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
+/* The output task stopped: lets go of everything held without pushing it,
+ * once the GPU let go of the buffers. */
+static void discard_in_flight(GstCudaGray *self) {
+  self->converter->discard_all();
+  const gsize dropped = self->output->discard_all();
+  if (dropped > 0)
+    GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
+}
+
 /* Makes the backend named by the properties. backend=auto falls back to the
  * CPU with a warning when no GPU can be used; everything else that fails is
  * an error. A CUDA backend is made inside the element's CUDA context. */
 static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
-  return GST_CUDA_GRAY(trans)->streaming->open();
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  GST_OBJECT_LOCK(self);
+  const GstCudaGrayBackend choice = self->props.backend;
+  const gint device_id = self->props.cuda_device_id;
+  self->props.stats = cudagray::TimingStats();
+  self->props.stats_in_flight = 0;
+  GST_OBJECT_UNLOCK(self);
+  if (!gst_cuda_gray_properties_check_weights(GST_ELEMENT(self), &self->props) ||
+      !self->converter->open(choice, device_id))
+    return FALSE;
+  self->output->restart(false);
+  const cudagray::BackendNeeds &needs = self->converter->needs();
+  GST_OBJECT_LOCK(self);
+  self->props.stats_device_id = self->converter->device_id();
+  self->reads_device_memory = needs.reads_device_memory;
+  self->writes_device_memory = needs.writes_device_memory;
+  GST_OBJECT_UNLOCK(self);
+  return TRUE;
 }
 
 static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
-  GST_CUDA_GRAY(trans)->streaming->close();
+  GstCudaGray *self = GST_CUDA_GRAY(trans);
+  discard_in_flight(self);
+  self->converter->close();
+  GST_OBJECT_LOCK(self);
+  self->reads_device_memory = self->writes_device_memory = -1;
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -112,14 +145,14 @@ static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection dir
   /* neighbours asking for a CUDA context get ours, so that one is shared */
   if (gst_cuda_gray_context_query(self->context, query)) return TRUE;
   if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query) &&
-      self->streaming->output.drain() == GST_FLOW_FLUSHING)
+      self->output->drain() == GST_FLOW_FLUSHING)
     return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_POSITION &&
-      self->streaming->output.answer_position(query))
+      self->output->answer_position(query))
     return TRUE;
   if (!GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query)) return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY)
-    self->streaming->output.add_latency(query);
+    self->output->add_latency(query);
   return TRUE;
 }
 
@@ -132,6 +165,12 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
   return live;
 }
 
+/* Gray passed through that the output holds before upstream waits. It
+ * holds nothing of the backend's and leaves as soon as the output task gets
+ * to it; with room for one, the streaming thread waited for the task at
+ * every buffer (50 us a buffer on a 2-core machine, 2 us with 16). */
+#define PASSTHROUGH_ROOM 16
+
 /* Sizes the backend for the new caps. New input caps, and new output caps
  * that downstream asked for (a RECONFIGURE: GStreamer calls this before it
  * sends the CAPS event and the ALLOCATION query), take effect at a frame
@@ -140,27 +179,39 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
  * refused wait for these caps instead (GstCudaGrayOutput::drain). */
 static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  GstCudaGrayStreaming &s = *self->streaming;
+  GstCudaGrayConverter &converter = *self->converter;
   GstVideoInfo in_info, out_info;
   const GstCudaGrayFormat *format;
 
-  if (s.output.drain() == GST_FLOW_FLUSHING) return FALSE;
+  if (self->output->drain() == GST_FLOW_FLUSHING) return FALSE;
 
   if (!gst_cuda_gray_input_from_caps(incaps, &in_info, &format) ||
       !gst_video_info_from_caps(&out_info, outcaps)) {
     GST_ERROR_OBJECT(self, "invalid caps %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT, incaps, outcaps);
     return FALSE;
   }
-  if (!s.describe(&in_info, format, &out_info)) return FALSE;
+  GST_OBJECT_LOCK(self);
+  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
+  const gboolean add_borders = self->props.add_borders;
+  const guint max_inflight = self->props.max_inflight;
+  GST_OBJECT_UNLOCK(self);
+  if (!converter.describe(&in_info, format, &out_info, method, add_borders)) return FALSE;
 
-  /* gray of the output's format and size goes out as it came */
-  const gboolean passthrough =
-      format->format == GST_VIDEO_INFO_FORMAT(&out_info) && !s.conversion.resamples();
+  const gboolean passthrough = converter.passes_through(&out_info);
   gst_base_transform_set_passthrough(trans, passthrough);
-  s.set_frames_in_flight(passthrough, upstream_is_live(trans));
+  const int in_flight =
+      converter.set_frames_in_flight(max_inflight, passthrough, upstream_is_live(trans));
+  /* a frame can wait behind max-inflight - 1 others when the GPU falls behind */
+  const GstClockTime waiting =
+      in_info.fps_n > 0
+          ? gst_util_uint64_scale((in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n)
+          : 0;
+  self->output->set_limit(passthrough ? PASSTHROUGH_ROOM : in_flight,
+                          !passthrough && in_flight == 1, waiting);
 
-  s.cuda_output = gst_cuda_gray_caps_in_cuda_memory(outcaps);
-  if (passthrough && s.cuda_output) {
+  const gboolean cuda_input = gst_cuda_gray_caps_in_cuda_memory(incaps);
+  const gboolean cuda_output = gst_cuda_gray_caps_in_cuda_memory(outcaps);
+  if (passthrough && cuda_output) {
     GST_ERROR_OBJECT(self, "%s passes through in system memory only", format->name);
     return FALSE;
   }
@@ -168,15 +219,14 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
     GST_INFO_OBJECT(self, "%s input: passthrough", format->name);
     return TRUE;
   }
-  s.cuda_input = gst_cuda_gray_caps_in_cuda_memory(incaps);
-  if (!s.memory_usable() || !s.configure()) return FALSE;
+  if (!converter.set_memory(cuda_input, cuda_output) || !converter.resize()) return FALSE;
   GST_INFO_OBJECT(self,
                   "converting %dx%d %s (%s) to %dx%d %s (%s) on the %s "
                   "backend, up to %d frames in flight",
                   in_info.width, in_info.height, format->name,
-                  s.cuda_input ? "CUDA memory" : "system memory", out_info.width, out_info.height,
-                  GST_VIDEO_INFO_NAME(&out_info), s.cuda_output ? "CUDA memory" : "system memory",
-                  s.backend->name(), s.max_in_flight);
+                  cuda_input ? "CUDA memory" : "system memory", out_info.width, out_info.height,
+                  GST_VIDEO_INFO_NAME(&out_info), cuda_output ? "CUDA memory" : "system memory",
+                  self->converter->device_id() < 0 ? "cpu" : "cuda", in_flight);
   return TRUE;
 }
 
@@ -199,7 +249,7 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
   gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
   /* a crop is read where it is: videocrop then copies nothing */
   gst_query_add_allocation_meta(query, GST_VIDEO_CROP_META_API_TYPE, NULL);
-  self->streaming->offer_input_pool(query);
+  self->converter->offer_input_pool(query);
   return TRUE;
 }
 
@@ -208,71 +258,142 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
  * directly. In CUDA memory from downstream's CUDA pool of our context, else
  * from ours: the kernel writes into them. */
 static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
-  if (!GST_CUDA_GRAY(trans)->streaming->decide_output_pool(query)) return FALSE;
+  if (!GST_CUDA_GRAY(trans)->converter->decide_output_pool(query)) return FALSE;
   return GST_BASE_TRANSFORM_CLASS(parent_class)->decide_allocation(trans, query);
 }
 
-/* Called by generate_output; being the transform vfunc also tells
+/* Never called: generate_output is cudagray's own. Being set tells
  * GstBaseTransform that output buffers are separate ones, from the pool
  * decided with downstream. */
 static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer *inbuf,
                                              GstBuffer *outbuf) {
-  return GST_CUDA_GRAY(trans)->streaming->convert(inbuf, outbuf);
+  g_return_val_if_reached(GST_FLOW_NOT_SUPPORTED);
+}
+
+/* A frame's way in, the one for new and refused frames alike: the
+ * converter makes inbuf (transfer full) into what the output pushes; when
+ * the backend must be sized anew for it (a new crop), what is held leaves
+ * first. */
+static GstFlowReturn start_frame(GstCudaGray *self, GstBuffer *inbuf, bool discont,
+                                 GstCudaGrayOutputItem *item) {
+  GST_OBJECT_LOCK(self);
+  const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
+  GST_OBJECT_UNLOCK(self);
+  GstFlowReturn ret;
+  while ((ret = self->converter->start(inbuf, discont, weights, item)) ==
+         GST_CUDA_GRAY_FLOW_DRAIN_FIRST) {
+    ret = self->output->drain();
+    if (ret == GST_FLOW_OK && !self->converter->resize()) ret = GST_FLOW_ERROR;
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref(inbuf);
+      return ret;
+    }
+  }
+  return ret;
 }
 
 /* Called by GstBaseTransform for each input buffer: waits while max-inflight
- * frames are out (PASSTHROUGH_ROOM buffers passed through), then starts converting it, or queues it
- * as it is when gray of the output format passes through. Nothing is handed back here: the output
- * task pushes it. */
+ * frames are out (PASSTHROUGH_ROOM buffers passed through), then starts
+ * converting it, or queues it as it is when gray of the output format
+ * passes through. Nothing is handed back here: the output task pushes it. */
 static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  GstCudaGrayStreaming &s = *self->streaming;
   *outbuf = NULL;
   GstBuffer *inbuf = trans->queued_buf;
   if (!inbuf) return GST_FLOW_OK;
   trans->queued_buf = NULL;
-  const gboolean passthrough = gst_base_transform_is_passthrough(trans);
-  std::string error;
-  /* gray leaves untouched, but only if it holds the frame */
-  if (passthrough && !gst_cuda_gray_frame_check(inbuf, &s.in_info, s.format->layout, &error)) {
+  GstFlowReturn ret = self->output->wait_for_room();
+  if (ret != GST_FLOW_OK) {
     gst_buffer_unref(inbuf);
-    return s.refuse_input(error);
+    return ret;
   }
-  GstFlowReturn ret = s.output.wait_for_room();
-  if (ret == GST_FLOW_OK && passthrough) {
-    if (s.output.take_discont()) {
-      inbuf = gst_buffer_make_writable(inbuf);
-      GST_BUFFER_FLAG_SET(inbuf, GST_BUFFER_FLAG_DISCONT);
-    }
-    return s.output.push_ready(inbuf);
-  }
-  if (ret == GST_FLOW_OK) {
-    GstBuffer *out = NULL;
-    ret = GST_BASE_TRANSFORM_CLASS(parent_class)->prepare_output_buffer(trans, inbuf, &out);
-    if (ret == GST_FLOW_OK)
-      ret = gst_cuda_gray_transform(trans, inbuf, out);
-    else if (ret != GST_FLOW_FLUSHING)
-      GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                        ("Could not get an output buffer: %s", gst_flow_get_name(ret)),
-                        ("the buffer pool could not allocate; free host memory"));
-    gst_clear_buffer(&out);
-  }
-  gst_buffer_unref(inbuf);
-  return ret;
+  GstCudaGrayOutputItem item;
+  ret = start_frame(self, inbuf, self->output->take_discont(), &item);
+  return ret == GST_FLOW_OK ? self->output->push_frame(std::move(item)) : ret;
 }
+
+/* Negotiates the source pad again; FALSE when downstream takes none of our
+ * caps and did not change meanwhile (one that did, a capsfilter set by the
+ * application, is asked again). */
+static gboolean renegotiate(GstCudaGray *self) {
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  for (;;) {
+    if (self->output->flushing()) return FALSE;
+    const GstCudaGrayDownstreamState before = self->output->downstream();
+    GstCaps *wanted = gst_pad_peer_query_caps(trans->srcpad, NULL);
+    const gboolean wants_some = !gst_caps_is_empty(wanted);
+    gst_caps_unref(wanted);
+    GstCaps *caps = NULL;
+    gst_pad_mark_reconfigure(trans->srcpad);
+    /* asking for none would only post a warning */
+    if (wants_some && gst_base_transform_reconfigure(trans))
+      caps = gst_pad_get_current_caps(trans->srcpad);
+    const gboolean taken = caps && gst_pad_peer_query_accept_caps(trans->srcpad, caps);
+    GST_INFO_OBJECT(self, "renegotiated %" GST_PTR_FORMAT ": %s", caps,
+                    taken ? "taken" : "refused");
+    gst_clear_caps(&caps);
+    if (taken) return TRUE;
+    if (!before.differs(self->output->downstream())) break;
+  }
+  GST_WARNING_OBJECT(self, "downstream takes none of our caps");
+  return FALSE;
+}
+
+/* What the output unit asks of the element. */
+class GstCudaGrayOutputAnswers final : public GstCudaGrayOutputClient {
+ public:
+  explicit GstCudaGrayOutputAnswers(GstCudaGray *element) : self_(element) {}
+
+  /* The converter waits; its figures become the stats property's. */
+  gboolean finish_oldest() override {
+    if (!self_->converter->finish_oldest()) return FALSE;
+    int in_flight;
+    const cudagray::TimingStats stats = self_->converter->stats(&in_flight);
+    GST_OBJECT_LOCK(self_);
+    self_->props.stats = stats;
+    self_->props.stats_in_flight = in_flight;
+    GST_OBJECT_UNLOCK(self_);
+    return TRUE;
+  }
+
+  /* Every conversion still running finishes, the source pad renegotiates
+   * (set_caps sizes the backend, GstBaseTransform decides the new pool),
+   * and each refused frame or buffer takes the way in again from its input
+   * for the new caps, keeping its DISCONT flag. */
+  GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) override {
+    if (!self_->converter->finish_all()) return GST_FLOW_ERROR;
+    if (!renegotiate(self_)) return GST_FLOW_NOT_NEGOTIATED;
+    for (GstCudaGrayOutputItem &item : items) {
+      if (!item.is_frame()) continue;
+      bool discont;
+      GstBuffer *input = item.take_input(&discont);
+      const GstFlowReturn ret = start_frame(self_, input, discont, &item);
+      if (ret != GST_FLOW_OK) {
+        self_->converter->discard_all(); /* the frames converted again are dropped too */
+        return ret;
+      }
+    }
+    return GST_FLOW_OK;
+  }
+
+ private:
+  GstCudaGray *self_;
+};
 
 /* QoS is cudagray's own (GstCudaGrayOutput::drop_late), with
  * GstBaseTransform's rule and message, whose processed count GstBaseTransform
  * could not keep: the output task pushes cudagray's frames. The QoS event
  * goes upstream as it would through GstBaseTransform. */
 static gboolean gst_cuda_gray_src_event(GstBaseTransform *trans, GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_RECONFIGURE)
+    GST_CUDA_GRAY(trans)->output->reconfigure_requested();
   if (GST_EVENT_TYPE(event) != GST_EVENT_QOS)
     return GST_BASE_TRANSFORM_CLASS(parent_class)->src_event(trans, event);
   gdouble proportion;
   GstClockTimeDiff diff;
   GstClockTime timestamp;
   gst_event_parse_qos(event, NULL, &proportion, &diff, &timestamp);
-  GST_CUDA_GRAY(trans)->streaming->output.qos(proportion, diff, timestamp);
+  GST_CUDA_GRAY(trans)->output->qos(proportion, diff, timestamp);
   return gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), event);
 }
 
@@ -281,19 +402,18 @@ static gboolean gst_cuda_gray_src_event(GstBaseTransform *trans, GstEvent *event
 static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont,
                                                        GstBuffer *input) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  if (self->streaming->output.drop_late(input)) {
+  if (self->output->drop_late(input)) {
     gst_buffer_unref(input);
     return GST_BASE_TRANSFORM_FLOW_DROPPED;
   }
   /* GstBaseTransform renegotiates once when downstream asked, and refuses
-   * the frame when that fails (a capsfilter being changed right then):
-   * try again before, rather than lose the frame */
+   * the frame when that fails (a capsfilter changed by the application
+   * right then): renegotiating until downstream takes our caps, or did not
+   * change, keeps the frame */
   GstBaseTransformClass *base = GST_BASE_TRANSFORM_CLASS(parent_class);
   GstFlowReturn ret = base->submit_input_buffer(trans, is_discont, gst_buffer_ref(input));
-  for (int attempt = 1;
-       attempt < GST_CUDA_GRAY_RENEGOTIATION_ATTEMPTS && ret == GST_FLOW_NOT_NEGOTIATED &&
-       gst_pad_needs_reconfigure(trans->srcpad) && self->streaming->renegotiate();
-       attempt++)
+  while (ret == GST_FLOW_NOT_NEGOTIATED && gst_pad_needs_reconfigure(trans->srcpad) &&
+         renegotiate(self))
     ret = base->submit_input_buffer(trans, is_discont, gst_buffer_ref(input));
   gst_buffer_unref(input);
   return ret;
@@ -305,14 +425,14 @@ static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans, 
  * held. */
 static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
-  GstCudaGrayOutput &output = self->streaming->output;
+  GstCudaGrayOutput &output = *self->output;
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START:
       output.flush_start(); /* wakes both threads */
       break;
     case GST_EVENT_FLUSH_STOP: {
       output.stop();
-      self->streaming->discard_in_flight();
+      discard_in_flight(self);
       output.restart(true);
       const gboolean ret = GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
       output.start();
@@ -329,11 +449,11 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
 static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
                                                        GstStateChange transition) {
   GstCudaGray *self = GST_CUDA_GRAY(element);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) self->streaming->output.stop();
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) self->output->stop();
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret != GST_STATE_CHANGE_FAILURE &&
-      !self->streaming->output.start())
+      !self->output->start())
     return GST_STATE_CHANGE_FAILURE;
   return ret;
 }
@@ -354,7 +474,7 @@ static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer 
   for (const gchar *const *tag = tags; tag && *tag; tag++)
     if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
   if (!tags || !*tags) return TRUE;
-  return GST_CUDA_GRAY(trans)->streaming->copy_geometry_meta(outbuf, meta, inbuf);
+  return GST_CUDA_GRAY(trans)->converter->copy_geometry_meta(outbuf, meta, inbuf);
 }
 
 /* A CUDA context handed down by the application or a neighbour. */
@@ -371,16 +491,16 @@ static void gst_cuda_gray_set_context(GstElement *element, GstContext *context) 
  * output task is stopped and joined before anything it waits on goes. */
 static void gst_cuda_gray_dispose(GObject *object) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
-  if (self->streaming) {
-    self->streaming->output.stop();
-    self->streaming->discard_in_flight();
-  }
+  self->output->stop();
+  discard_in_flight(self);
   G_OBJECT_CLASS(parent_class)->dispose(object);
 }
 
 static void gst_cuda_gray_finalize(GObject *object) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
-  delete self->streaming;
+  delete self->output;
+  delete self->answers;
+  delete self->converter;
   gst_cuda_gray_properties_clear(&self->props);
   gst_cuda_gray_context_free(self->context);
   G_OBJECT_CLASS(parent_class)->finalize(object);
@@ -437,12 +557,42 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_debug, "cudagray", 0, "CUDA grayscale converter");
 }
 
+/* GstBaseTransform's sink pad functions, which cudagray's wrap. */
+static GstPadChainFunction base_sink_chain;
+static GstPadEventFunction base_sink_event;
+
+/* The streaming thread inside the element with the stream lock held (a
+ * buffer, a serialized event): a renegotiation the output task asks for
+ * meanwhile is served before the stream lock is let go. */
+static GstFlowReturn gst_cuda_gray_sink_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
+  GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
+  output.streaming_thread_enters();
+  const GstFlowReturn ret = base_sink_chain(pad, parent, buffer);
+  output.streaming_thread_leaves();
+  return ret;
+}
+
+static gboolean gst_cuda_gray_sink_pad_event(GstPad *pad, GstObject *parent, GstEvent *event) {
+  if (!GST_EVENT_IS_SERIALIZED(event)) return base_sink_event(pad, parent, event);
+  GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
+  output.streaming_thread_enters();
+  const gboolean ret = base_sink_event(pad, parent, event);
+  output.streaming_thread_leaves();
+  return ret;
+}
+
 static void gst_cuda_gray_init(GstCudaGray *self) {
   gst_cuda_gray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
-  self->streaming = new GstCudaGrayStreaming(self);
   self->context = gst_cuda_gray_context_new(GST_ELEMENT(self));
-  gst_video_info_init(&self->streaming->in_info);
+  self->converter = new GstCudaGrayConverter(GST_BASE_TRANSFORM(self), self->context);
+  self->answers = new GstCudaGrayOutputAnswers(self);
+  self->output = new GstCudaGrayOutput(GST_BASE_TRANSFORM(self), self->answers);
+  GstPad *sinkpad = GST_BASE_TRANSFORM_SINK_PAD(self);
+  base_sink_chain = GST_PAD_CHAINFUNC(sinkpad);
+  base_sink_event = GST_PAD_EVENTFUNC(sinkpad);
+  gst_pad_set_chain_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_chain));
+  gst_pad_set_event_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_pad_event));
   /* transform_caps lists converted formats first: keep that order */
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
   /* like videoconvert: frames already late at the sink are not converted */

@@ -10,14 +10,13 @@ gboolean gst_cuda_gray_frame_geometry(GstBuffer *buffer, const GstVideoInfo *inf
   *height = GST_VIDEO_INFO_HEIGHT(info);
   *crop = cudagray::Rect{0, 0, *width, *height};
   const GstVideoCropMeta *c = gst_buffer_get_video_crop_meta(buffer);
-  if (!c) return TRUE;
   const GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+  /* a frame of the caps' size is the frame they describe: a crop meta on
+   * it only marks a region, and the whole frame converts, as videoconvert
+   * reads it */
+  if (!c || !meta || ((gint)meta->width == *width && (gint)meta->height == *height)) return TRUE;
   const std::string rect = std::to_string(c->width) + "x" + std::to_string(c->height) + " at (" +
                            std::to_string(c->x) + ", " + std::to_string(c->y) + ")";
-  if (!meta) {
-    *why = "it has a crop meta (" + rect + ") but no video meta saying the size of the frame";
-    return FALSE;
-  }
   const std::string frame = std::to_string(meta->width) + "x" + std::to_string(meta->height);
   if ((guint64)c->width != (guint64)*width || (guint64)c->height != (guint64)*height)
     *why = "its crop meta's rectangle (" + rect + ") is not the caps' size " +
@@ -176,6 +175,7 @@ GstCudaGrayMapResult GstCudaGrayFrame::map_output(GstCudaGrayContext *context, G
     return GST_CUDA_GRAY_MAP_BAD_OUTPUT;
   }
   out_mapped_ = true;
+  output_discont_ = GST_BUFFER_IS_DISCONT(outbuf);
   output_ =
       cudagray::GrayFrame{static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&out_, 0)),
                           (size_t)GST_VIDEO_FRAME_PLANE_STRIDE(&out_, 0), out_on_device != FALSE};

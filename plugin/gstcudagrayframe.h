@@ -67,16 +67,13 @@ class GstCudaGrayFrame {
                            const cudagray::Conversion &conversion, GstBuffer *outbuf,
                            gboolean cuda_output, std::string *why);
 
-  /* Maps outbuf as map does, in place of the output mapped before (a frame
-   * converted again for new caps). */
-  GstCudaGrayMapResult map_output(GstCudaGrayContext *context, GstBuffer *outbuf,
-                                  const cudagray::Conversion &conversion, gboolean cuda_output,
-                                  std::string *why);
-
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }
   const cudagray::GrayFrame &output() const { return output_; }
   GstBuffer *input_buffer() const { return in_mapped_ ? in_.buffer : in_bytes_buffer_; }
+  /* Whether the output was flagged DISCONT when mapped (it stays so after
+   * release_output handed it over). */
+  bool output_discont() const { return output_discont_; }
 
   /* Unmaps the output buffer and hands it over (transfer full), flagged
    * for downstream to wait on its stream when the conversion is still
@@ -85,6 +82,9 @@ class GstCudaGrayFrame {
   GstBuffer *release_output();
 
  private:
+  GstCudaGrayMapResult map_output(GstCudaGrayContext *context, GstBuffer *outbuf,
+                                  const cudagray::Conversion &conversion, gboolean cuda_output,
+                                  std::string *why);
   void unmap();
 
   GstVideoFrame in_ = GstVideoFrame();
@@ -93,6 +93,7 @@ class GstCudaGrayFrame {
   GstMapInfo in_bytes_ = GstMapInfo();
   GstVideoFrame out_ = GstVideoFrame();
   bool in_mapped_ = false, out_mapped_ = false;
+  bool output_discont_ = false;
   cudagray::InputFrame input_ = cudagray::InputFrame();
   cudagray::GrayFrame output_ = cudagray::GrayFrame();
 };

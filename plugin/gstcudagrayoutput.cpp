@@ -8,13 +8,6 @@
 GST_DEBUG_CATEGORY_EXTERN(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
 
-/* How often the output task looks again for the sink pad's stream lock
- * while no streaming thread is there to serve a renegotiation. */
-#define RENEGOTIATION_POLL_US (5 * 1000)
-/* How often a frame is converted again for caps downstream refused before
- * its not-negotiated stops the output. */
-#define REFUSALS_RENEGOTIATED 8
-
 GstCudaGrayOutput::GstCudaGrayOutput(GstBaseTransform *trans, GstCudaGrayOutputClient *client)
     : trans_(trans),
       element_(GST_ELEMENT(trans)),
@@ -37,6 +30,7 @@ void GstCudaGrayOutput::restart(bool discont) {
   queue_.reset();
   discont_pending_ = discont;
   processed_ = dropped_ = 0;
+  served_for_ = GstCudaGrayDownstreamState();
   std::lock_guard<std::mutex> hold(state_lock_);
   gst_segment_init(&out_segment_, GST_FORMAT_UNDEFINED);
   position_out_ = GST_CLOCK_TIME_NONE;
@@ -109,12 +103,20 @@ GstFlowReturn GstCudaGrayOutput::push_converted(GstCudaGrayOutputItem &item) {
   return push_buffer(frame.release_output());
 }
 
+GstCudaGrayDownstreamState GstCudaGrayOutput::downstream() {
+  /* the count first: a change between the two shows in the caps */
+  const guint64 requests = reconfigure_requests_;
+  return GstCudaGrayDownstreamState(gst_pad_peer_query_caps(srcpad_, NULL), requests);
+}
+
 /* Pushes one item; once the output stopped, frames and buffers are dropped
  * (a conversion still running finished first) and events still go. A frame
- * whose caps downstream refused is *refused: it stays held, to be converted
- * again for caps renegotiated, as GStreamer answers a NOT_NEGOTIATED while
- * downstream changes what it takes (GstBaseSrc and GstBaseTransform do);
- * refused that many times, it is a real not-negotiated. */
+ * or buffer whose caps downstream refused is *refused: it stays held, to be
+ * converted again for caps renegotiated, as GStreamer answers a
+ * NOT_NEGOTIATED while downstream changes what it takes (GstBaseSrc and
+ * GstBaseTransform do). Refused again right after a renegotiation, with
+ * nothing changed downstream since, it is a real not-negotiated. A buffer
+ * passed through stays referenced while pushed, to be pushed again. */
 GstFlowReturn GstCudaGrayOutput::push_item(GstCudaGrayOutputItem &item, gboolean *refused) {
   *refused = FALSE;
   const gboolean stopped = queue_.flow() != GST_FLOW_OK;
@@ -122,43 +124,55 @@ GstFlowReturn GstCudaGrayOutput::push_item(GstCudaGrayOutputItem &item, gboolean
     push_serialized(item.take_event());
     return GST_FLOW_OK;
   }
-  if (item.converting()) {
-    if (stopped) {
-      client_->finish_oldest();
-      return GST_FLOW_OK;
-    }
-    const GstFlowReturn ret = push_converted(item);
-    *refused = ret == GST_FLOW_NOT_NEGOTIATED && item.refusals() < REFUSALS_RENEGOTIATED;
-    if (*refused) item.count_refusal();
-    return ret;
+  if (item.converting() && stopped) {
+    client_->finish_oldest();
+    return GST_FLOW_OK;
   }
-  return stopped ? GST_FLOW_OK : push_buffer(item.take_buffer());
+  if (stopped) return GST_FLOW_OK;
+  const GstFlowReturn ret =
+      item.converting() ? push_converted(item) : push_buffer(gst_buffer_ref(item.buffer()));
+  if (ret == GST_FLOW_NOT_NEGOTIATED)
+    *refused = served_for_.differs(downstream());
+  else if (ret == GST_FLOW_OK)
+    served_for_ = GstCudaGrayDownstreamState();
+  return ret;
 }
 
 /* Renegotiates for the frames downstream refused and converts them again,
- * with the sink pad's stream lock held (so no input comes meanwhile). */
+ * with the sink pad's stream lock held (so no input comes meanwhile), unless
+ * another thread does already. */
 void GstCudaGrayOutput::serve_renegotiation() {
+  std::deque<GstCudaGrayOutputItem> items;
+  if (!queue_.take_refused(&items)) return;
   GST_DEBUG_OBJECT(element_, "downstream refused our caps: renegotiating");
-  serving_ = true;
-  std::deque<GstCudaGrayOutputItem> items = queue_.take_refused();
+  GstCudaGrayDownstreamState before = downstream();
   const GstFlowReturn ret = client_->convert_again(items);
+  served_for_ = ret == GST_FLOW_OK ? std::move(before) : GstCudaGrayDownstreamState();
   queue_.put_back_converted(std::move(items), ret);
-  serving_ = false;
 }
 
-/* The output task's side of a refusal: a streaming thread inside the element
- * serves it from the wait it is in; when none is, the task serves it itself
- * under the stream lock. */
+/* The output task's side of a refusal: a streaming thread inside the
+ * element's chain function serves it, from the wait it is in or on its way
+ * out; when none is, the task serves it itself under the stream lock. */
 void GstCudaGrayOutput::wait_for_renegotiation() {
   GRecMutex *stream_lock = GST_PAD_GET_STREAM_LOCK(sinkpad_);
-  while (queue_.renegotiation_pending()) {
+  guint64 passes;
+  while (queue_.needs_server(&passes)) {
     if (g_rec_mutex_trylock(stream_lock)) {
-      if (queue_.renegotiation_pending()) serve_renegotiation();
+      serve_renegotiation();
       g_rec_mutex_unlock(stream_lock);
       return;
     }
-    queue_.wait_for_renegotiation(RENEGOTIATION_POLL_US);
+    /* a thread holding it outside the chain function (an event, a query)
+     * leaves, or enters the chain function and serves it there */
+    queue_.wait_for_renegotiation(passes);
   }
+}
+
+void GstCudaGrayOutput::streaming_thread_enters() { queue_.streaming_thread_enters(); }
+
+void GstCudaGrayOutput::streaming_thread_leaves() {
+  if (queue_.streaming_thread_leaves()) serve_renegotiation();
 }
 
 /* The output task, the one thread that pushes what the queue holds: each
@@ -197,15 +211,14 @@ GstFlowReturn GstCudaGrayOutput::drain() {
   for (;;) {
     const GstFlowReturn ret = queue_.drain();
     if (ret != GST_CUDA_GRAY_FLOW_RENEGOTIATE) return ret;
-    if (serving_) return GST_FLOW_OK;
     serve_renegotiation();
   }
 }
 
-GstFlowReturn GstCudaGrayOutput::push_frame(std::unique_ptr<GstCudaGrayFrame> frame) {
+GstFlowReturn GstCudaGrayOutput::push_frame(GstCudaGrayOutputItem &&item) {
   processed_++;
-  GstCudaGrayOutputItem item(std::move(frame));
-  if (!push_here_ || !queue_.claim_idle_output(true)) return queue_.push(std::move(item));
+  if (!push_here_ || !item.converting() || !queue_.claim_idle_output(true))
+    return queue_.push(std::move(item));
   gboolean refused;
   const GstFlowReturn ret = push_item(item, &refused);
   if (refused) { /* converted again, the output task pushes it */
@@ -216,11 +229,6 @@ GstFlowReturn GstCudaGrayOutput::push_frame(std::unique_ptr<GstCudaGrayFrame> fr
   item = GstCudaGrayOutputItem();
   queue_.pushed(ret, true);
   return ret;
-}
-
-GstFlowReturn GstCudaGrayOutput::push_ready(GstBuffer *buffer) {
-  processed_++;
-  return queue_.push(GstCudaGrayOutputItem::ready(buffer));
 }
 
 gboolean GstCudaGrayOutput::push_event(GstEvent *event) {
@@ -272,6 +280,12 @@ gboolean GstCudaGrayOutput::drop_late(GstBuffer *input) {
   gst_message_set_qos_stats(qos, GST_FORMAT_BUFFERS, processed_, dropped_);
   gst_element_post_message(element_, qos);
   return TRUE;
+}
+
+void GstCudaGrayOutput::reconfigure_requested() {
+  reconfigure_requests_++;
+  if (queue_.resume_after_relink())
+    GST_INFO_OBJECT(element_, "downstream linked again after not-linked: pushing again");
 }
 
 void GstCudaGrayOutput::qos(gdouble proportion, GstClockTimeDiff diff, GstClockTime timestamp) {

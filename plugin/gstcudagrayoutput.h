@@ -13,6 +13,7 @@
 #include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -26,15 +27,45 @@ class GstCudaGrayOutputClient {
   /* Waits for the oldest conversion queued (conversions finish in the order
    * they were queued); FALSE after posting the element's error. */
   virtual gboolean finish_oldest() = 0;
-  /* Downstream refused frames converted for caps it no longer takes. Called
-   * with the sink pad's stream lock held and the output task waiting:
-   * renegotiates the source pad and converts the frames among items again
-   * for the caps then in force. OK, or the flow error that stops the
-   * output. */
+  /* Downstream refused frames converted (or passed through) for caps it no
+   * longer takes. Called with the sink pad's stream lock held and the
+   * output task waiting: renegotiates the source pad and converts the
+   * frames and buffers among items again, from their inputs, for the caps
+   * then in force (passed through when they pass through). OK, or the flow
+   * error that stops the output. */
   virtual GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) = 0;
 
  protected:
   ~GstCudaGrayOutputClient() = default;
+};
+
+/* What downstream takes, and how many RECONFIGUREs it had sent, at one
+ * moment: a refused frame or a failed negotiation is worth another try only
+ * when either changed since (a capsfilter set by the application changes
+ * its caps, then sends RECONFIGURE: a change undone meanwhile still counts). */
+class GstCudaGrayDownstreamState {
+ public:
+  GstCudaGrayDownstreamState() = default;
+  GstCudaGrayDownstreamState(GstCaps *takes, guint64 requests)
+      : takes_(takes), requests_(requests) {}
+  GstCudaGrayDownstreamState(GstCudaGrayDownstreamState &&other) noexcept {
+    *this = std::move(other);
+  }
+  GstCudaGrayDownstreamState &operator=(GstCudaGrayDownstreamState &&other) noexcept {
+    std::swap(takes_, other.takes_);
+    requests_ = other.requests_;
+    return *this;
+  }
+  ~GstCudaGrayDownstreamState() { gst_clear_caps(&takes_); }
+  /* Whether state says something else; TRUE when this one is empty. */
+  gboolean differs(const GstCudaGrayDownstreamState &state) const {
+    return !takes_ || requests_ != state.requests_ ||
+           !gst_caps_is_strictly_equal(takes_, state.takes_);
+  }
+
+ private:
+  GstCaps *takes_ = NULL;
+  guint64 requests_ = 0;
 };
 
 class GstCudaGrayOutput {
@@ -67,11 +98,9 @@ class GstCudaGrayOutput {
   void add_latency(GstQuery *query);
   /* Waits for room for one more frame; serves a renegotiation meanwhile. */
   GstFlowReturn wait_for_room();
-  /* Hands over a frame whose conversion was queued: OK, or why upstream
-   * must stop. */
-  GstFlowReturn push_frame(std::unique_ptr<GstCudaGrayFrame> frame);
-  /* Hands over a buffer ready as it is (passthrough). */
-  GstFlowReturn push_ready(GstBuffer *buffer);
+  /* Hands over a frame whose conversion was queued, or a buffer ready as it
+   * is (passthrough): OK, or why upstream must stop. */
+  GstFlowReturn push_frame(GstCudaGrayOutputItem &&item);
   /* A serialized event, in its place after what came before it. */
   gboolean push_event(GstEvent *event);
   /* Waits until everything held has left; serves a renegotiation meanwhile
@@ -85,13 +114,21 @@ class GstCudaGrayOutput {
    * timestamp + jitter is late; it is counted and a QoS message posted. */
   gboolean drop_late(GstBuffer *input);
 
+  /* The sink pad's chain function runs (the stream lock held): a
+   * renegotiation that the output task asked for meanwhile is served on the
+   * way out, so that it never waits for the next buffer. */
+  void streaming_thread_enters();
+  void streaming_thread_leaves();
+
   /* Source pad side. */
   void qos(gdouble proportion, GstClockTimeDiff diff, GstClockTime timestamp);
+  /* A RECONFIGURE from downstream: counted, and an output stopped by
+   * NOT_LINKED pushes again, as gstqueue does after a relink. */
+  void reconfigure_requested();
+  /* What downstream takes now, and how often it asked to renegotiate. */
+  GstCudaGrayDownstreamState downstream();
   /* The stream time of the end of the last buffer pushed; FALSE before. */
   gboolean answer_position(GstQuery *query);
-
-  /* Frames held (queued or being pushed). */
-  gsize frames() { return queue_.frames(); }
 
  private:
   static void loop(GstCudaGrayOutput *self);
@@ -99,6 +136,7 @@ class GstCudaGrayOutput {
   void push_serialized(GstEvent *event);
   GstFlowReturn push_converted(GstCudaGrayOutputItem &item);
   GstFlowReturn push_item(GstCudaGrayOutputItem &item, gboolean *refused);
+
   void serve_renegotiation();
   void wait_for_renegotiation();
 
@@ -109,7 +147,12 @@ class GstCudaGrayOutput {
   GstCudaGrayOutputQueue queue_;
   guint limit_ = 1;
   bool push_here_ = false;
-  bool serving_ = false; /* a renegotiation is being served (stream lock) */
+  std::atomic<guint64> reconfigure_requests_{0};
+  /* downstream when the last renegotiation for refused frames was served,
+   * until a frame goes out (the pushing or serving thread only): refused
+   * again with nothing changed downstream, the refusal is a real
+   * not-negotiated */
+  GstCudaGrayDownstreamState served_for_;
 
   /* streaming thread only */
   bool discont_pending_ = false;

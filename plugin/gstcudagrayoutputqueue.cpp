@@ -3,7 +3,6 @@
  * streaming thread and the output task. */
 #include "gstcudagrayoutputqueue.h"
 
-#include <chrono>
 #include <utility>
 
 GstCudaGrayOutputItem GstCudaGrayOutputItem::ready(GstBuffer *buffer) {
@@ -28,7 +27,6 @@ GstCudaGrayOutputItem &GstCudaGrayOutputItem::operator=(GstCudaGrayOutputItem &&
     frame_ = std::move(other.frame_);
     buffer_ = std::exchange(other.buffer_, nullptr);
     event_ = std::exchange(other.event_, nullptr);
-    refusals_ = std::exchange(other.refusals_, 0);
   }
   return *this;
 }
@@ -45,6 +43,19 @@ GstBuffer *GstCudaGrayOutputItem::take_buffer() { return std::exchange(buffer_, 
 
 GstEvent *GstCudaGrayOutputItem::take_event() { return std::exchange(event_, nullptr); }
 
+GstBuffer *GstCudaGrayOutputItem::take_input(bool *discont) {
+  GstBuffer *input;
+  if (frame_) {
+    input = gst_buffer_ref(frame_->input_buffer());
+    *discont = frame_->output_discont();
+  } else {
+    input = take_buffer();
+    *discont = input && GST_BUFFER_IS_DISCONT(input);
+  }
+  clear();
+  return input;
+}
+
 GstFlowReturn GstCudaGrayOutputQueue::stopped_flow() const {
   if (flushing_) return GST_FLOW_FLUSHING;
   if (renegotiating_) return GST_CUDA_GRAY_FLOW_RENEGOTIATE;
@@ -53,7 +64,10 @@ GstFlowReturn GstCudaGrayOutputQueue::stopped_flow() const {
 
 GstFlowReturn GstCudaGrayOutputQueue::wait_for_room(guint limit) {
   std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait(hold, [&] { return frames_held_ < limit || stopped_flow() != GST_FLOW_OK; });
+  /* while another thread converts refused frames again, nothing else may */
+  changed_.wait(hold, [&] {
+    return flushing_ || (!serving_ && (frames_held_ < limit || stopped_flow() != GST_FLOW_OK));
+  });
   /* returned to upstream from the chain function: upstream reports it */
   if (output_flow_ != GST_FLOW_OK && !flushing_ && !renegotiating_) upstream_told_ = true;
   return stopped_flow();
@@ -61,7 +75,12 @@ GstFlowReturn GstCudaGrayOutputQueue::wait_for_room(guint limit) {
 
 GstFlowReturn GstCudaGrayOutputQueue::push(GstCudaGrayOutputItem &&item) {
   std::lock_guard<std::mutex> hold(lock_);
-  if (flushing_) return GST_FLOW_FLUSHING; /* the item drops it */
+  if (flushing_ && !item.converting()) return GST_FLOW_FLUSHING; /* the item drops it */
+  if (flushing_) { /* kept for discard_all, which never pushes it */
+    frames_held_++;
+    items_.push_back(std::move(item));
+    return GST_FLOW_FLUSHING;
+  }
   if (item.is_event() && GST_EVENT_TYPE(item.event()) == GST_EVENT_EOS) eos_queued_ = true;
   if (item.is_frame()) frames_held_++;
   items_.push_back(std::move(item));
@@ -80,8 +99,12 @@ gboolean GstCudaGrayOutputQueue::claim_idle_output(bool frame) {
 
 GstFlowReturn GstCudaGrayOutputQueue::drain() {
   std::unique_lock<std::mutex> hold(lock_);
+  /* the new caps that the frames converted again wait for */
+  if (serving_ == g_thread_self()) return GST_FLOW_OK;
   /* a stopped output still lets its events out (and drops its frames) */
-  changed_.wait(hold, [&] { return (items_.empty() && !pushing_) || flushing_ || renegotiating_; });
+  changed_.wait(hold, [&] {
+    return flushing_ || (!serving_ && ((items_.empty() && !pushing_) || renegotiating_));
+  });
   return stopped_flow();
 }
 
@@ -125,36 +148,67 @@ void GstCudaGrayOutputQueue::refuse(GstCudaGrayOutputItem &&item) {
 
 gboolean GstCudaGrayOutputQueue::renegotiation_pending() {
   std::lock_guard<std::mutex> hold(lock_);
-  return renegotiating_ && !flushing_;
+  return renegotiating_ && !serving_ && !flushing_;
 }
 
-std::deque<GstCudaGrayOutputItem> GstCudaGrayOutputQueue::take_refused() {
+gboolean GstCudaGrayOutputQueue::take_refused(std::deque<GstCudaGrayOutputItem> *items) {
   std::lock_guard<std::mutex> hold(lock_);
-  return std::move(items_);
+  if (!renegotiating_ || serving_ || flushing_) return FALSE;
+  serving_ = g_thread_self();
+  items->swap(items_);
+  return TRUE;
 }
 
 void GstCudaGrayOutputQueue::put_back_converted(std::deque<GstCudaGrayOutputItem> &&items,
                                                 GstFlowReturn ret) {
   std::lock_guard<std::mutex> hold(lock_);
-  /* the serving thread holds the stream lock: nothing was queued meanwhile */
-  items_.clear();
-  for (GstCudaGrayOutputItem &item : items) {
-    if (ret != GST_FLOW_OK && item.is_frame()) { /* not converted again: dropped */
-      frames_held_--;
-      continue;
-    }
-    items_.push_back(std::move(item));
-  }
+  /* in front of anything queued meanwhile (an event); when converting
+   * again failed, the frames are dropped and the events stay */
+  for (auto item = items.rbegin(); item != items.rend(); ++item)
+    if (ret == GST_FLOW_OK || item->is_event()) items_.push_front(std::move(*item));
+  frames_held_ = pushing_frame_;
+  for (const GstCudaGrayOutputItem &item : items_) frames_held_ += item.is_frame();
   renegotiating_ = false;
+  serving_ = NULL;
   if (ret != GST_FLOW_OK && output_flow_ == GST_FLOW_OK) output_flow_ = ret;
   changed_.notify_all();
 }
 
-gboolean GstCudaGrayOutputQueue::wait_for_renegotiation(gint64 timeout_us) {
+void GstCudaGrayOutputQueue::streaming_thread_enters() {
+  std::lock_guard<std::mutex> hold(lock_);
+  streaming_inside_ = true;
+  streaming_passes_++;
+  changed_.notify_all();
+}
+
+gboolean GstCudaGrayOutputQueue::streaming_thread_leaves() {
+  std::lock_guard<std::mutex> hold(lock_);
+  streaming_inside_ = false;
+  streaming_passes_++;
+  changed_.notify_all();
+  return renegotiating_ && !serving_ && !flushing_;
+}
+
+gboolean GstCudaGrayOutputQueue::needs_server(guint64 *passes) {
+  std::lock_guard<std::mutex> hold(lock_);
+  *passes = streaming_passes_;
+  return renegotiating_ && !serving_ && !flushing_ && !streaming_inside_;
+}
+
+void GstCudaGrayOutputQueue::wait_for_renegotiation(guint64 passes) {
   std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait_for(hold, std::chrono::microseconds(timeout_us),
-                    [&] { return !renegotiating_ || flushing_; });
-  return renegotiating_ && !flushing_;
+  changed_.wait(hold, [&] {
+    return !renegotiating_ || serving_ || flushing_ || streaming_passes_ != passes;
+  });
+}
+
+gboolean GstCudaGrayOutputQueue::resume_after_relink() {
+  std::lock_guard<std::mutex> hold(lock_);
+  if (output_flow_ != GST_FLOW_NOT_LINKED) return FALSE;
+  output_flow_ = GST_FLOW_OK;
+  upstream_told_ = failure_reported_ = false;
+  changed_.notify_all();
+  return TRUE;
 }
 
 gboolean GstCudaGrayOutputQueue::take_unreported_failure(GstFlowReturn *ret) {
@@ -178,15 +232,6 @@ void GstCudaGrayOutputQueue::set_flushing(gboolean flushing) {
   changed_.notify_all();
 }
 
-void GstCudaGrayOutputQueue::stop(GstFlowReturn ret) {
-  std::lock_guard<std::mutex> hold(lock_);
-  if (ret == GST_FLOW_FLUSHING)
-    flushing_ = true;
-  else
-    output_flow_ = ret;
-  changed_.notify_all();
-}
-
 gsize GstCudaGrayOutputQueue::discard_all(GstPad *keep_sticky_on) {
   std::deque<GstCudaGrayOutputItem> dropped;
   gsize frames;
@@ -196,6 +241,7 @@ gsize GstCudaGrayOutputQueue::discard_all(GstPad *keep_sticky_on) {
     frames = frames_held_ - pushing_frame_;
     frames_held_ = 0;
     pushing_ = pushing_frame_ = renegotiating_ = false;
+    serving_ = NULL;
     changed_.notify_all();
   }
   for (GstCudaGrayOutputItem &item : dropped) {

@@ -38,11 +38,14 @@ class GstCudaGrayOutputItem {
   /* a frame or a buffer: what max-inflight counts */
   bool is_frame() const { return frame_ || buffer_ != NULL; }
   GstCudaGrayFrame &frame() { return *frame_; }
-  /* How many times downstream refused the frame's caps. */
-  int refusals() const { return refusals_; }
-  void count_refusal() { refusals_++; }
+  /* The buffer ready to push (transfer none); NULL when the item is not one. */
+  GstBuffer *buffer() const { return buffer_; }
   /* Transfer full; NULL when the item is not one. */
   GstBuffer *take_buffer();
+  /* What a frame or buffer came from (transfer full), to go through the
+   * conversion again, and whether what it became was flagged DISCONT; the
+   * item is left empty. A frame's conversion must be done. */
+  GstBuffer *take_input(bool *discont);
   GstEvent *take_event();
   const GstEvent *event() const { return event_; }
 
@@ -52,13 +55,12 @@ class GstCudaGrayOutputItem {
   std::unique_ptr<GstCudaGrayFrame> frame_;
   GstBuffer *buffer_ = NULL;
   GstEvent *event_ = NULL;
-  int refusals_ = 0;
 };
 
 /* What wait_for_room and drain return while frames that downstream refused
- * (NOT_NEGOTIATED with a renegotiation due) wait to be converted again for
- * new caps: the thread that gets it serves the renegotiation (see
- * take_refused) and waits again. */
+ * (NOT_NEGOTIATED) wait to be converted again for new caps: the thread
+ * that gets it serves the renegotiation (see take_refused) and waits
+ * again. */
 #define GST_CUDA_GRAY_FLOW_RENEGOTIATE GST_FLOW_CUSTOM_SUCCESS
 
 class GstCudaGrayOutputQueue {
@@ -75,7 +77,9 @@ class GstCudaGrayOutputQueue {
   /* Queues an item; it goes out after everything queued before it. Events
    * are queued also when the output stopped (an EOS must still reach
    * downstream), but not while flushing: then the item drops it and the
-   * return says so (else GST_FLOW_OK). */
+   * return says so (else GST_FLOW_OK). A frame is kept while flushing too,
+   * and FLUSHING returned: its conversion may still be queued on the GPU,
+   * and discard_all lets it go once the backend let go of it. */
   GstFlowReturn push(GstCudaGrayOutputItem &&item);
   /* Streaming thread: TRUE when the output is idle (nothing queued or being
    * pushed, flow OK): the caller then pushes an item itself, which counts as
@@ -97,19 +101,34 @@ class GstCudaGrayOutputQueue {
   /* The flow of the output: OK, or what the push that stopped it returned. */
   GstFlowReturn flow();
 
-  /* Refused caps. The output task puts back a frame that downstream refused
-   * for caps it no longer takes, and asks for a renegotiation; it then waits
-   * for it (wait_for_renegotiation) or serves it itself. The thread that
-   * serves takes every item held (take_refused), converts the frames again
+  /* Refused caps. The pushing thread puts back a frame or buffer that
+   * downstream refused for caps it no longer takes, and asks for a
+   * renegotiation. One thread holding the sink pad's stream lock serves
+   * it: it takes every item held (take_refused: FALSE when there is
+   * nothing to serve or another thread serves), converts the frames again
    * and puts them back in front (put_back_converted), in order; when that
-   * failed (ret), the frames are dropped and the events stay. */
+   * failed (ret), the frames are dropped and the events stay. Until then
+   * the other waits wait. */
   void refuse(GstCudaGrayOutputItem &&item);
   gboolean renegotiation_pending();
-  std::deque<GstCudaGrayOutputItem> take_refused();
+  gboolean take_refused(std::deque<GstCudaGrayOutputItem> *items);
   void put_back_converted(std::deque<GstCudaGrayOutputItem> &&items, GstFlowReturn ret);
-  /* Waits up to timeout_us for the renegotiation or a flush; TRUE while
-   * still pending. */
-  gboolean wait_for_renegotiation(gint64 timeout_us);
+  /* The streaming thread enters and leaves the element's chain function
+   * (the sink pad's stream lock held); leaving, TRUE when a renegotiation
+   * waits to be served, which it then serves. */
+  void streaming_thread_enters();
+  gboolean streaming_thread_leaves();
+  /* Output task: TRUE when a renegotiation waits for a thread to serve it
+   * and no streaming thread is inside the chain function to do it; *passes
+   * counts the streaming thread's entries and exits so far. */
+  gboolean needs_server(guint64 *passes);
+  /* Output task: waits until the renegotiation was served, a flush, or the
+   * streaming thread entered or left since passes. */
+  void wait_for_renegotiation(guint64 passes);
+  /* Downstream asked for a renegotiation: a NOT_LINKED output (its src pad
+   * was unlinked) is linked again, and pushes again, as gstqueue forgets
+   * its NOT_LINKED on a RECONFIGURE. TRUE when it did. */
+  gboolean resume_after_relink();
 
   /* Either thread: TRUE once, for the thread that must post the error of a
    * failed push (NOT_LINKED or NOT_NEGOTIATED, in *ret) that upstream never
@@ -120,9 +139,6 @@ class GstCudaGrayOutputQueue {
   /* Any thread. Flushing wakes and fails every wait until cleared. */
   void set_flushing(gboolean flushing);
   gboolean flushing();
-  /* Stops the output with ret (FLUSHING: as set_flushing), as a failed push
-   * does. */
-  void stop(GstFlowReturn ret);
   /* Drops everything held; the output task must be paused. Sticky events
    * other than SEGMENT and EOS are stored on keep_sticky_on (when not NULL),
    * which sends them before its next buffer, so that a flush loses no stream
@@ -143,7 +159,10 @@ class GstCudaGrayOutputQueue {
   bool pushing_ = false;
   bool pushing_frame_ = false;
   bool flushing_ = false;
-  bool renegotiating_ = false;
+  bool renegotiating_ = false; /* refused items wait to be converted again */
+  GThread *serving_ = NULL;    /* the thread converting them again */
+  bool streaming_inside_ = false;
+  guint64 streaming_passes_ = 0;
   GstFlowReturn output_flow_ = GST_FLOW_OK;
   bool upstream_told_ = false;
   bool eos_queued_ = false;

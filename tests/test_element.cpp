@@ -2,12 +2,14 @@
 // The cudagray element through GstHarness: conversion on both backends,
 // caps, properties and bad input.
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <thread>
 
 #include "element_harness.h"
 #include "gstcudagrayformats.h"
 #include "gstcudagrayweights.h"
+#include "probes.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -1357,4 +1359,51 @@ TEST(Errors, NotLinkedIsReportedOnceAsVideoconvertDoes) {
       gst_object_unref(bus);
       gst_object_unref(pipeline);
     }
+}
+
+// A branch relinked mid-stream (a recording branch, an RTSP client): the
+// converter's source pad unlinked while a live source keeps the tee going,
+// then linked again. Frames flow again, with no error, as through
+// videoconvert: the NOT_LINKED is forgotten at the relink's RECONFIGURE.
+TEST(Errors, RelinkedSourcePadFlowsAgainAsVideoconvertDoes) {
+  for (const char *converter :
+       {"videoconvert ! capsfilter caps=video/x-raw,format=GRAY8 name=conv",
+        "cudagray backend=cpu name=conv", "cudagray backend=cpu max-inflight=4 name=conv"}) {
+    SCOPED_TRACE(converter);
+    GstElement *pipeline = gst_parse_launch(
+        (std::string("videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=200/1 "
+                     "! tee name=t allow-not-linked=true t. ! queue ! fakesink sync=false "
+                     "t. ! queue ! ") +
+         converter + " ! queue name=out ! fakesink sync=false")
+            .c_str(),
+        nullptr);
+    ASSERT_NE(pipeline, nullptr);
+    GstElement *conv = gst_bin_get_by_name(GST_BIN(pipeline), "conv");
+    GstElement *out = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+    GstPad *src = gst_element_get_static_pad(conv, "src");
+    GstPad *out_sink = gst_element_get_static_pad(out, "sink");
+    std::atomic<long> pushed{0}, left{0};
+    auto count = [](GstPad *, GstPadProbeInfo *, gpointer counter) {
+      ++*static_cast<std::atomic<long> *>(counter);
+      return GST_PAD_PROBE_OK;
+    };
+    // a push's probes run before it finds no peer
+    gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, count, &pushed, nullptr);
+    gst_pad_add_probe(out_sink, GST_PAD_PROBE_TYPE_BUFFER, count, &left, nullptr);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    ASSERT_TRUE(wait_for(left, 5, 20000)) << "no frames before the unlink";
+    ASSERT_TRUE(gst_pad_unlink(src, out_sink));
+    const long pushed_linked = pushed.load();
+    ASSERT_TRUE(wait_for(pushed, pushed_linked + 1, 20000)) << "no push while unlinked";
+    const long left_before = left.load();
+    ASSERT_EQ(gst_pad_link(src, out_sink), GST_PAD_LINK_OK);
+    EXPECT_TRUE(wait_for(left, left_before + 10, 20000))
+        << "no frame after the relink: " << left.load() - left_before;
+    EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "");
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    for (GstPad *pad : {src, out_sink}) gst_object_unref(pad);
+    for (GstElement *e : {conv, out, pipeline}) gst_object_unref(e);
+    gst_object_unref(bus);
+  }
 }

@@ -329,6 +329,40 @@ TEST_P(ElementScale, CropMetaIsReadWhereItIs) {
             "(40, 7)) is not inside its 100x80 frame");
 }
 
+// A crop meta on a frame of the caps' size, without a video meta (a
+// producer or an application marking a region of interest) or with one of
+// that size, only marks a region: the whole frame converts, as videoconvert
+// converts it, and the stream goes on.
+TEST_P(ElementScale, CropMetaOnAFrameOfTheCapsSizeMarksARegion) {
+  const TestFrame f = random_frame(PixelLayout::RGBx, 64, 48);
+  Harness harness({std::string("backend=") + GetParam()});
+  gst_harness_set_sink_caps_str(harness.h, "video/x-raw,format=GRAY8");
+  harness.set_caps(caps_string("RGBx", 64, 48));
+  GrayImage want(64, 48);
+  convert_cpu(f.conversion(), f.view(), want.frame(), standard_weights(Matrix::BT601));
+  for (const bool video_meta : {false, true}) {
+    SCOPED_TRACE(video_meta ? "with a video meta" : "without a video meta");
+    GstBuffer *buf = buffer_for(f);
+    if (!video_meta) { /* the rows packed as the caps say, no meta */
+      GstVideoInfo info;
+      gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGBx, 64, 48);
+      gst_buffer_unref(buf);
+      buf = gst_buffer_new_allocate(NULL, GST_VIDEO_INFO_SIZE(&info), NULL);
+      for (int y = 0; y < 48; y++)
+        gst_buffer_fill(buf, y * GST_VIDEO_INFO_PLANE_STRIDE(&info, 0),
+                        &f.bytes[f.offset[0] + y * f.stride[0]], 64 * 4);
+    }
+    GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(buf);
+    meta->x = 2, meta->y = 4, meta->width = 32, meta->height = 20;
+    ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK)
+        << harness.pop_message(GST_MESSAGE_ERROR);
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr);
+    EXPECT_TRUE(same_pixels(gray_of(out, 64, 48), want));
+    gst_buffer_unref(out);
+  }
+}
+
 // A Bayer mosaic with a crop meta (from an application: videocrop takes no
 // Bayer caps), 8- and 16-bit, crops at odd offsets (the colour filter's
 // phase is the whole frame's) and at the frame's edges: the ALLOCATION

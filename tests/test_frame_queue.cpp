@@ -195,3 +195,96 @@ TEST(OutputQueue, FlushingAndFailedPushesStopTheWaits) {
   queue.reset();
   EXPECT_EQ(queue.drain(), GST_FLOW_OK);
 }
+
+// A NOT_LINKED output (cudagray's src pad unlinked) pushes again once
+// downstream asks for a renegotiation (a relink sends RECONFIGURE), as
+// gstqueue forgets its NOT_LINKED; other failures stay until reset.
+TEST(OutputQueue, NotLinkedIsForgottenOnRelink) {
+  Buffers a, b;
+  GstCudaGrayOutputQueue queue;
+  queue.push(GstCudaGrayOutputItem(a.map()));
+  gst_buffer_unref(queue.take_oldest().frame().release_output());
+  queue.pushed(GST_FLOW_NOT_LINKED);
+  EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_NOT_LINKED);
+  EXPECT_TRUE(queue.resume_after_relink());
+  EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_OK);
+  EXPECT_EQ(queue.flow(), GST_FLOW_OK);
+  EXPECT_FALSE(queue.resume_after_relink()) << "nothing to resume";
+  queue.push(GstCudaGrayOutputItem(b.map()));
+  gst_buffer_unref(queue.take_oldest().frame().release_output());
+  queue.pushed(GST_FLOW_EOS);
+  EXPECT_FALSE(queue.resume_after_relink());
+  EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_EOS);
+}
+
+// A frame handed over while flushing may still be converting on the GPU:
+// it is kept, still mapped, until discard_all (after the backend let go),
+// and FLUSHING returned; an event is dropped at once.
+TEST(OutputQueue, FrameHandedOverWhileFlushingStaysMappedUntilDiscarded) {
+  Buffers a;
+  GstCudaGrayOutputQueue queue;
+  queue.set_flushing(TRUE);
+  EXPECT_EQ(queue.push(GstCudaGrayOutputItem(a.map())), GST_FLOW_FLUSHING);
+  EXPECT_EQ(refcount(a.in), 2) << "unmapped while its conversion may be queued";
+  EXPECT_EQ(refcount(a.out), 2);
+  EXPECT_EQ(queue.push(GstCudaGrayOutputItem::serialized(gst_event_new_eos())), GST_FLOW_FLUSHING);
+  EXPECT_FALSE(queue.wait_for_item()) << "flushing: nothing is pushed";
+  EXPECT_EQ(queue.discard_all(nullptr), 1u);
+  EXPECT_EQ(refcount(a.in), 1);
+  EXPECT_EQ(refcount(a.out), 1);
+}
+
+// A frame refused by downstream (its output pushed, and refused) gives
+// back its input to be converted again, with the DISCONT flag its output
+// had; a buffer passed through gives back itself.
+TEST(OutputQueue, ItemGivesBackItsInputAndItsDiscont) {
+  for (const bool discont : {false, true}) {
+    Buffers a;
+    if (discont) GST_BUFFER_FLAG_SET(a.out, GST_BUFFER_FLAG_DISCONT);
+    GstCudaGrayOutputItem item(a.map());
+    gst_buffer_unref(item.frame().release_output());  // pushed, and refused
+    bool was_discont = !discont;
+    GstBuffer *input = item.take_input(&was_discont);
+    EXPECT_EQ(input, a.in);
+    EXPECT_EQ(was_discont, discont);
+    EXPECT_FALSE(item.is_frame()) << "the item is left empty";
+    gst_buffer_unref(input);
+  }
+  GstBuffer *passed = gst_buffer_new_allocate(nullptr, 16, nullptr);
+  GST_BUFFER_FLAG_SET(passed, GST_BUFFER_FLAG_DISCONT);
+  GstCudaGrayOutputItem item = GstCudaGrayOutputItem::ready(passed);
+  bool was_discont = false;
+  EXPECT_EQ(item.take_input(&was_discont), passed);
+  EXPECT_TRUE(was_discont);
+  gst_buffer_unref(passed);
+}
+
+// A refused frame waits for one thread to serve the renegotiation: that
+// thread takes what is held (no other can meanwhile), its own drain (in
+// set_caps) does not wait for itself, and what it puts back goes out first,
+// before anything queued meanwhile.
+TEST(OutputQueue, OneThreadServesARefusal) {
+  Buffers a;
+  GstCudaGrayOutputQueue queue;
+  queue.push(GstCudaGrayOutputItem(a.map()));
+  GstCudaGrayOutputItem refused = queue.take_oldest();
+  queue.refuse(std::move(refused));
+  EXPECT_TRUE(queue.renegotiation_pending());
+  EXPECT_EQ(queue.wait_for_room(4), GST_CUDA_GRAY_FLOW_RENEGOTIATE);
+  std::deque<GstCudaGrayOutputItem> items;
+  ASSERT_TRUE(queue.take_refused(&items));
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_FALSE(queue.renegotiation_pending()) << "being served";
+  std::deque<GstCudaGrayOutputItem> other;
+  EXPECT_FALSE(queue.take_refused(&other)) << "two threads serving";
+  EXPECT_EQ(queue.drain(), GST_FLOW_OK) << "the serving thread would wait for itself";
+  queue.push(GstCudaGrayOutputItem::serialized(gst_event_new_eos()));
+  queue.put_back_converted(std::move(items), GST_FLOW_OK);
+  EXPECT_EQ(queue.frames(), 1u);
+  ASSERT_TRUE(queue.wait_for_item());
+  EXPECT_TRUE(queue.take_oldest().converting()) << "the frame converted again goes first";
+  queue.pushed(GST_FLOW_OK);
+  EXPECT_TRUE(queue.take_oldest().is_event());
+  queue.pushed(GST_FLOW_OK);
+  EXPECT_EQ(queue.frames(), 0u);
+}
