@@ -699,8 +699,11 @@ TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
 // Flushes from a second thread while the streaming thread pushes frames as
 // fast as it can, the way a flushing seek does it: flush-start first (it
 // unblocks the streaming thread), then, holding the stream lock, flush-stop
-// and a new segment. No deadlock, no error, no flow return other than OK or
-// FLUSHING, and once the flushes stop every frame pushed comes out.
+// and a new segment. Each flush waits until pushes have gone through since
+// the last one, and its flush-stop until a push has met its flush-start,
+// however the threads are scheduled. No deadlock, no error, no flow return
+// other than OK or FLUSHING, and once the flushes stop every frame pushed
+// comes out.
 TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
   Harness harness(settings(8));
   harness.set_caps(caps_string("RGB", 160, 120));
@@ -708,7 +711,7 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
   for (int i = 0; i < 4; ++i) pool.push_back(random_frame(PixelLayout::RGB, 160, 120));
   std::atomic<bool> stop{false};
   std::mutex stream_lock;  // what GstPad's stream lock is to a source's task
-  long ok = 0, flushing = 0, other = 0;
+  std::atomic<long> ok{0}, flushing{0}, other{0};
   std::thread streaming([&] {
     for (int i = 0; !stop.load(); ++i) {
       GstFlowReturn ret;
@@ -720,25 +723,32 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
       if (ret == GST_FLOW_FLUSHING) g_usleep(100);  // a paused task lets the seek take the lock
     }
   });
-  auto flush = [&] {
+  // false when no push met its flush-start, asked to wait for one
+  auto flush = [&](bool until_a_push_meets_it) {
+    const long met = flushing.load();
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_start()));
+    const bool was_met = !until_a_push_meets_it || wait_for(flushing, met + 1, 20000);
     std::lock_guard<std::mutex> hold(stream_lock);
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_flush_stop(TRUE)));
     GstSegment segment;
     gst_segment_init(&segment, GST_FORMAT_TIME);
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_segment(&segment)));
+    return was_met;
   };
   const int flushes = 100;
   for (int i = 0; i < flushes; ++i) {
-    g_usleep(500 + 37 * (i % 20));
-    flush();
+    const bool pushed = wait_for(ok, ok.load() + 1, 20000);
+    EXPECT_TRUE(pushed) << "no push went through before flush " << i;
+    const bool met = pushed && flush(true);
+    EXPECT_TRUE(met) << "no push met flush " << i;
+    if (!met) break;
   }
   stop = true;
   streaming.join();
-  EXPECT_GT(ok, 0);
-  EXPECT_EQ(other, 0) << "a push returned neither OK nor FLUSHING";
+  EXPECT_GE(ok.load(), flushes);
+  EXPECT_EQ(other.load(), 0) << "a push returned neither OK nor FLUSHING";
   // One more flush drops what is still in flight; then the queue is emptied.
-  flush();
+  flush(false);
   while (GstBuffer *out = gst_harness_try_pull(harness.h)) gst_buffer_unref(out);
   std::vector<TestFrame> last;
   size_t next = 0;
@@ -747,8 +757,7 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(last.back()), i)), GST_FLOW_OK);
   }
   ASSERT_NO_FATAL_FAILURE(end_cleanly(harness, last, &next));
-  EXPECT_GT(flushing, 0) << "no push met a flush";
-  std::printf("%d flushes; pushes: %ld OK, %ld FLUSHING\n", flushes, ok, flushing);
+  std::printf("%d flushes; pushes: %ld OK, %ld FLUSHING\n", flushes, ok.load(), flushing.load());
 }
 
 // EOS from the application with frames in flight in a running pipeline:

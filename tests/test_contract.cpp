@@ -1,0 +1,1217 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The differential contract suite: one table of scenarios (dynamic
+// pipelines, flips from the application, flushes, seeks, queries, metas),
+// each run around a converter slot holding videoconvert (the control) or
+// cudagray on each backend, max-inflight and output memory; cudagray's
+// observable outcome must equal the control's.
+#include <gst/app/gstappsink.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "element_harness.h"
+#include "probes.h"
+#include "reference.h"
+
+namespace cudagray::test {
+namespace {
+
+constexpr GstClockTime kGenerous = 20 * GST_SECOND;
+constexpr int kWidth = 64, kHeight = 48;
+constexpr GstClockTime kFrame = GST_SECOND / 30;
+
+std::string frame_caps(const char *format, int width = kWidth, int height = kHeight, int fps = 30) {
+  return std::string("video/x-raw,format=") + format + ",width=" + std::to_string(width) +
+         ",height=" + std::to_string(height) + ",framerate=" + std::to_string(fps) + "/1";
+}
+
+std::string yes_no(bool value) { return value ? "yes" : "no"; }
+
+// ------------------------------------------------------------------ the slot
+
+// What fills the converter slot: the control (backend empty) or cudagray.
+struct Converter {
+  std::string name;
+  std::string backend;
+  int max_inflight = 0;
+  bool cuda_memory = false;
+
+  bool is_control() const { return backend.empty(); }
+  // Gray caps in this converter's output memory (the control's is system).
+  std::string gray_caps(const std::string &format, int width = 0, int height = 0) const {
+    std::string caps = cuda_memory ? "video/x-raw(memory:CUDAMemory)" : "video/x-raw";
+    caps += ",format=" + format;
+    if (width) caps += ",width=" + std::to_string(width) + ",height=" + std::to_string(height);
+    return caps;
+  }
+  // The slot's description: the converter named convin, then a capsfilter
+  // named convout holding caps. The control scales only where sizes change.
+  std::string slot(const std::string &caps, bool sizes_change = false) const {
+    std::string converter;
+    if (!is_control()) {
+      converter = "cudagray name=convin backend=" + backend +
+                  " max-inflight=" + std::to_string(max_inflight);
+    } else if (!sizes_change) {
+      converter = "videoconvert name=convin";
+    } else if (GstElementFactory *factory = gst_element_factory_find("videoconvertscale")) {
+      gst_object_unref(factory);
+      converter = "videoconvertscale name=convin";
+    } else {
+      converter = "videoscale name=convin ! videoconvert name=convin2";
+    }
+    return converter + " ! capsfilter name=convout caps=\"" + caps + "\"";
+  }
+  // How far from the formula a pixel from 8-bit RGB may be, below and
+  // above: cudagray is the formula; videoconvert's GRAY8 truncates its 8-bit
+  // weights, so is the same or 1 below (docs/formats.md, "Compared with
+  // videoconvert"), and its GRAY16 was measured within 300 of it either way
+  // (two GRAY8 levels allowed).
+  std::pair<unsigned, unsigned> rgb_slack(int depth) const {
+    if (!is_control()) return {0, 0};
+    return depth == 8 ? std::make_pair(1u, 0u) : std::make_pair(514u, 514u);
+  }
+};
+
+// Where a message came from, the same for the control and cudagray: the
+// converter, its capsfilter, or the factory of any other element.
+std::string role_of(GstObject *source) {
+  const std::string name = GST_OBJECT_NAME(source);
+  if (name.rfind("convout", 0) == 0) return "converter's capsfilter";
+  if (name.rfind("convin", 0) == 0) return "converter";
+  if (GST_IS_ELEMENT(source))
+    if (GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(source)))
+      return GST_OBJECT_NAME(factory);
+  return name;
+}
+
+// ------------------------------------------------------------------ outcome
+
+// What a scenario observed, as "what: value" lines compared whole; details
+// (message texts, latencies) are shown beside a difference, not compared.
+struct Outcome {
+  std::vector<std::string> facts;
+  std::string details;
+  template <class T>
+  void note(const std::string &what, const T &value) {
+    std::ostringstream line;
+    line << what << ": " << value;
+    facts.push_back(line.str());
+  }
+  std::string text() const {
+    std::string all;
+    for (const std::string &f : facts) all += f + "\n";
+    return all;
+  }
+};
+
+// Integers as runs: "0-4 9 12-10".
+std::string runs(const std::vector<long> &values) {
+  std::string text;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    const long step = i + 1 < values.size() ? values[i + 1] - values[i] : 0;
+    if (step == 1 || step == -1)
+      while (j + 1 < values.size() && values[j + 1] - values[j] == step) ++j;
+    text += (text.empty() ? "" : " ") + std::to_string(values[i]);
+    if (j > i) text += "-" + std::to_string(values[j]);
+    i = j + 1;
+  }
+  return text.empty() ? "none" : text;
+}
+
+// Items in order, a repeated one once with its count: "a x3, b".
+template <class T>
+std::string listed(const T &items) {
+  std::vector<std::pair<std::string, int>> counted;
+  for (const std::string &item : items)
+    if (!counted.empty() && counted.back().first == item)
+      ++counted.back().second;
+    else
+      counted.emplace_back(item, 1);
+  std::string text;
+  for (const auto &[item, count] : counted)
+    text += (text.empty() ? "" : ", ") + item + (count > 1 ? " x" + std::to_string(count) : "");
+  return text.empty() ? "none" : text;
+}
+
+// ------------------------------------------------------------------ the bus
+
+// Errors, warnings, QoS messages and EOS as posted, kept from the sync
+// handler (the messages are dropped there, so none holds the pipeline).
+struct BusRecord {
+  std::mutex lock;
+  std::condition_variable changed;
+  std::vector<std::string> errors, warnings, qos;
+  std::string texts;
+  bool eos = false;
+  std::string ignored_warning;  // a warning text that is timing noise in a scenario
+
+  static GstBusSyncReply on_message(GstBus *, GstMessage *message, gpointer data) {
+    auto *self = static_cast<BusRecord *>(data);
+    std::lock_guard<std::mutex> hold(self->lock);
+    const std::string role = role_of(GST_MESSAGE_SRC(message));
+    switch (GST_MESSAGE_TYPE(message)) {
+      case GST_MESSAGE_ERROR:
+      case GST_MESSAGE_WARNING: {
+        GError *error = nullptr;
+        gchar *debug = nullptr;
+        const bool is_error = GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR;
+        if (is_error)
+          gst_message_parse_error(message, &error, &debug);
+        else
+          gst_message_parse_warning(message, &error, &debug);
+        if (is_error || error->message != self->ignored_warning) {
+          (is_error ? self->errors : self->warnings)
+              .push_back("[" + role + "] " + g_quark_to_string(error->domain) + " " +
+                         std::to_string(error->code));
+          self->texts += std::string(is_error ? "error" : "warning") + " [" + role + "] " +
+                         error->message + " | " + (debug ? debug : "") + "\n";
+        }
+        g_error_free(error);
+        g_free(debug);
+        break;
+      }
+      case GST_MESSAGE_QOS: {
+        GstFormat format;
+        guint64 processed = 0, dropped = 0;
+        gst_message_parse_qos_stats(message, &format, &processed, &dropped);
+        self->qos.push_back("[" + role + "] " + gst_format_get_name(format) + " processed=" +
+                            std::to_string(processed) + " dropped=" + std::to_string(dropped));
+        break;
+      }
+      case GST_MESSAGE_EOS: self->eos = true; break;
+      default: break;
+    }
+    self->changed.notify_all();
+    return GST_BUS_DROP;
+  }
+  // Waits for EOS or an error; whether EOS came.
+  bool wait_end(GstClockTime timeout = kGenerous) {
+    std::unique_lock<std::mutex> hold(lock);
+    changed.wait_for(hold, std::chrono::nanoseconds(timeout),
+                     [&] { return eos || !errors.empty(); });
+    return eos;
+  }
+  bool has_error() {
+    std::lock_guard<std::mutex> hold(lock);
+    return !errors.empty();
+  }
+};
+
+// ------------------------------------------------------------------ frames
+
+// The 16-bit gray the documented formula makes of a frame (BT.601, the
+// default), found at the converter's sink pad by timestamp.
+struct Expectations {
+  struct Source {
+    int width = 0, height = 0;
+    bool from_rgb = false;
+    std::vector<uint16_t> g16;  // empty: a format the check does not read
+  };
+  std::mutex lock;
+  std::map<GstClockTime, Source> by_pts;
+  std::set<std::string> formats_in;
+
+  void attach(GstElement *converter) {
+    GstPad *pad = gst_element_get_static_pad(converter, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, this, nullptr);
+    gst_object_unref(pad);
+  }
+  static GstPadProbeReturn on_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<Expectations *>(data);
+    GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    GstVideoInfo vinfo;
+    Source source;
+    std::string format = "unknown";
+    if (caps && gst_video_info_from_caps(&vinfo, caps)) {
+      format = GST_VIDEO_INFO_NAME(&vinfo);
+      source = read(vinfo, buf);
+    }
+    if (caps) gst_caps_unref(caps);
+    std::lock_guard<std::mutex> hold(self->lock);
+    self->formats_in.insert(format + " " + std::to_string(GST_VIDEO_INFO_WIDTH(&vinfo)) + "x" +
+                            std::to_string(GST_VIDEO_INFO_HEIGHT(&vinfo)));
+    self->by_pts[GST_BUFFER_PTS(buf)] = std::move(source);
+    return GST_PAD_PROBE_OK;
+  }
+  static Source read(const GstVideoInfo &vinfo, GstBuffer *buf) {
+    Source s;
+    s.width = GST_VIDEO_INFO_WIDTH(&vinfo);
+    s.height = GST_VIDEO_INFO_HEIGHT(&vinfo);
+    const GstVideoFormat format = GST_VIDEO_INFO_FORMAT(&vinfo);
+    const bool rgb8 = GST_VIDEO_INFO_IS_RGB(&vinfo) && GST_VIDEO_INFO_COMP_DEPTH(&vinfo, 0) == 8;
+    if (!rgb8 && format != GST_VIDEO_FORMAT_GRAY8 && format != GST_VIDEO_FORMAT_GRAY16_LE) return s;
+    GstVideoFrame frame;
+    if (!gst_video_frame_map(&frame, &vinfo, buf, GST_MAP_READ)) return s;
+    const Q16 w = q16_of(kWeightChoices[0]);
+    s.from_rgb = rgb8;
+    for (int y = 0; y < s.height; ++y)
+      for (int x = 0; x < s.width; ++x) {
+        auto at = [&](int c) {
+          return static_cast<const uint8_t *>(GST_VIDEO_FRAME_COMP_DATA(&frame, c)) +
+                 y * GST_VIDEO_FRAME_COMP_STRIDE(&frame, c) +
+                 x * GST_VIDEO_FRAME_COMP_PSTRIDE(&frame, c);
+        };
+        if (rgb8)
+          s.g16.push_back(rgb_to_16(*at(0), *at(1), *at(2), 8, w));
+        else if (format == GST_VIDEO_FORMAT_GRAY8)
+          s.g16.push_back(replicate16(*at(0), 8));
+        else
+          s.g16.push_back(at(0)[0] | at(0)[1] << 8);
+      }
+    gst_video_frame_unmap(&frame);
+    return s;
+  }
+  // The source of the frame with this timestamp, taken out (a second frame
+  // out with the same timestamp has none).
+  bool take(GstClockTime pts, Source *source) {
+    std::lock_guard<std::mutex> hold(lock);
+    auto it = by_pts.find(pts);
+    if (it == by_pts.end()) return false;
+    *source = std::move(it->second);
+    by_pts.erase(it);
+    return true;
+  }
+  std::string formats() {
+    std::lock_guard<std::mutex> hold(lock);
+    return listed(formats_in);
+  }
+};
+
+// What reached the sink, in order: buffers (checked against the formula
+// when their size is the input's) and the events that shape a stream.
+struct FrameLog {
+  const Converter &converter;
+  Expectations &expected;
+  GstClockTime frame;
+  std::mutex lock;
+  std::condition_variable changed;
+  std::vector<std::string> items;  // "b<frame index>", "segment ...", "gap<index>", "eos", ...
+  std::vector<long> indices, discont;
+  std::set<std::string> caps_out;
+  long off_formula = 0, without_input = 0, checked = 0;
+
+  FrameLog(const Converter &c, Expectations &e, GstClockTime duration)
+      : converter(c), expected(e), frame(duration) {}
+  void attach(GstElement *sink) {
+    GstPad *pad = gst_element_get_static_pad(sink, "sink");
+    gst_pad_add_probe(
+        pad,
+        GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM |
+                        GST_PAD_PROBE_TYPE_EVENT_FLUSH),
+        on_item, this, nullptr);
+    gst_object_unref(pad);
+  }
+  long index_of(GstClockTime t) const {
+    return GST_CLOCK_TIME_IS_VALID(t) ? static_cast<long>((t + frame / 2) / frame) : -1;
+  }
+  static GstPadProbeReturn on_item(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<FrameLog *>(data);
+    if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+      self->judge(pad, GST_PAD_PROBE_INFO_BUFFER(info));
+      return GST_PAD_PROBE_OK;
+    }
+    GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+    std::string item;
+    switch (GST_EVENT_TYPE(event)) {
+      case GST_EVENT_SEGMENT: {
+        const GstSegment *s;
+        gst_event_parse_segment(event, &s);
+        std::ostringstream text;
+        text << "segment(rate " << s->rate << ", applied " << s->applied_rate << ", from "
+             << self->index_of(s->start) << " to ";
+        if (GST_CLOCK_TIME_IS_VALID(s->stop))
+          text << self->index_of(s->stop) << ")";
+        else
+          text << "the end)";
+        item = text.str();
+        break;
+      }
+      case GST_EVENT_GAP: {
+        GstClockTime start, duration;
+        gst_event_parse_gap(event, &start, &duration);
+        item = "gap" + std::to_string(self->index_of(start));
+        break;
+      }
+      case GST_EVENT_EOS: item = "eos"; break;
+      case GST_EVENT_FLUSH_STOP: item = "flush-stop"; break;
+      default: return GST_PAD_PROBE_OK;
+    }
+    std::lock_guard<std::mutex> hold(self->lock);
+    self->items.push_back(item);
+    self->changed.notify_all();
+    return GST_PAD_PROBE_OK;
+  }
+  void judge(GstPad *pad, GstBuffer *buf) {
+    GstCaps *caps = gst_pad_get_current_caps(pad);
+    GstVideoInfo vinfo;
+    const bool known = caps && gst_video_info_from_caps(&vinfo, caps);
+    std::string described = "unknown caps";
+    if (known) {
+      const bool cuda =
+          gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory");
+      described = std::string(GST_VIDEO_INFO_NAME(&vinfo)) + " " +
+                  std::to_string(GST_VIDEO_INFO_WIDTH(&vinfo)) + "x" +
+                  std::to_string(GST_VIDEO_INFO_HEIGHT(&vinfo)) + (cuda ? " CUDAMemory" : "");
+    }
+    if (caps) gst_caps_unref(caps);
+    Expectations::Source source;
+    const bool has_input = expected.take(GST_BUFFER_PTS(buf), &source);
+    bool checked_here = false, exact = true;
+    if (known && has_input && !source.g16.empty() && source.width == GST_VIDEO_INFO_WIDTH(&vinfo) &&
+        source.height == GST_VIDEO_INFO_HEIGHT(&vinfo)) {
+      const int depth = GST_VIDEO_INFO_FORMAT(&vinfo) == GST_VIDEO_FORMAT_GRAY8 ? 8 : 16;
+      const auto slack = source.from_rgb ? converter.rgb_slack(depth) : std::make_pair(0u, 0u);
+      GstVideoFrame frame_out;
+      if (gst_video_frame_map(&frame_out, &vinfo, buf, GST_MAP_READ)) {
+        checked_here = true;
+        const auto *data = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame_out, 0));
+        const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame_out, 0);
+        for (int y = 0; y < source.height && exact; ++y)
+          for (int x = 0; x < source.width && exact; ++x) {
+            const uint32_t g16 = source.g16[y * source.width + x];
+            const uint8_t *p = data + y * stride + x * (depth / 8);
+            const unsigned want = depth == 8 ? gray8_of(g16) : g16;
+            const unsigned got = depth == 8 ? p[0] : p[0] | p[1] << 8;
+            exact = got <= want + slack.second && got + slack.first >= want;
+          }
+        gst_video_frame_unmap(&frame_out);
+      }
+    }
+    std::lock_guard<std::mutex> hold(lock);
+    const long index = index_of(GST_BUFFER_PTS(buf));
+    items.push_back("b" + std::to_string(index));
+    indices.push_back(index);
+    if (GST_BUFFER_IS_DISCONT(buf)) discont.push_back(index);
+    caps_out.insert(described);
+    if (!has_input) ++without_input;
+    if (checked_here) ++checked;
+    if (checked_here && !exact) ++off_formula;
+    changed.notify_all();
+  }
+  long count() {
+    std::lock_guard<std::mutex> hold(lock);
+    return static_cast<long>(indices.size());
+  }
+  // Waits until at least n buffers have come; whether they did.
+  bool wait_count(long n, GstClockTime timeout = kGenerous) {
+    std::unique_lock<std::mutex> hold(lock);
+    return changed.wait_for(hold, std::chrono::nanoseconds(timeout),
+                            [&] { return static_cast<long>(indices.size()) >= n; });
+  }
+  bool wait_item(const std::string &item, GstClockTime timeout = kGenerous) {
+    std::unique_lock<std::mutex> hold(lock);
+    return changed.wait_for(hold, std::chrono::nanoseconds(timeout), [&] {
+      return std::find(items.begin(), items.end(), item) != items.end();
+    });
+  }
+  // The items, consecutive buffers as runs: "segment(...) b0-9 gap10 eos".
+  std::string sequence(size_t from = 0) {
+    std::lock_guard<std::mutex> hold(lock);
+    std::string text;
+    std::vector<long> buffers;
+    auto flush_buffers = [&] {
+      if (!buffers.empty()) text += (text.empty() ? "b" : " b") + runs(buffers);
+      buffers.clear();
+    };
+    for (size_t i = from; i < items.size(); ++i) {
+      if (items[i][0] == 'b') {
+        buffers.push_back(std::stol(items[i].substr(1)));
+        continue;
+      }
+      flush_buffers();
+      text += (text.empty() ? "" : " ") + items[i];
+    }
+    flush_buffers();
+    return text.empty() ? "none" : text;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> hold(lock);
+    return items.size();
+  }
+};
+
+// ------------------------------------------------------------------ a run
+
+// A scenario's pipeline with its bus record and the frames in and out: the
+// converter slot's input (element convin) and the sink named "sink", when
+// the pipeline has them.
+struct Run {
+  const Converter &converter;
+  Pipeline pipeline;
+  BusRecord bus;
+  Expectations in;
+  FrameLog out;
+
+  Run(const Converter &c, const std::string &description, GstClockTime frame = kFrame)
+      : converter(c), pipeline(description), out(c, in, frame) {
+    gst_bus_set_sync_handler(pipeline.bus(), BusRecord::on_message, &bus, nullptr);
+    if (GstElement *convin = pipeline.by_name("convin")) in.attach(convin);
+    if (GstElement *sink = pipeline.by_name("sink")) out.attach(sink);
+  }
+  ~Run() {
+    gst_element_set_state(pipeline.get(), GST_STATE_NULL);
+    gst_bus_set_sync_handler(pipeline.bus(), nullptr, nullptr, nullptr);
+  }
+  GstElement *element(const char *name) const { return pipeline.by_name(name); }
+  bool play() const { return pipeline.play() != GST_STATE_CHANGE_FAILURE; }
+  // What every scenario reports: the formula's verdict on the frames out,
+  // and what the bus said.
+  void report(Outcome &outcome, bool pixels = true) {
+    {
+      std::lock_guard<std::mutex> hold(out.lock);
+      if (pixels) {
+        outcome.note("frames off the formula", out.off_formula);
+        outcome.note("frames out with no such frame in", out.without_input);
+      }
+    }
+    std::lock_guard<std::mutex> hold(bus.lock);
+    outcome.note("errors", listed(bus.errors));
+    outcome.note("warnings", listed(bus.warnings));
+    outcome.details += bus.texts;
+  }
+};
+
+// A source pad of the test's own, linked to the converter's sink pad: the
+// application pushes frames and events on it from whichever thread the
+// scenario says.
+struct PadSource {
+  GstPad *pad;
+  explicit PadSource(GstElement *converter, const std::string &caps) {
+    pad = gst_pad_new("testsrc", GST_PAD_SRC);
+    gst_pad_set_active(pad, TRUE);
+    GstPad *sink = gst_element_get_static_pad(converter, "sink");
+    EXPECT_EQ(gst_pad_link(pad, sink), GST_PAD_LINK_OK);
+    gst_object_unref(sink);
+    gst_pad_push_event(pad, gst_event_new_stream_start("contract"));
+    GstCaps *c = gst_caps_from_string(caps.c_str());
+    gst_pad_push_event(pad, gst_event_new_caps(c));
+    gst_caps_unref(c);
+    segment(1.0, 0, GST_CLOCK_TIME_NONE);
+  }
+  ~PadSource() {
+    if (GstPad *peer = gst_pad_get_peer(pad)) {
+      gst_pad_unlink(pad, peer);
+      gst_object_unref(peer);
+    }
+    gst_pad_set_active(pad, FALSE);
+    gst_object_unref(pad);
+  }
+  bool segment(double rate, GstClockTime start, GstClockTime stop,
+               GstSegmentFlags flags = GST_SEGMENT_FLAG_NONE) {
+    GstSegment s;
+    gst_segment_init(&s, GST_FORMAT_TIME);
+    s.rate = rate;
+    s.start = start;
+    s.stop = stop;
+    s.time = start;
+    s.position = rate > 0 ? start : stop;
+    s.flags = flags;
+    return gst_pad_push_event(pad, gst_event_new_segment(&s));
+  }
+  GstFlowReturn push(GstBuffer *buf, long index) {
+    GST_BUFFER_PTS(buf) = index * kFrame;
+    GST_BUFFER_DURATION(buf) = kFrame;
+    return gst_pad_push(pad, buf);
+  }
+  GstFlowReturn push_bgrx(long index) {
+    return push(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), index);
+  }
+  bool event(GstEvent *event) { return gst_pad_push_event(pad, event); }
+};
+
+// Pulls appsink "sink" until EOS, an error, or kGenerous without a sample,
+// calling after(n) once the n-th sample is out; how many came.
+long pull_all(
+    Run &run, const std::function<void(long)> &after = [](long) {}) {
+  GstAppSink *sink = GST_APP_SINK(run.element("sink"));
+  long pulled = 0;
+  auto last = std::chrono::steady_clock::now();
+  while (!gst_app_sink_is_eos(sink) && !run.bus.has_error() &&
+         std::chrono::steady_clock::now() - last < std::chrono::nanoseconds(kGenerous)) {
+    GstSample *sample = gst_app_sink_try_pull_sample(sink, 50 * GST_MSECOND);
+    if (!sample) continue;
+    gst_sample_unref(sample);
+    last = std::chrono::steady_clock::now();
+    after(++pulled);
+  }
+  return pulled;
+}
+
+void set_caps(GstElement *capsfilter, const std::string &caps) {
+  GstCaps *c = gst_caps_from_string(caps.c_str());
+  g_object_set(capsfilter, "caps", c, nullptr);
+  gst_caps_unref(c);
+}
+
+// ------------------------------------------------------------------ scenarios
+
+// A live source feeds a tee whose second branch keeps it going; the
+// converter's src pad is unlinked and linked again: frames flow again.
+Outcome relink_src_pad(const Converter &c) {
+  Run run(c,
+          "videotestsrc is-live=true pattern=ball ! " + frame_caps("BGRx", kWidth, kHeight, 100) +
+              " ! tee name=t allow-not-linked=true ! queue ! " + c.slot(c.gray_caps("GRAY8")) +
+              " ! queue ! fakesink name=sink sync=false t. ! queue ! fakesink name=other "
+              "sync=false",
+          GST_SECOND / 100);
+  PadCounter other;
+  other.attach(run.element("other"), "sink");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames before unlinking", yes_no(run.out.wait_count(10)));
+  GstPad *src = gst_element_get_static_pad(run.element("convin"), "src");
+  GstPad *peer = gst_pad_get_peer(src);
+  EXPECT_TRUE(gst_pad_unlink(src, peer));
+  // the source goes on while the branch is unlinked
+  outcome.note("the other branch goes on while unlinked",
+               yes_no(wait_for(other.buffers, other.buffers.load() + 10, 20000)));
+  const long before = run.out.count();
+  EXPECT_EQ(gst_pad_link(src, peer), GST_PAD_LINK_OK);
+  const bool resumed = run.out.wait_count(before + 10);
+  EXPECT_TRUE(resumed) << c.name << ": no frame after relinking (" << before << " before)";
+  outcome.note("frames again after relinking", yes_no(resumed));
+  gst_object_unref(peer);
+  gst_object_unref(src);
+  gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
+  run.report(outcome);
+  return outcome;
+}
+
+// Tee branches holding the converter, added and removed while a live source
+// plays: the first added and removed under IDLE probes, the second added
+// under a BLOCK probe and removed under one after EOS has gone through it.
+Outcome tee_branches(const Converter &c) {
+  Run run(c,
+          "videotestsrc is-live=true pattern=ball ! " + frame_caps("BGRx", kWidth, kHeight, 100) +
+              " ! tee name=t allow-not-linked=true ! queue ! fakesink name=other sync=false",
+          GST_SECOND / 100);
+  PadCounter other;
+  other.attach(run.element("other"), "sink");
+  GstElement *tee = run.element("t");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  struct Probe {
+    std::mutex lock;
+    std::condition_variable done_changed;
+    bool done = false;
+    GstPad *tee_pad = nullptr, *branch_pad = nullptr;
+    bool link = true;
+    static GstPadProbeReturn act(GstPad *, GstPadProbeInfo *, gpointer data) {
+      auto *self = static_cast<Probe *>(data);
+      std::lock_guard<std::mutex> hold(self->lock);
+      if (self->done) return GST_PAD_PROBE_REMOVE;
+      if (self->link)
+        gst_pad_link(self->tee_pad, self->branch_pad);
+      else
+        gst_pad_unlink(self->tee_pad, self->branch_pad);
+      self->done = true;
+      self->done_changed.notify_all();
+      return GST_PAD_PROBE_REMOVE;
+    }
+    bool wait() {
+      std::unique_lock<std::mutex> hold(lock);
+      return done_changed.wait_for(hold, std::chrono::nanoseconds(kGenerous), [&] { return done; });
+    }
+  };
+  for (GstPadProbeType type : {GST_PAD_PROBE_TYPE_IDLE, GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM}) {
+    const std::string how = type == GST_PAD_PROBE_TYPE_IDLE ? "IDLE" : "BLOCK";
+    GError *error = nullptr;
+    GstElement *branch = gst_parse_bin_from_description(
+        ("queue ! " + c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false").c_str(),
+        TRUE, &error);
+    if (!branch) {
+      ADD_FAILURE() << error->message;
+      g_error_free(error);
+      return outcome;
+    }
+    const long before = run.out.count();
+    GstElement *convin = gst_bin_get_by_name(GST_BIN(branch), "convin");
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(branch), "sink");
+    run.in.attach(convin);
+    run.out.attach(sink);
+    gst_object_unref(convin);
+    gst_object_unref(sink);
+    gst_bin_add(GST_BIN(run.pipeline.get()), branch);
+    gst_element_sync_state_with_parent(branch);
+    Probe add;
+    add.tee_pad = gst_element_request_pad_simple(tee, "src_%u");
+    add.branch_pad = gst_element_get_static_pad(branch, "sink");
+    gst_pad_add_probe(add.tee_pad, type, Probe::act, &add, nullptr);
+    outcome.note("linked under " + how, yes_no(add.wait()));
+    outcome.note("frames through the branch added under " + how,
+                 yes_no(run.out.wait_count(before + 10)));
+    Probe remove;
+    remove.link = false;
+    remove.tee_pad = add.tee_pad;
+    remove.branch_pad = add.branch_pad;
+    gst_pad_add_probe(remove.tee_pad, type, Probe::act, &remove, nullptr);
+    outcome.note("unlinked under " + how, yes_no(remove.wait()));
+    if (type != GST_PAD_PROBE_TYPE_IDLE) {
+      gst_pad_send_event(remove.branch_pad, gst_event_new_eos());
+      outcome.note("EOS through the branch removed under " + how, yes_no(run.out.wait_item("eos")));
+    }
+    outcome.note("branch to NULL", gst_element_state_change_return_get_name(
+                                       gst_element_set_state(branch, GST_STATE_NULL)));
+    gst_bin_remove(GST_BIN(run.pipeline.get()), branch);
+    gst_element_release_request_pad(tee, remove.tee_pad);
+    gst_object_unref(remove.tee_pad);
+    gst_object_unref(remove.branch_pad);
+  }
+  outcome.note("the other branch goes on",
+               yes_no(wait_for(other.buffers, other.buffers.load() + 10, 20000)));
+  gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
+  run.report(outcome);
+  return outcome;
+}
+
+// The application flips a capsfilter (convout, after the converter, or
+// incaps, before it) through caps_list while frames are in flight: every
+// frame comes out, in order, and every caps of the list came out. It asks
+// for a flip once `every` frames have come since the last one and that one
+// has been negotiated; the flip is made when no buffer is on its way from
+// the source (an IDLE probe on incaps' sink pad), so that the control, which
+// holds no frame, meets no buffer made for the caps before (its
+// capsfilter refuses one with not-negotiated, which ends its stream),
+// while whatever cudagray holds does. The appsink holds three samples, so
+// that the source cannot run ahead of the flips.
+Outcome flip_from_application(const Converter &c, const std::string &input_caps,
+                              const std::string &output_caps, const char *flipped,
+                              const std::vector<std::string> &caps_list, int frames, int every,
+                              bool sizes_change) {
+  Run run(c, "videotestsrc pattern=ball num-buffers=" + std::to_string(frames) +
+                 " ! capsfilter name=incaps caps=\"" + input_caps + "\" ! " +
+                 c.slot(output_caps, sizes_change) +
+                 " ! appsink name=sink sync=false max-buffers=3 drop=false");
+  // GstBaseTransform warns when the capsfilter it asks is being changed at
+  // that moment and the answer fails; it tries again and nothing is lost.
+  run.bus.ignored_warning = "not negotiated";
+  GstElement *filter = run.element(flipped);
+  // The old caps stay accepted until the new ones are negotiated: with the
+  // default (immediate) mode a buffer already past the control's
+  // renegotiation is refused and ends its stream in some runs (1 in 9 here).
+  gst_util_set_object_arg(G_OBJECT(filter), "caps-change-mode", "delayed");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  struct Flip {
+    GstElement *filter;
+    std::string caps;
+    std::atomic<bool> pending{false};
+    static GstPadProbeReturn when_idle(GstPad *, GstPadProbeInfo *, gpointer data) {
+      auto *self = static_cast<Flip *>(data);
+      // setting the caps pushes events through this pad, calling this again
+      if (self->pending.exchange(false)) set_caps(self->filter, self->caps);
+      return GST_PAD_PROBE_REMOVE;
+    }
+  } flip{filter};
+  GstPad *negotiated = gst_element_get_static_pad(filter, "src");
+  GstPad *source_side = gst_element_get_static_pad(run.element("incaps"), "sink");
+  size_t target = 0;
+  long flipped_at = 0;
+  const long pulled = pull_all(run, [&](long n) {
+    if (n - flipped_at < every || flip.pending) return;
+    GstCaps *current = gst_pad_get_current_caps(negotiated);
+    GstCaps *wanted = gst_caps_from_string(caps_list[target].c_str());
+    const bool settled = current && gst_caps_is_subset(current, wanted);
+    gst_caps_unref(wanted);
+    if (current) gst_caps_unref(current);
+    if (!settled) return;
+    target = (target + 1) % caps_list.size();
+    flip.caps = caps_list[target];
+    flip.pending = true;
+    gst_pad_add_probe(source_side, GST_PAD_PROBE_TYPE_IDLE, Flip::when_idle, &flip, nullptr);
+    flipped_at = n;
+  });
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);  // before flip goes
+  gst_object_unref(source_side);
+  gst_object_unref(negotiated);
+  EXPECT_EQ(pulled, frames) << c.name;
+  outcome.note("frames pulled", pulled);
+  outcome.note("frames out", runs(run.out.indices));
+  const std::string input = run.in.formats();
+  outcome.note("input", input);
+  outcome.note("output", listed(run.out.caps_out));
+  const size_t distinct = std::string(flipped) == "incaps"
+                              ? std::count(input.begin(), input.end(), ',') + 1
+                              : run.out.caps_out.size();
+  EXPECT_EQ(distinct, caps_list.size()) << c.name << ": not every flipped caps came out";
+  outcome.note("every flipped caps came out", yes_no(distinct == caps_list.size()));
+  run.report(outcome);
+  return outcome;
+}
+
+Outcome flip_output_format_from_bgrx(const Converter &c) {
+  std::vector<std::string> list = {c.gray_caps("GRAY8"), c.gray_caps("GRAY16_LE")};
+  return flip_from_application(c, frame_caps("BGRx"), list[0], "convout", list, 300, 3, false);
+}
+
+// GRAY8 in: the converter passes it through while GRAY8 is asked.
+Outcome flip_output_format_from_gray8(const Converter &c) {
+  std::vector<std::string> list = {c.gray_caps("GRAY8"), c.gray_caps("GRAY16_LE")};
+  return flip_from_application(c, frame_caps("GRAY8"), list[0], "convout", list, 300, 3, false);
+}
+
+// GRAY8 640x360 in, the size after the converter flipped between 640x360
+// (passthrough) and 320x180.
+Outcome flip_output_size_through_passthrough(const Converter &c) {
+  std::vector<std::string> list = {c.gray_caps("GRAY8", 640, 360), c.gray_caps("GRAY8", 320, 180)};
+  return flip_from_application(c, frame_caps("GRAY8", 640, 360), list[0], "convout", list, 200, 2,
+                               true);
+}
+
+// The input flipped between formats (gray among them) and sizes; the output
+// follows the input's size.
+Outcome flip_input_format_and_size(const Converter &c) {
+  std::vector<std::string> list = {frame_caps("BGRx"), frame_caps("GRAY8"),
+                                   frame_caps("RGB", 96, 72), frame_caps("GRAY8", 96, 72)};
+  return flip_from_application(c, list[0], c.gray_caps("GRAY8"), "incaps", list, 300, 3, false);
+}
+
+// Flushing seeks on a playing pipeline with frames in flight: each answered,
+// the segment of each seek downstream, then frames from its position, and
+// EOS at the end.
+Outcome flushing_seeks(const Converter &c) {
+  Run run(c, "videotestsrc name=src pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames before seeking", yes_no(run.out.wait_count(10)));
+  std::vector<long> firsts;
+  for (int i = 0; i < 20; ++i) {
+    const size_t mark = run.out.size();
+    const long position = (i * 7) % 40;
+    EXPECT_TRUE(gst_element_seek_simple(run.pipeline.get(), GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
+                                        position * kFrame))
+        << "seek " << i;
+    EXPECT_EQ(gst_element_get_state(run.pipeline.get(), nullptr, nullptr, kGenerous),
+              GST_STATE_CHANGE_SUCCESS);
+    // the first buffer after this seek's flush and segment (prerolling took one)
+    std::lock_guard<std::mutex> hold(run.out.lock);
+    const auto &items = run.out.items;
+    auto flushed = std::find(items.begin() + mark, items.end(), "flush-stop");
+    auto segment = std::find_if(flushed, items.end(), [](const std::string &item) {
+      return item.rfind("segment", 0) == 0;
+    });
+    auto first =
+        std::find_if(segment, items.end(), [](const std::string &item) { return item[0] == 'b'; });
+    firsts.push_back(first == items.end() ? -1 : std::stol(first->substr(1)));
+  }
+  outcome.note("first frame after each seek", runs(firsts));
+  gst_element_send_event(run.pipeline.get(), gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  run.report(outcome);
+  return outcome;
+}
+
+// Flushes from the application's thread while a second thread pushes as
+// fast as it can, as a flushing seek does it: flush-start, then, holding
+// the stream lock, flush-stop and a segment. Each flush waits until pushes
+// have gone through and one has met it; after the last one five frames
+// come out, then EOS.
+Outcome flush_from_another_thread(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  std::vector<TestFrame> pool;
+  for (int i = 0; i < 4; ++i) pool.push_back(random_frame(PixelLayout::BGRx, kWidth, kHeight));
+  std::mutex stream_lock;  // what GstPad's stream lock is to a source's task
+  std::atomic<bool> stop{false};
+  std::atomic<long> ok{0}, flushing{0}, other{0};
+  std::thread streaming([&] {
+    for (long i = 0; !stop; ++i) {
+      GstFlowReturn ret;
+      {
+        std::lock_guard<std::mutex> hold(stream_lock);
+        ret = src.push(buffer_for(pool[i % pool.size()]), i);
+      }
+      (ret == GST_FLOW_OK ? ok : ret == GST_FLOW_FLUSHING ? flushing : other)++;
+      if (ret == GST_FLOW_FLUSHING) g_usleep(100);  // a paused task lets the seek take the lock
+    }
+  });
+  // A flush once pushes have gone through since the last one; its
+  // flush-stop once a push has met its flush-start.
+  auto flush = [&] {
+    const bool pushed = wait_for(ok, ok.load() + 3, 20000);
+    const long met = flushing.load();
+    EXPECT_TRUE(src.event(gst_event_new_flush_start()));
+    const bool was_met = wait_for(flushing, met + 1, 20000);
+    std::lock_guard<std::mutex> hold(stream_lock);
+    EXPECT_TRUE(src.event(gst_event_new_flush_stop(TRUE)));
+    EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
+    return pushed && was_met;
+  };
+  bool every_flush_met = true;
+  for (int i = 0; i < 20; ++i) every_flush_met = flush() && every_flush_met;
+  stop = true;
+  streaming.join();
+  outcome.note("pushes went through and met every flush", yes_no(every_flush_met));
+  outcome.note("pushes returning neither OK nor FLUSHING", other.load());
+  EXPECT_TRUE(src.event(gst_event_new_flush_start()));  // drops what is still in flight
+  EXPECT_TRUE(src.event(gst_event_new_flush_stop(TRUE)));
+  EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
+  const size_t mark = run.out.size();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("after the last flush", run.out.sequence(mark));
+  run.report(outcome);
+  return outcome;
+}
+
+// Downstream ends first (identity eos-after): the pipeline still ends with
+// EOS, as many frames reach the sink.
+Outcome eos_from_downstream_first(const Converter &c) {
+  Run run(c, "videotestsrc num-buffers=300 pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) +
+                 " ! identity eos-after=10 ! fakesink name=sink sync=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// PAUSED, PLAYING and READY in turn with frames in flight (a sink that
+// syncs keeps them held); in PLAYING until a new frame has come each time.
+Outcome state_cycles(const Converter &c) {
+  Run run(c,
+          "videotestsrc name=src pattern=ball ! " + frame_caps("BGRx", kWidth, kHeight, 1000) +
+              " ! " + c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=true",
+          GST_MSECOND);
+  Outcome outcome;
+  bool changes = true, frames = true;
+  for (int i = 0; i < 30; ++i)
+    for (GstState state : {GST_STATE_PAUSED, GST_STATE_PLAYING, GST_STATE_READY}) {
+      const long before = run.out.count();
+      changes = gst_element_set_state(run.pipeline.get(), state) != GST_STATE_CHANGE_FAILURE &&
+                gst_element_get_state(run.pipeline.get(), nullptr, nullptr, kGenerous) ==
+                    GST_STATE_CHANGE_SUCCESS &&
+                changes;
+      if (state == GST_STATE_PLAYING) frames = run.out.wait_count(before + 2) && frames;
+    }
+  outcome.note("every state change succeeded", yes_no(changes));
+  outcome.note("frames in every PLAYING", yes_no(frames));
+  EXPECT_TRUE(run.play());
+  const long before = run.out.count();
+  outcome.note("frames after the cycles", yes_no(run.out.wait_count(before + 10)));
+  gst_element_send_event(run.element("src"), gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  run.report(outcome);
+  return outcome;
+}
+
+// An appsink holding two samples that the application stops pulling (until
+// the pipeline stands behind it) and then pulls to the end.
+Outcome appsink_stops_and_resumes(const Converter &c) {
+  Run run(c, "videotestsrc num-buffers=120 pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) +
+                 " ! appsink name=sink sync=false max-buffers=2 drop=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  GstAppSink *sink = GST_APP_SINK(run.element("sink"));
+  long pulled = 0;
+  for (; pulled < 20; ++pulled) {
+    GstSample *sample = gst_app_sink_try_pull_sample(sink, kGenerous);
+    if (!sample) break;
+    gst_sample_unref(sample);
+  }
+  // two queued in the appsink, one waiting in its render
+  outcome.note("stood behind the stopped appsink", yes_no(run.out.wait_count(pulled + 3)));
+  pulled += pull_all(run);
+  outcome.note("frames pulled", pulled);
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  run.report(outcome);
+  return outcome;
+}
+
+// QoS: after frame 1 a QoS event says frames before 1 s are late; frame 15
+// is dropped, 60 and 61 come out, 60 flagged DISCONT, and the QoS message
+// counts two processed and one dropped.
+Outcome qos(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! appsink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  GstAppSink *sink = GST_APP_SINK(run.element("sink"));
+  for (long i : {0, 1, 15, 60, 61}) {
+    if (i == 15) {
+      GstPad *pad = gst_element_get_static_pad(run.element("convin"), "src");
+      gst_pad_send_event(pad, gst_event_new_qos(GST_QOS_TYPE_UNDERFLOW, 1.0, 0, GST_SECOND));
+      gst_object_unref(pad);
+    }
+    EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+    if (i == 15) continue;
+    GstSample *sample = gst_app_sink_try_pull_sample(sink, kGenerous);
+    EXPECT_NE(sample, nullptr) << "no frame " << i;
+    if (sample) gst_sample_unref(sample);
+  }
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("DISCONT", runs(run.out.discont));
+  {
+    std::lock_guard<std::mutex> hold(run.bus.lock);
+    outcome.note("QoS messages", listed(run.bus.qos));
+  }
+  run.report(outcome);
+  return outcome;
+}
+
+// Segments of rate 1, 2, -1 and -4 (trick mode) in turn, frames in each in
+// the segment's direction: all at the sink in order, the segments with them.
+Outcome rates_and_reverse(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  for (long i = 0; i < 5; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  EXPECT_TRUE(src.segment(2.0, 5 * kFrame, GST_CLOCK_TIME_NONE));
+  for (long i = 5; i < 10; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  EXPECT_TRUE(src.segment(-1.0, 10 * kFrame, 20 * kFrame));
+  for (long i = 19; i >= 10; --i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  EXPECT_TRUE(src.segment(-4.0, 20 * kFrame, 40 * kFrame, GST_SEGMENT_FLAG_TRICKMODE));
+  for (long i = 39; i >= 20; i -= 4) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// GAP events between frames keep their place.
+Outcome gap_events(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  for (long i = 0; i < 14; ++i) {
+    if (i == 5 || i == 10 || i == 11)
+      EXPECT_TRUE(src.event(gst_event_new_gap(i * kFrame, kFrame)));
+    else
+      EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  }
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// DRAIN mid-stream returns once every frame before it is out; ALLOCATION
+// is answered; POSITION then is the end of the last frame out.
+Outcome drain_and_allocation(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  for (long i = 0; i < 6; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  GstQuery *drain = gst_query_new_drain();
+  outcome.note("DRAIN answered", yes_no(gst_pad_peer_query(src.pad, drain)));
+  gst_query_unref(drain);
+  outcome.note("frames out when DRAIN returned", run.out.count());
+  GstPad *convin_src = gst_element_get_static_pad(run.element("convin"), "src");
+  gint64 position = -1;
+  outcome.note("POSITION answered",
+               yes_no(gst_pad_query_position(convin_src, GST_FORMAT_TIME, &position)));
+  outcome.note("POSITION in frames", position < 0 ? -1 : run.out.index_of(position));
+  gst_object_unref(convin_src);
+  for (long i = 6; i < 9; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  GstCaps *caps = gst_caps_from_string(frame_caps("BGRx").c_str());
+  GstQuery *allocation = gst_query_new_allocation(caps, TRUE);
+  gst_caps_unref(caps);
+  outcome.note("ALLOCATION answered", yes_no(gst_pad_peer_query(src.pad, allocation)));
+  outcome.note("video meta accepted", yes_no(gst_query_find_allocation_meta(
+                                          allocation, GST_VIDEO_META_API_TYPE, nullptr)));
+  gst_query_unref(allocation);
+  for (long i = 9; i < 12; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// A live source into a sink that syncs: LATENCY answered as live, every
+// frame out in order, EOS. The latency's value is a detail: cudagray adds
+// the frames it may hold, as documented.
+Outcome live_source(const Converter &c) {
+  Run run(c,
+          "videotestsrc is-live=true num-buffers=60 pattern=ball ! " +
+              frame_caps("BGRx", kWidth, kHeight, 100) + " ! " + c.slot(c.gray_caps("GRAY8")) +
+              " ! fakesink name=sink sync=true",
+          GST_SECOND / 100);
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames", yes_no(run.out.wait_count(10)));
+  GstQuery *latency = gst_query_new_latency();
+  const bool answered = gst_element_query(run.pipeline.get(), latency);
+  gboolean live = FALSE;
+  GstClockTime min = 0, max = 0;
+  gst_query_parse_latency(latency, &live, &min, &max);
+  gst_query_unref(latency);
+  outcome.note("LATENCY answered", yes_no(answered));
+  outcome.note("live", yes_no(live));
+  outcome.note("min latency at most max", yes_no(!GST_CLOCK_TIME_IS_VALID(max) || min <= max));
+  outcome.details +=
+      "latency: min " + std::to_string(min) + " ns, max " + std::to_string(max) + " ns\n";
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("frames out", runs(run.out.indices));
+  run.report(outcome);
+  return outcome;
+}
+
+// How a frame carries its crop meta (32x20 at (2, 4)) of a 64x48 RGB frame.
+enum class Crop {
+  kVideoMetaFullFrame,  // GStreamer's way: caps of the crop's size, a video meta of the frame's
+  kVideoMetaCapsSize,   // a region of interest inside a frame of the caps' size, video meta too
+  kNoVideoMeta,         // the frame is the caps' size, GStreamer's own layout
+};
+
+// RGB frames carrying a GstVideoCropMeta. videoconvert may ignore the crop,
+// so what is compared is what both show: every frame out, its caps, no
+// error.
+Outcome crop_meta(const Converter &c, Crop crop) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"),
+                crop == Crop::kVideoMetaFullFrame ? frame_caps("RGB", 32, 20) : frame_caps("RGB"));
+  int refused = 0;
+  for (long i = 0; i < 10; ++i) {
+    GstBuffer *buf;
+    if (crop != Crop::kNoVideoMeta) {
+      buf = buffer_for(random_frame(PixelLayout::RGB, kWidth, kHeight));
+    } else {
+      GstVideoInfo info;
+      gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, kWidth, kHeight);
+      std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+      fill_random(bytes);
+      buf = gst_buffer_new_memdup(bytes.data(), bytes.size());
+    }
+    GstVideoCropMeta *meta = gst_buffer_add_video_crop_meta(buf);
+    meta->x = 2;
+    meta->y = 4;
+    meta->width = 32;
+    meta->height = 20;
+    if (src.push(buf, i) != GST_FLOW_OK) ++refused;
+  }
+  outcome.note("pushes refused", refused);
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("output", listed(run.out.caps_out));
+  run.report(outcome, false);
+  return outcome;
+}
+
+// ------------------------------------------------------------------ the table
+
+struct Scenario {
+  const char *name;
+  std::function<Outcome(const Converter &)> run;
+};
+
+const std::vector<Scenario> &scenarios() {
+  static const std::vector<Scenario> table = {
+      {"relink_src_pad", relink_src_pad},
+      {"tee_branches_idle_and_block", tee_branches},
+      {"flip_output_format_from_bgrx", flip_output_format_from_bgrx},
+      {"flip_output_format_from_gray8", flip_output_format_from_gray8},
+      {"flip_output_size_through_passthrough", flip_output_size_through_passthrough},
+      {"flip_input_format_and_size", flip_input_format_and_size},
+      {"flushing_seeks", flushing_seeks},
+      {"flush_from_another_thread", flush_from_another_thread},
+      {"eos_from_downstream_first", eos_from_downstream_first},
+      {"state_cycles_with_frames_in_flight", state_cycles},
+      {"appsink_stops_and_resumes", appsink_stops_and_resumes},
+      {"qos", qos},
+      {"rates_and_reverse_playback", rates_and_reverse},
+      {"gap_events", gap_events},
+      {"drain_and_allocation_mid_stream", drain_and_allocation},
+      {"live_source", live_source},
+      {"crop_meta_with_video_meta",
+       [](const Converter &c) { return crop_meta(c, Crop::kVideoMetaFullFrame); }},
+      {"crop_meta_inside_caps_size_with_video_meta",
+       [](const Converter &c) { return crop_meta(c, Crop::kVideoMetaCapsSize); }},
+      {"crop_meta_without_video_meta",
+       [](const Converter &c) { return crop_meta(c, Crop::kNoVideoMeta); }},
+  };
+  return table;
+}
+
+const std::vector<Converter> &converters() {
+  static const std::vector<Converter> all = [] {
+    std::vector<Converter> list = {{"control", "", 0, false}};
+    for (const char *backend : {"cpu", "cuda"})
+      for (int inflight : {0, 1, 4, 16})
+        for (bool cuda_memory : {false, true}) {
+          if (cuda_memory && std::string(backend) == "cpu") continue;
+          list.push_back({std::string(backend) + "_inflight" + std::to_string(inflight) +
+                              (cuda_memory ? "_cudamemory" : "_system"),
+                          backend, inflight, cuda_memory});
+        }
+    return list;
+  }();
+  return all;
+}
+
+// The control's outcome of a scenario, run once per process.
+const Outcome &control_outcome(size_t scenario) {
+  static std::map<size_t, Outcome> cache;
+  auto it = cache.find(scenario);
+  if (it == cache.end())
+    it = cache.emplace(scenario, scenarios()[scenario].run(converters()[0])).first;
+  return it->second;
+}
+
+class Contract : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(Contract, SameOutcomeAsTheControl) {
+  const size_t scenario = std::get<0>(GetParam());
+  const Converter &converter = converters()[std::get<1>(GetParam())];
+  if (converter.backend == "cuda") {
+    SKIP_WITHOUT_GPU();
+#ifndef CUDAGRAY_TEST_HAVE_CUDA
+    GTEST_SKIP() << "this build of the plugin has no CUDA backend";
+#endif
+  }
+  const Outcome &control = control_outcome(scenario);
+  if (converter.is_control()) {
+    std::printf("%s", (control.text() + control.details).c_str());
+    return;
+  }
+  const Outcome ours = scenarios()[scenario].run(converter);
+  EXPECT_EQ(ours.text(), control.text()) << "cudagray said:\n"
+                                         << ours.details << "the control said:\n"
+                                         << control.details;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, Contract,
+                         ::testing::Combine(::testing::Range(size_t{0}, scenarios().size()),
+                                            ::testing::Range(size_t{0}, converters().size())),
+                         [](const ::testing::TestParamInfo<Contract::ParamType> &info) {
+                           return std::string(scenarios()[std::get<0>(info.param)].name) + "_" +
+                                  converters()[std::get<1>(info.param)].name;
+                         });
+
+}  // namespace
+}  // namespace cudagray::test
