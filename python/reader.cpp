@@ -14,9 +14,15 @@ namespace {
 
 PyTypeObject *reader_type;
 
-/* how long a pull waits before Python gets to handle signals (Ctrl-C) */
+/* How long a pull waits before Python gets to run signal handlers (Ctrl-C,
+ * a SIGTERM handler that closes the reader); close() does not wait for it:
+ * the pipeline's stop wakes the pull at once. */
 constexpr GstClockTime pull_timeout = 100 * GST_MSECOND;
 
+/* The pipeline's fields are read and cleared only with the GIL held, the
+ * lock between next() and close() in any threads: a next() waiting in a pull
+ * holds its own reference to the sink, and close() clears the fields before
+ * it stops the pipeline, which ends that pull. */
 struct Reader {
   PyObject_HEAD GstElement *pipeline; /* NULL once closed */
   GstElement *sink;
@@ -28,16 +34,22 @@ struct Reader {
 
 Reader *as_reader(PyObject *self) { return reinterpret_cast<Reader *>(self); }
 
+/* Closes the reader: from here on every next() ends the iteration. */
 void stop(Reader *reader) {
-  if (!reader->pipeline) return;
-  /* joins the streaming threads, which never need the GIL */
-  {
-    GilReleased released;
-    gst_element_set_state(reader->pipeline, GST_STATE_NULL);
-  }
-  gst_clear_object(&reader->bus);
-  gst_clear_object(&reader->sink);
-  gst_clear_object(&reader->pipeline);
+  GstElement *pipeline = reader->pipeline;
+  if (!pipeline) return;
+  GstElement *sink = reader->sink;
+  GstBus *bus = reader->bus;
+  reader->pipeline = NULL;
+  reader->sink = NULL;
+  reader->bus = NULL;
+  /* joins the streaming threads, which never need the GIL, and wakes the
+   * pulls of other threads' next() */
+  GilReleased released;
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
 }
 
 /* Raises cudagray.Error from the first error on the bus, named by the
@@ -58,26 +70,30 @@ bool raise_bus_error(Reader *reader) {
   return true;
 }
 
+/* The next frame; NULL without an exception (StopIteration) at the end of
+ * the stream and once the reader is closed, also when it is closed while
+ * this waits, by another thread or a signal handler. */
 PyObject *reader_next(PyObject *self) {
   Reader *reader = as_reader(self);
-  if (!reader->pipeline) {
-    PyErr_SetString(PyExc_ValueError, "the reader is closed");
-    return NULL;
-  }
   release_consumed_frames();
   for (;;) {
+    if (!reader->pipeline) return NULL;
     if (raise_bus_error(reader)) {
       stop(reader);
       return NULL;
     }
-    if (reader->finished) return NULL; /* StopIteration */
+    if (reader->finished) return NULL;
+    GstAppSink *sink = GST_APP_SINK(gst_object_ref(reader->sink));
     GstSample *sample;
+    bool eos = false;
     {
       GilReleased released;
-      sample = gst_app_sink_try_pull_sample(GST_APP_SINK(reader->sink), pull_timeout);
+      sample = gst_app_sink_try_pull_sample(sink, pull_timeout);
+      if (!sample) eos = gst_app_sink_is_eos(sink);
+      gst_object_unref(sink);
     }
     if (sample) return frame_new(sample, reader->layout);
-    reader->finished = gst_app_sink_is_eos(GST_APP_SINK(reader->sink));
+    reader->finished = eos;
     if (PyErr_CheckSignals() < 0) {
       stop(reader);
       return NULL;
@@ -117,7 +133,9 @@ void reader_dealloc(PyObject *self) {
 
 PyMethodDef reader_methods[] = {
     {"close", reader_close, METH_NOARGS,
-     "Stops the pipeline. Frames already handed out stay valid."},
+     "Stops the pipeline; safe from any thread and from signal handlers. A next() waiting for a "
+     "frame then ends the iteration (StopIteration), as every later one does. Frames already "
+     "handed out stay valid."},
     {"__enter__", reader_enter, METH_NOARGS, NULL},
     {"__exit__", reader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

@@ -176,8 +176,9 @@ class SystemFrames(unittest.TestCase):
         with cudagray.open(ball(n=7), backend="cpu") as reader:
             self.assertEqual(len(list(reader)), 7)
             self.assertEqual(list(reader), [])
-        with self.assertRaisesRegex(ValueError, "closed"):
-            next(reader)
+        # closed, wherever a reading thread is: the iteration ends
+        self.assertTrue(reader.closed)
+        self.assertEqual(list(reader), [])
 
     def test_frame_from_sample(self):
         (_, rows), = reference(ball(n=1), backend="cpu")
@@ -249,6 +250,65 @@ class Reader(unittest.TestCase):
         output, _ = process.communicate(timeout=30)
         self.assertEqual(output, "interrupted, closed: True\n")
         self.assertEqual(process.returncode, 0)
+
+    # a live source whose second frame is an hour away: next() waits for it
+    LIVE_HOUR = "videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=1/3600"
+
+    def run_child(self, code, send_signal=None):
+        """Runs code in a python3 of its own (a hang or a crash there fails
+        this test instead of ending the run); with send_signal, sends it once
+        the child printed its first line. Gives (stdout, stderr)."""
+        process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        first = ""
+        if send_signal is not None:
+            first = process.stdout.readline()
+            process.send_signal(send_signal)
+        try:
+            output, errors = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, errors = process.communicate()
+            self.fail(f"no exit within 120 s; output {first + output!r}, stderr {errors[-2000:]!r}")
+        self.assertFalse("CRITICAL" in errors, errors[-2000:])
+        self.assertEqual(process.returncode, 0, errors[-2000:])
+        return first + output, errors
+
+    def test_close_from_another_thread_ends_a_waiting_next(self):
+        output, _ = self.run_child(f"""
+            import threading, cudagray
+            reader = cudagray.open("{self.LIVE_HOUR}", backend="cpu")
+            first_frame = threading.Event()
+            ended = []
+            def read():
+                try:
+                    for frame in reader:
+                        first_frame.set()  # the next frame waits an hour
+                    ended.append("StopIteration")
+                except BaseException as error:
+                    ended.append(repr(error))
+                    first_frame.set()
+            worker = threading.Thread(target=read, daemon=True)
+            worker.start()
+            assert first_frame.wait(60), "no first frame in 60 s"
+            closer = threading.Thread(target=reader.close, daemon=True)
+            closer.start()
+            closer.join(60)
+            worker.join(60)
+            print("close returned:", not closer.is_alive(), "next:", ended, "closed:", reader.closed)
+        """)
+        self.assertEqual(output, "close returned: True next: ['StopIteration'] closed: True\n")
+
+    def test_close_from_a_signal_handler_ends_the_iteration(self):
+        output, _ = self.run_child(f"""
+            import signal, cudagray
+            reader = cudagray.open("{self.LIVE_HOUR}", backend="cpu")
+            signal.signal(signal.SIGTERM, lambda *_: reader.close())
+            for frame in reader:
+                print("reading", flush=True)
+            print("ended, closed:", reader.closed)
+        """, send_signal=signal.SIGTERM)
+        self.assertEqual(output, "reading\nended, closed: True\n")
 
     def test_rss_flat_over_100000_frames(self):
         source = "videotestsrc num-buffers=100000 pattern=ball ! video/x-raw,format=RGB,width=64,height=48"
