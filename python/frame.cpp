@@ -307,7 +307,10 @@ PyType_Slot frame_slots[] = {
     {0, NULL},
 };
 
-PyType_Spec frame_spec = {"cudagray.Frame", sizeof(Frame), 0, Py_TPFLAGS_DEFAULT, frame_slots};
+/* not from Python: readers and frame_from_sample() make frames, and object.__new__ would give
+ * one that nothing was read into */
+PyType_Spec frame_spec = {"cudagray.Frame", sizeof(Frame), 0,
+                          Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, frame_slots};
 
 }  // namespace
 

@@ -158,7 +158,10 @@ PyType_Slot reader_slots[] = {
     {0, NULL},
 };
 
-PyType_Spec reader_spec = {"cudagray.Reader", sizeof(Reader), 0, Py_TPFLAGS_DEFAULT, reader_slots};
+/* not from Python: cudagray.open() makes readers, and object.__new__ would give
+ * one that nothing was read into */
+PyType_Spec reader_spec = {"cudagray.Reader", sizeof(Reader), 0,
+                           Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, reader_slots};
 
 /* The text GStreamer deserializes into a property: bools as true/false,
  * sequences (weights) joined by commas, anything else as str() gives it. */

@@ -310,6 +310,18 @@ class Reader(unittest.TestCase):
         """, send_signal=signal.SIGTERM)
         self.assertEqual(output, "reading\nended, closed: True\n")
 
+    def test_types_are_not_made_from_python(self):
+        output, _ = self.run_child("""
+            import cudagray
+            for make in (cudagray.Frame, cudagray.Reader):
+                try:
+                    made = make()
+                    print(make.__name__, "made:", made.pts if make is cudagray.Frame else made.description)
+                except TypeError as error:
+                    print(make.__name__, "TypeError")
+        """)
+        self.assertEqual(output, "Frame TypeError\nReader TypeError\n")
+
     def test_rss_flat_over_100000_frames(self):
         source = "videotestsrc num-buffers=100000 pattern=ball ! video/x-raw,format=RGB,width=64,height=48"
         with cudagray.open(source, backend="cpu") as reader:
