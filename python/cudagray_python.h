@@ -29,6 +29,8 @@ class GilReleased {
 
 /* cudagray.Error: what GStreamer reported, naming the element. */
 extern PyObject *error_type;
+/* cudagray.Warning: a warning GStreamer posted, naming the element. */
+extern PyObject *warning_type;
 
 /* The layout of the frames of one caps, read once per caps rather than
  * once per frame. */

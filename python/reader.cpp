@@ -73,10 +73,35 @@ bool raise_bus_error(Reader *reader) {
 /* The next frame; NULL without an exception (StopIteration) at the end of
  * the stream and once the reader is closed, also when it is closed while
  * this waits, by another thread or a signal handler. */
+/* Hands the warnings on the bus to Python's warnings module as
+ * cudagray.Warning, named by the element that posted them; false with the
+ * exception set when a filter made one an error. */
+bool warn_bus_warnings(Reader *reader) {
+  GstMessage *message;
+  while (reader->bus && (message = gst_bus_pop_filtered(reader->bus, GST_MESSAGE_WARNING))) {
+    GError *error = NULL;
+    gchar *debug = NULL;
+    gst_message_parse_warning(message, &error, &debug);
+    gchar *element = gst_object_get_path_string(GST_MESSAGE_SRC(message));
+    PyObject *text = PyUnicode_FromFormat("%s: %s%s%s", element, error->message, debug ? "\n" : "",
+                                          debug ? debug : "");
+    g_free(element);
+    g_free(debug);
+    g_error_free(error);
+    gst_message_unref(message);
+    const char *utf8 = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+    const bool warned = utf8 && PyErr_WarnEx(warning_type, utf8, 1) == 0;
+    Py_XDECREF(text);
+    if (!warned) return false;
+  }
+  return true;
+}
+
 PyObject *reader_next(PyObject *self) {
   Reader *reader = as_reader(self);
   release_consumed_frames();
   for (;;) {
+    if (!warn_bus_warnings(reader)) return NULL;
     if (!reader->pipeline) return NULL;
     if (raise_bus_error(reader)) {
       stop(reader);
@@ -304,15 +329,56 @@ bool pop_options(PyObject *kwargs, Options *options) {
   return true;
 }
 
+/* Where the frames go: system memory, CUDA memory, or, for memory="auto"
+ * where CUDA memory may be had, whichever cudagray's backend writes. */
+enum class Memory { system, cuda, backends_choice };
+
 /* The caps after cudagray: the format, the size asked for (cudagray scales
- * to it), and CUDA memory when frames stay on the GPU. */
-GstCaps *output_caps(const Options &options, bool on_cuda) {
+ * to it), in CUDA memory, system memory, or for the backend's choice CUDA
+ * memory then system memory (choose_memory_once_open keeps one). */
+GstCaps *output_caps(const Options &options, Memory memory) {
   GstCaps *caps =
       gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, options.format.c_str(), NULL);
   if (options.width) gst_caps_set_simple(caps, "width", G_TYPE_INT, options.width, NULL);
   if (options.height) gst_caps_set_simple(caps, "height", G_TYPE_INT, options.height, NULL);
-  if (on_cuda) gst_caps_set_features(caps, 0, gst_caps_features_new("memory:CUDAMemory", NULL));
-  return caps;
+  if (memory == Memory::system) return caps;
+  GstCaps *in_cuda = gst_caps_copy(caps);
+  gst_caps_set_features(in_cuda, 0, gst_caps_features_new("memory:CUDAMemory", NULL));
+  if (memory == Memory::cuda) {
+    gst_caps_unref(caps);
+    return in_cuda;
+  }
+  return gst_caps_merge(in_cuda, caps);
+}
+
+/* memory="auto": at the first caps query the appsink answers, cudagray has
+ * opened its backend (elements start from the sink up, before any data
+ * flows), and the appsink keeps the caps of the memory that backend writes:
+ * CUDA memory for the CUDA backend, system memory when backend=auto fell back
+ * to the CPU (cudagray's stats say the device, -1 for the CPU). */
+GstPadProbeReturn choose_memory_once_open(GstPad *pad, GstPadProbeInfo *info, gpointer) {
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY(info);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_CAPS && GST_QUERY_TYPE(query) != GST_QUERY_ACCEPT_CAPS)
+    return GST_PAD_PROBE_OK;
+  GstElement *sink = gst_pad_get_parent_element(pad);
+  GstObject *pipeline = gst_object_get_parent(GST_OBJECT(sink));
+  GstElement *cudagray = pipeline ? gst_bin_get_by_name(GST_BIN(pipeline), "cudagray") : NULL;
+  gint device = -1;
+  GstStructure *stats = NULL;
+  if (cudagray) g_object_get(cudagray, "stats", &stats, NULL);
+  if (stats) gst_structure_get_int(stats, "cuda-device-id", &device);
+  GstCaps *both = NULL;
+  g_object_get(sink, "caps", &both, NULL);
+  GstCaps *chosen = gst_caps_copy_nth(both, device >= 0 ? 0 : 1);
+  GST_INFO_OBJECT(sink, "cudagray converts on device %d: %" GST_PTR_FORMAT, device, chosen);
+  g_object_set(sink, "caps", chosen, NULL);
+  gst_caps_unref(chosen);
+  gst_caps_unref(both);
+  if (stats) gst_structure_free(stats);
+  if (cudagray) gst_object_unref(cudagray);
+  if (pipeline) gst_object_unref(pipeline);
+  gst_object_unref(sink);
+  return GST_PAD_PROBE_REMOVE;
 }
 
 /* Builds the pipeline into reader; false with a Python exception set. */
@@ -343,16 +409,16 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   GstElement *cudagray = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray");
   std::string element = "cudagray";
   bool ok = set_properties(cudagray, properties, &element);
-  bool on_cuda = false;
+  Memory memory = Memory::system;
   if (ok && options.memory != "system") {
     const std::string why = cuda_output_unavailable(cudagray);
     if (options.memory == "cuda" && !why.empty()) {
       PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
       ok = false;
     }
-    on_cuda = why.empty();
+    if (why.empty()) memory = options.memory == "cuda" ? Memory::cuda : Memory::backends_choice;
   }
-  if (ok && on_cuda) {
+  if (ok && memory != Memory::system) {
     std::string why;
     GstContext *context = primary_cuda_context(cuda_device(cudagray), &why);
     if (context) {
@@ -366,8 +432,14 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   }
   gst_object_unref(cudagray);
   if (!ok) return false;
-  GstCaps *caps = output_caps(options, on_cuda);
+  GstCaps *caps = output_caps(options, memory);
   g_object_set(reader->sink, "caps", caps, NULL);
+  if (memory == Memory::backends_choice) {
+    GstPad *pad = gst_element_get_static_pad(reader->sink, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, choose_memory_once_open, NULL,
+                      NULL);
+    gst_object_unref(pad);
+  }
   gchar *caps_text = gst_caps_to_string(caps);
   gst_caps_unref(caps);
   const std::string shown = uri ? std::string("uridecodebin uri=") + source : std::string(source);
@@ -417,6 +489,11 @@ PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
   if (started == GST_STATE_CHANGE_FAILURE) {
     if (!raise_bus_error(reader))
       PyErr_Format(error_type, "the pipeline \"%U\" could not start", reader->description);
+    Py_DECREF(self);
+    return NULL;
+  }
+  /* those of the start, such as cudagray's fallback to the CPU */
+  if (!warn_bus_warnings(reader)) {
     Py_DECREF(self);
     return NULL;
   }

@@ -16,6 +16,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import warnings
 
 import numpy as np
 
@@ -232,6 +233,29 @@ class Reader(unittest.TestCase):
         with self.assertRaisesRegex(cudagray.Error, "backend=cpu"):
             cudagray.open(ball(n=1), backend="cpu", memory="cuda")
 
+    def test_bus_warnings_reach_the_warnings_module_once_each(self):
+        # matrix does not apply to YUV input: cudagray warns once, on any machine
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with cudagray.open(ball(n=5).replace("RGB", "I420"), backend="cpu", matrix="bt709") as reader:
+                self.assertEqual(len(list(reader)), 5)
+        ours = [str(w.message) for w in caught if issubclass(w.category, cudagray.Warning)]
+        self.assertEqual(len(ours), 1, [str(w.message) for w in caught])
+        self.assertRegex(ours[0], r"^/GstPipeline:pipeline\d+/GstCudaGray:cudagray: matrix and weights do not apply")
+        self.assertTrue(issubclass(cudagray.Warning, RuntimeWarning))
+
+    def test_memory_auto_is_system_when_the_backend_falls_back_to_the_cpu(self):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with cudagray.open(ball(n=3), memory="auto") as reader:
+                opened = [str(w.message) for w in caught if issubclass(w.category, cudagray.Warning)]
+                frames = list(reader)
+        fallback = [text for text in opened if "Converting on the CPU instead" in text]
+        if not fallback and frames and frames[0].device != "cpu":
+            self.skipTest("cudagray converts with CUDA here (CudaFrames checks the fallback with a fault)")
+        self.assertEqual(len(fallback), 1, opened)
+        self.assertEqual([frame.device for frame in frames], ["cpu"] * 3)
+
     def test_keyboard_interrupt_stops_the_pipeline(self):
         child = textwrap.dedent("""
             import cudagray
@@ -402,6 +426,30 @@ class CudaFrames(unittest.TestCase):
                 sums.append(tensors[-1].sum(dtype=torch.int64))
         stream.synchronize()  # before the tensors (and their buffers) go
         self.assertEqual([int(s) for s in sums], expected)
+
+    def test_memory_auto_follows_the_fallback_to_the_cpu(self):
+        # a fault-injection build (CI's): the CUDA backend fails to open, so
+        # backend=auto converts on the CPU, and memory="auto" must then give
+        # system-memory frames rather than a negotiation error
+        import ctypes
+
+        plugin = ctypes.CDLL(os.path.join(os.environ["GST_PLUGIN_PATH_1_0"], "libgstcudagray.so"))
+        if not hasattr(plugin, "cudagray_inject_cuda_fault"):
+            self.skipTest("the plugin was built without -Dfault-injection=enabled")
+        expected = self.cpu_path(ball(n=5))
+        plugin.cudagray_inject_cuda_fault(b"cudaGetDevice")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with cudagray.open(ball(n=5), memory="auto") as reader:
+                    frames = list(reader)
+        finally:
+            plugin.cudagray_inject_cuda_fault(b"")
+        self.assertTrue(any("Converting on the CPU instead" in str(w.message) for w in caught
+                            if issubclass(w.category, cudagray.Warning)), [str(w.message) for w in caught])
+        self.assertEqual([frame.device for frame in frames], ["cpu"] * 5)
+        for frame, rows in zip(frames, expected):
+            np.testing.assert_array_equal(np.asarray(frame), rows)
 
     def test_device_memory_flat_over_10000_frames(self):
         import torch
