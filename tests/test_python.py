@@ -181,6 +181,19 @@ class SystemFrames(unittest.TestCase):
         self.assertTrue(reader.closed)
         self.assertEqual(list(reader), [])
 
+    def test_dlpack_stream_of_a_system_frame(self):
+        # the array API: on the CPU only None is a stream (and -1, nothing to
+        # synchronize); 0 is no stream anywhere
+        with cudagray.open(ball(n=1), backend="cpu") as reader:
+            frame, = reader
+        for stream in (None, -1):
+            self.assertIsNotNone(frame.__dlpack__(stream=stream))
+        for stream in (0, 1, 2, 12345):
+            with self.assertRaisesRegex(ValueError, f"stream={stream}: a frame in system memory"):
+                frame.__dlpack__(stream=stream)
+        with self.assertRaises(TypeError):
+            frame.__dlpack__(stream="default")
+
     def test_frame_from_sample(self):
         (_, rows), = reference(ball(n=1), backend="cpu")
         pipeline = Gst.parse_launch(f"{ball(n=1)} ! cudagray backend=cpu ! video/x-raw,format=GRAY8 ! appsink name=sink")
@@ -195,7 +208,31 @@ class SystemFrames(unittest.TestCase):
             cudagray.frame_from_sample(Gst.Caps.from_string("video/x-raw"))
 
 
-class Reader(unittest.TestCase):
+class InChildProcess:
+    """Runs code in a python3 of its own, so that a hang or a crash fails the
+    test instead of ending the run."""
+
+    def run_child(self, code, send_signal=None):
+        """With send_signal, sends it once the child printed its first line.
+        Gives (stdout, stderr)."""
+        process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        first = ""
+        if send_signal is not None:
+            first = process.stdout.readline()
+            process.send_signal(send_signal)
+        try:
+            output, errors = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, errors = process.communicate()
+            self.fail(f"no exit within 120 s; output {first + output!r}, stderr {errors[-2000:]!r}")
+        self.assertFalse("CRITICAL" in errors, errors[-2000:])
+        self.assertEqual(process.returncode, 0, errors[-2000:])
+        return first + output, errors
+
+
+class Reader(InChildProcess, unittest.TestCase):
     """What needs no reference: errors, Ctrl-C, memory over 10^5 frames."""
 
     def test_a_pipeline_that_does_not_parse_names_the_element(self):
@@ -278,26 +315,6 @@ class Reader(unittest.TestCase):
     # a live source whose second frame is an hour away: next() waits for it
     LIVE_HOUR = "videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=1/3600"
 
-    def run_child(self, code, send_signal=None):
-        """Runs code in a python3 of its own (a hang or a crash there fails
-        this test instead of ending the run); with send_signal, sends it once
-        the child printed its first line. Gives (stdout, stderr)."""
-        process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
-        first = ""
-        if send_signal is not None:
-            first = process.stdout.readline()
-            process.send_signal(send_signal)
-        try:
-            output, errors = process.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, errors = process.communicate()
-            self.fail(f"no exit within 120 s; output {first + output!r}, stderr {errors[-2000:]!r}")
-        self.assertFalse("CRITICAL" in errors, errors[-2000:])
-        self.assertEqual(process.returncode, 0, errors[-2000:])
-        return first + output, errors
-
     def test_close_from_another_thread_ends_a_waiting_next(self):
         output, _ = self.run_child(f"""
             import threading, cudagray
@@ -359,7 +376,7 @@ class Reader(unittest.TestCase):
 
 
 @unittest.skipIf(NO_CUDA, NO_CUDA)
-class CudaFrames(unittest.TestCase):
+class CudaFrames(InChildProcess, unittest.TestCase):
     """Frames kept in CUDA memory, read by PyTorch and CuPy (GPU machine)."""
 
     UPLOADED = ("videotestsrc num-buffers={n} pattern=ball ! video/x-raw,format=RGBA,width=641,height=481"
@@ -426,6 +443,137 @@ class CudaFrames(unittest.TestCase):
                 sums.append(tensors[-1].sum(dtype=torch.int64))
         stream.synchronize()  # before the tensors (and their buffers) go
         self.assertEqual([int(s) for s in sums], expected)
+
+    # 640x360 frames that differ one from the next: a frame given back to
+    # cudagray's pool too early is overwritten, and its sum changes
+    STREAMED = UPLOADED.format(n=300).replace("641,height=481", "640,height=360")
+
+    def streamed_sums(self):
+        reference_source = self.STREAMED.replace(" ! cudaupload ! video/x-raw(memory:CUDAMemory)", "")
+        return [int(rows.sum(dtype=np.int64)) for rows in self.cpu_path(reference_source)]
+
+    def import_cupy(self):
+        try:
+            import cupy
+        except ImportError as error:
+            self.skipTest(f"CuPy is not importable ({error})")
+        return cupy
+
+    def test_dlpack_stream_values(self):
+        import torch
+
+        with cudagray.open(self.UPLOADED.format(n=1), memory="cuda") as reader:
+            frame, = reader
+        # the DLPack specification: 0 is ambiguous, refused
+        with self.assertRaisesRegex(ValueError, "stream=0"):
+            frame.__dlpack__(stream=0)
+        with self.assertRaisesRegex(ValueError, "stream=-2"):
+            frame.__dlpack__(stream=-2)
+        for stream in (None, 1, 2, -1, torch.cuda.Stream().cuda_stream):
+            self.assertIsNotNone(frame.__dlpack__(stream=stream), stream)
+        # read-only, as the buffer protocol says of system frames
+        self.assertIs(frame.__cuda_array_interface__["data"][1], True)
+
+    def test_two_consumers_each_keep_the_frame_until_done(self):
+        # torch on a stream kept busy, then CuPy on an idle one, both letting
+        # go at once: the frame waits for both (it went back to the pool when
+        # CuPy's stream was done, and torch read a later picture in 856 of
+        # 900 frames). torch's sum, queued right behind the busy work, runs
+        # as soon as the event recorded at its __dlpack__ is done.
+        import torch
+
+        cupy = self.import_cupy()
+        expected = self.streamed_sums()
+        busy, idle = torch.cuda.Stream(), cupy.cuda.Stream(non_blocking=True)
+        weights = torch.rand(2048, 2048, device="cuda")
+        torch_sums, cupy_sums = [], []
+        with cudagray.open(self.STREAMED, memory="cuda", max_inflight=4) as reader:
+            for frame in reader:
+                with torch.cuda.stream(busy):
+                    for _ in range(8):
+                        torch.mm(weights, weights)
+                    torch_sums.append(torch.from_dlpack(frame).sum(dtype=torch.int64))
+                with idle:
+                    cupy_sums.append(cupy.from_dlpack(frame).sum(dtype=cupy.int64))
+                del frame  # and both arrays of it, already gone
+        busy.synchronize()
+        idle.synchronize()
+        self.assertEqual([int(total) for total in cupy_sums], expected)
+        wrong = sum(int(total) != want for total, want in zip(torch_sums, expected))
+        self.assertEqual(wrong, 0, f"torch read the wrong picture in {wrong} of {len(expected)} frames")
+
+    def test_a_consumer_stream_destroyed_before_the_frame_is_let_go(self):
+        # `with cupy.cuda.Stream():` destroys the stream at the end of the
+        # block, while the array and the frame live on: releasing the frame
+        # must not touch that stream (it crashed the interpreter)
+        self.import_cupy()
+        expected = self.streamed_sums()[:90]
+        output, _ = self.run_child(f"""
+            import cupy, cudagray
+            sums = []
+            source = {self.STREAMED.replace("num-buffers=300", "num-buffers=90")!r}
+            with cudagray.open(source, memory="cuda") as reader:
+                for frame in reader:
+                    with cupy.cuda.Stream():
+                        gray = cupy.from_dlpack(frame)
+                        total = gray.sum(dtype=cupy.int64)
+                        sums.append(int(total))
+                    del frame, gray  # after their stream is gone
+            print(sums)
+        """)
+        self.assertEqual(output, f"{expected}\n")
+
+    def test_per_thread_default_stream_of_the_exporting_thread(self):
+        # stream=2 is the per-thread default stream of the thread that calls
+        # __dlpack__: the frame waits for that thread's stream even when
+        # another thread lets it go (it waited for the releasing thread's)
+        import threading
+
+        cupy = self.import_cupy()
+        expected = self.streamed_sums()
+        weights = cupy.random.rand(2048, 2048, dtype=cupy.float32)
+        sums, handed_over = [], []
+
+        def consume(frame):
+            with cupy.cuda.Stream.ptds:  # CuPy passes stream=2
+                for _ in range(8):
+                    weights @ weights
+                gray = cupy.from_dlpack(frame)
+                sums.append(gray.sum(dtype=cupy.int64))
+            handed_over.append((frame, gray))  # let go by the main thread
+
+        with cudagray.open(self.STREAMED, memory="cuda", max_inflight=4) as reader:
+            for frame in reader:
+                worker = threading.Thread(target=consume, args=(frame,))
+                worker.start()
+                worker.join(60)
+                self.assertFalse(worker.is_alive(), "the consumer thread did not finish in 60 s")
+                del frame
+                handed_over.clear()
+        cupy.cuda.runtime.deviceSynchronize()
+        wrong = sum(int(total) != want for total, want in zip(sums, expected))
+        self.assertEqual((len(sums), wrong), (len(expected), 0), "frames read, wrong pictures")
+
+    def test_cuda_array_interface_consumer_on_a_busy_stream(self):
+        # no stream handshake: the frame waits at release for the legacy
+        # default stream, so for every blocking stream (CuPy's by default)
+        cupy = self.import_cupy()
+        expected = self.streamed_sums()
+        weights = cupy.random.rand(2048, 2048, dtype=cupy.float32)
+        busy = cupy.cuda.Stream()
+        sums = []
+        with cudagray.open(self.STREAMED, memory="cuda", max_inflight=4) as reader:
+            for frame in reader:
+                interface = frame.__cuda_array_interface__
+                self.assertIs(interface["data"][1], True, "read-only")
+                with busy:
+                    for _ in range(8):
+                        weights @ weights
+                    sums.append(cupy.asarray(frame).sum(dtype=cupy.int64))
+                del frame
+        busy.synchronize()
+        wrong = sum(int(total) != want for total, want in zip(sums, expected))
+        self.assertEqual(wrong, 0, f"CuPy read the wrong picture in {wrong} of {len(expected)} frames")
 
     def test_memory_auto_follows_the_fallback_to_the_cpu(self):
         # a fault-injection build (CI's): the CUDA backend fails to open, so
