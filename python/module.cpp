@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The cudagray module: open(), frame_from_sample(), Frame, Reader, Error, Warning. */
+#include <dlfcn.h>
+
 #include "cudagray_python.h"
 
 GST_DEBUG_CATEGORY(cudagray_python_debug);
@@ -67,6 +69,21 @@ PyModuleDef module_def = {
     NULL,
 };
 
+/* pip installs the plugin in a directory beside the module (meson's
+ * python-wheel), where GStreamer does not look: shows GStreamer the plugins
+ * there, if that directory exists. */
+void register_plugins_beside_module() {
+  Dl_info module;
+  if (!dladdr(reinterpret_cast<void *>(&register_plugins_beside_module), &module) ||
+      !module.dli_fname)
+    return;
+  gchar *module_dir = g_path_get_dirname(module.dli_fname);
+  gchar *plugins = g_build_filename(module_dir, CUDAGRAY_WHEEL_PLUGINS, NULL);
+  if (g_file_test(plugins, G_FILE_TEST_IS_DIR)) gst_registry_scan_path(gst_registry_get(), plugins);
+  g_free(plugins);
+  g_free(module_dir);
+}
+
 }  // namespace
 
 }  // namespace cudagray_python
@@ -80,6 +97,7 @@ PyMODINIT_FUNC PyInit_cudagray(void) {
     return NULL;
   }
   GST_DEBUG_CATEGORY_INIT(cudagray_python_debug, "cudagray-python", 0, "cudagray's Python module");
+  register_plugins_beside_module();
   PyObject *module = PyModule_Create(&module_def);
   if (!module) return NULL;
   error_type = PyErr_NewExceptionWithDoc("cudagray.Error",
