@@ -11,8 +11,12 @@
 #include <gst/cuda/gstcudamemory.h>
 #include <gst/cuda/gstcudautils.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "cudagray_python.h"
 
@@ -103,14 +107,20 @@ class DeviceScope {
 class Event {
  public:
   Event() = default;
-  Event(Event &&other) : event_(other.event_) { other.event_ = nullptr; }
-  Event &operator=(Event &&) = delete;
+  Event(Event &&other) noexcept : event_(other.event_) { other.event_ = nullptr; }
+  /* the other event goes with other */
+  Event &operator=(Event &&other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
   ~Event() {
     if (event_) cudaEventDestroy(event_);
   }
-  bool create(std::string *why) {
+  /* An event after the work queued on stream so far. */
+  bool record(cudaStream_t stream, std::string *why) {
     return checked(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
-                   "cudaEventCreateWithFlags", why);
+                   "cudaEventCreateWithFlags", why) &&
+           checked(cudaEventRecord(event_, stream), "cudaEventRecord", why);
   }
   cudaEvent_t get() const { return event_; }
 
@@ -118,29 +128,57 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-/* A freed frame whose consumer's queued work may still read it: its mapping
- * and sample, held until the event recorded after that work completes. */
-struct HeldFrame {
-  GstVideoFrame video;
-  GstSample *sample;
-  Event consumed;
-  HeldFrame(const GstVideoFrame &mapped, GstSample *held, Event &&event)
-      : video(mapped), sample(held), consumed(std::move(event)) {}
+/* A consumer's work is over when its event is done, or failed: an error is
+ * the consumer's, whose work on the frame has ended either way. */
+bool consumer_done(cudaError_t state) {
+  if (state == cudaErrorNotReady) return false;
+  if (state != cudaSuccess)
+    GST_WARNING("frame released after its consumer failed: %s", cudaGetErrorString(state));
+  return true;
+}
+
+/* A freed frame whose consumers' queued work may still read it: its mapping
+ * and sample, held until every event recorded after that work is done. */
+class HeldFrame {
+ public:
+  HeldFrame(const GstVideoFrame &mapped, GstSample *sample, std::vector<Event> &&consumed)
+      : video_(mapped), sample_(sample), consumed_(std::move(consumed)) {}
   HeldFrame(const HeldFrame &) = delete;
+  HeldFrame &operator=(const HeldFrame &) = delete;
   ~HeldFrame() {
-    if (!sample) return;
-    gst_video_frame_unmap(&video);
-    gst_sample_unref(sample);
+    gst_video_frame_unmap(&video_);
+    gst_sample_unref(sample_);
   }
+  /* Forgets the events that are done; true once none is left. */
+  bool consumers_done() {
+    auto finished = [](const Event &event) { return consumer_done(cudaEventQuery(event.get())); };
+    consumed_.erase(std::remove_if(consumed_.begin(), consumed_.end(), finished), consumed_.end());
+    return consumed_.empty();
+  }
+  /* Blocks until every consumer is done. */
+  void wait() {
+    for (const Event &event : consumed_) consumer_done(cudaEventSynchronize(event.get()));
+    consumed_.clear();
+  }
+
+ private:
+  GstVideoFrame video_;
+  GstSample *sample_;
+  std::vector<Event> consumed_;
 };
 
-/* oldest first; touched with the GIL held */
-std::deque<HeldFrame> held_frames;
+/* released frames, oldest first; touched with the GIL held */
+std::deque<std::unique_ptr<HeldFrame>> held_frames;
 /* past this many, the oldest is waited for: a consumer that never finishes
  * must not make cudagray allocate without end */
 constexpr size_t held_frames_limit = 64;
 
 }  // namespace
+
+/* the events of one frame's consumers, in the order of their exports */
+struct ConsumerEvents {
+  std::vector<Event> recorded;
+};
 
 std::string cuda_frames_unavailable(int device) {
   guint major, minor, micro, nano;
@@ -197,43 +235,48 @@ bool describe_cuda_memory(GstBuffer *buffer, CudaMemoryInfo *info, std::string *
 
 bool order_after(int device, void *pending_stream, void *consumer_stream, std::string *why) {
   DeviceScope scope;
-  Event event;
-  return scope.enter(device, why) && event.create(why) &&
-         checked(cudaEventRecord(event.get(), static_cast<cudaStream_t>(pending_stream)),
-                 "cudaEventRecord", why) &&
-         checked(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer_stream), event.get(), 0),
+  Event produced;
+  return scope.enter(device, why) &&
+         produced.record(static_cast<cudaStream_t>(pending_stream), why) &&
+         checked(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer_stream), produced.get(), 0),
                  "cudaStreamWaitEvent", why);
 }
 
-bool release_after_consumer(GstVideoFrame *video, GstSample *sample, int device,
-                            void *consumer_stream) {
-  std::string why;
+bool record_consumer(ConsumerEvents **events, int device, void *consumer_stream, std::string *why) {
   DeviceScope scope;
   Event consumed;
-  if (!scope.enter(device, &why) || !consumed.create(&why) ||
-      !checked(cudaEventRecord(consumed.get(), static_cast<cudaStream_t>(consumer_stream)),
-               "cudaEventRecord", &why)) {
-    GST_WARNING("frame released without waiting for its consumer: %s", why.c_str());
+  if (!scope.enter(device, why) ||
+      !consumed.record(static_cast<cudaStream_t>(consumer_stream), why))
     return false;
-  }
-  held_frames.emplace_back(*video, sample, std::move(consumed));
-  release_consumed_frames();
+  if (!*events) *events = new ConsumerEvents();
+  (*events)->recorded.push_back(std::move(consumed));
   return true;
 }
 
+void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
+                             ConsumerEvents *events) {
+  std::vector<Event> consumed;
+  if (events) consumed = std::move(events->recorded);
+  delete events;
+  std::string why;
+  DeviceScope scope;
+  Event legacy_stream_work;
+  if (scope.enter(device, &why) && legacy_stream_work.record(cudaStreamLegacy, &why))
+    consumed.push_back(std::move(legacy_stream_work));
+  else
+    GST_WARNING("frame released without waiting for the legacy default stream: %s", why.c_str());
+  held_frames.push_back(std::make_unique<HeldFrame>(*video, sample, std::move(consumed)));
+  release_consumed_frames();
+}
+
 void release_consumed_frames() {
-  while (!held_frames.empty()) {
-    cudaEvent_t oldest = held_frames.front().consumed.get();
-    /* past the limit, wait with the GIL held: no other thread changes the
-     * queue meanwhile */
-    const cudaError_t state = held_frames.size() > held_frames_limit ? cudaEventSynchronize(oldest)
-                                                                     : cudaEventQuery(oldest);
-    if (state == cudaErrorNotReady) return;
-    /* an error is the consumer's, whose work on the frame is over either way */
-    if (state != cudaSuccess)
-      GST_WARNING("frame released after its consumer failed: %s", cudaGetErrorString(state));
-    held_frames.pop_front();
-  }
+  while (!held_frames.empty() && held_frames.front()->consumers_done()) held_frames.pop_front();
+  if (held_frames.size() <= held_frames_limit) return;
+  std::unique_ptr<HeldFrame> oldest = std::move(held_frames.front());
+  held_frames.pop_front();
+  GilReleased released;
+  oldest->wait();
+  oldest.reset();
 }
 
 void finish_pending(GstBuffer *buffer) {

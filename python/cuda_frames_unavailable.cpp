@@ -29,7 +29,16 @@ bool order_after(int, void *, void *, std::string *why) {
 
 void finish_pending(GstBuffer *) {}
 
-bool release_after_consumer(GstVideoFrame *, GstSample *, int, void *) { return false; }
+bool record_consumer(ConsumerEvents **, int, void *, std::string *why) {
+  *why = cuda_frames_unavailable(0);
+  return false;
+}
+
+/* no frame is in CUDA memory here: nothing to wait for */
+void release_after_consumers(GstVideoFrame *video, GstSample *sample, int, ConsumerEvents *) {
+  gst_video_frame_unmap(video);
+  gst_sample_unref(sample);
+}
 
 void release_consumed_frames() {}
 

@@ -29,6 +29,8 @@ class GilReleased {
 
 /* cudagray.Error: what GStreamer reported, naming the element. */
 extern PyObject *error_type;
+/* cudagray.Warning: a warning GStreamer posted, naming the element. */
+extern PyObject *warning_type;
 
 /* The layout of the frames of one caps, read once per caps rather than
  * once per frame. */
@@ -71,27 +73,40 @@ struct CudaMemoryInfo {
    * be queued on it (GST_CUDA_MEMORY_TRANSFER_NEED_SYNC); NULL when the
    * frame is complete, always before 1.24 (frames are complete when pushed). */
   void *pending_stream = nullptr;
-  /* The stream the last DLPack consumer named: its work on the frame may
-   * still be queued when its tensor is freed. */
-  void *consumer_stream = nullptr;
-  bool consumer_known = false;
 };
 /* Fills *info for a buffer in CUDA memory of a device's primary context;
  * false with *why otherwise. */
 bool describe_cuda_memory(GstBuffer *buffer, CudaMemoryInfo *info, std::string *why);
 
+/* The values of CUDA's stream pseudo-handles, which DLPack's and the CUDA
+ * array interface's stream arguments share: cudaStreamLegacy and
+ * cudaStreamPerThread (the calling thread's). */
+constexpr intptr_t legacy_default_stream = 1;
+constexpr intptr_t per_thread_default_stream = 2;
+
 /* Orders a consumer after the producer's pending work on a frame of device:
  * consumer_stream waits on an event recorded on pending_stream (no host
  * block); false with *why when a CUDA call fails. */
 bool order_after(int device, void *pending_stream, void *consumer_stream, std::string *why);
-/* Keeps a freed frame's mapping and sample until the work its consumer
- * queued on consumer_stream so far is done, so that cudagray does not write
- * a new frame into memory a kernel still reads; false (the caller releases
- * them now) when no event can be recorded. */
-bool release_after_consumer(GstVideoFrame *video, GstSample *sample, int device,
-                            void *consumer_stream);
-/* Releases the frames whose consumers are done; blocks on the oldest only
- * when many are waiting. */
+
+/* The events a frame's release waits for, one per consumer (cuda_frames.cpp). */
+struct ConsumerEvents;
+/* Records an event on a consumer's stream (a stream handle, or a
+ * pseudo-handle above) after the work queued on it so far, and keeps it in
+ * *events (made on first use) for the frame's release. Only at export: the
+ * DLPack specification leaves the stream the consumer's, who may destroy it
+ * before letting the frame go. False with *why when a CUDA call fails. */
+bool record_consumer(ConsumerEvents **events, int device, void *consumer_stream, std::string *why);
+/* Takes a freed frame's mapping, sample and events (NULL: none recorded) and
+ * keeps the first two until every event is done, and one recorded now on the
+ * legacy default stream (all work queued so far there and on every blocking
+ * stream, CuPy's among them), so that cudagray does not write a new frame
+ * into memory a kernel still reads. Releases them at once when no event can
+ * be recorded. */
+void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
+                             ConsumerEvents *events);
+/* Releases the frames whose consumers are done; past a bound, waits for the
+ * oldest with the GIL released. Called with the GIL. */
 void release_consumed_frames();
 
 /* GST_MAP_CUDA: maps CUDA memory as its device pointer. */

@@ -19,6 +19,10 @@ struct Frame {
   GstVideoFrame video; /* mapped until the frame is freed */
   bool on_cuda;
   CudaMemoryInfo cuda;
+  /* handed to a consumer on the GPU (DLPack with a stream other than -1, or
+   * the CUDA array interface): its release waits for that consumer */
+  bool consumed_on_gpu;
+  ConsumerEvents *consumers; /* one event per DLPack export, or NULL */
   Py_ssize_t itemsize;
   Py_ssize_t shape[2];   /* height, width */
   Py_ssize_t strides[2]; /* in bytes: the row stride from the video meta */
@@ -38,9 +42,9 @@ PyObject *clock_time_or_none(GstClockTime time) {
 void frame_dealloc(PyObject *self) {
   Frame *frame = as_frame(self);
   PyTypeObject *type = Py_TYPE(self);
-  if (!frame->cuda.consumer_known ||
-      !release_after_consumer(&frame->video, frame->sample, frame->cuda.device,
-                              frame->cuda.consumer_stream)) {
+  if (frame->consumed_on_gpu) {
+    release_after_consumers(&frame->video, frame->sample, frame->cuda.device, frame->consumers);
+  } else {
     gst_video_frame_unmap(&frame->video);
     gst_sample_unref(frame->sample);
   }
@@ -87,12 +91,13 @@ PyObject *get_device(PyObject *self, void *) {
 }
 
 /* __array_interface__ and __cuda_array_interface__ (version 3) share one
- * dictionary; each is an AttributeError on a frame in the other memory, so
- * that consumers probing with hasattr take the interface that applies. */
+ * dictionary, read-only like the buffer protocol; each is an AttributeError
+ * on a frame in the other memory, so that consumers probing with hasattr
+ * take the interface that applies. */
 PyObject *array_interface(Frame *frame, PyObject *stream) {
   return Py_BuildValue(
-      "{s:N,s:s,s:(Ki),s:N,s:i,s:O}", "shape", shape_tuple(frame->shape), "typestr", typestr(frame),
-      "data", (unsigned long long)(uintptr_t)frame_data(frame), !frame->on_cuda, "strides",
+      "{s:N,s:s,s:(KO),s:N,s:i,s:O}", "shape", shape_tuple(frame->shape), "typestr", typestr(frame),
+      "data", (unsigned long long)(uintptr_t)frame_data(frame), Py_True, "strides",
       shape_tuple(frame->strides), "version", 3, "stream", stream ? stream : Py_None);
 }
 
@@ -117,7 +122,10 @@ PyObject *get_cuda_array_interface(PyObject *self, void *) {
                     "protocol, __array_interface__ or __dlpack__");
     return NULL;
   }
-  /* the stream the consumer must order its work after; None: complete */
+  /* the stream the consumer must order its work after; None: complete.
+   * This consumer names no stream of its own: the frame's release waits for
+   * the legacy default stream, and so for every blocking stream */
+  frame->consumed_on_gpu = true;
   PyObject *stream = frame->cuda.pending_stream ? PyLong_FromVoidPtr(frame->cuda.pending_stream)
                                                 : Py_NewRef(Py_None);
   if (!stream) return NULL;
@@ -159,35 +167,68 @@ void capsule_destructor(PyObject *capsule) {
   managed->deleter(managed);
 }
 
+/* DLPack's stream argument, as the Python array API specifies it: for a
+ * CUDA frame, None or 1 is the legacy default stream, 2 the calling
+ * thread's per-thread default stream, -1 asks for no synchronization, a
+ * larger value is the consumer's stream, and 0 (ambiguous) is refused; a
+ * frame in system memory takes None (or -1, nothing to synchronize). Puts
+ * the stream in *consumer, or sets *unordered for -1; false with an
+ * exception set. */
+bool consumer_stream(Frame *frame, PyObject *stream, void **consumer, bool *unordered) {
+  long long value = legacy_default_stream;
+  if (stream != Py_None) {
+    if (!PyLong_Check(stream)) {
+      PyErr_SetString(PyExc_TypeError, "stream must be an int or None");
+      return false;
+    }
+    value = PyLong_AsLongLong(stream);
+    if (value == -1 && PyErr_Occurred()) return false;
+  }
+  *unordered = value == -1;
+  if (!frame->on_cuda && stream != Py_None && !*unordered) {
+    PyErr_Format(PyExc_ValueError, "stream=%lld: a frame in system memory has no stream, pass None",
+                 value);
+    return false;
+  }
+  if (value == 0 || value < -1) {
+    PyErr_Format(PyExc_ValueError,
+                 "stream=%lld: DLPack takes None or 1 (legacy default stream), 2 (per-thread "
+                 "default stream), -1 (no synchronization) or a CUDA stream",
+                 value);
+    return false;
+  }
+  *consumer = reinterpret_cast<void *>((intptr_t)value);
+  return true;
+}
+
 /* Orders the consumer after cudagray's work on the frame, as the DLPack
- * protocol asks, and remembers its stream for the frame's release: stream
- * None is the legacy default stream, and the frame is complete before it is
- * handed over; -1 asks for no ordering; any other value is the consumer's
- * CUDA stream (1 and 2 are the legacy and per-thread default streams, the
- * same values as cudaStreamLegacy and cudaStreamPerThread). */
+ * protocol asks (stream None: the frame is complete before it is handed
+ * over), and records an event on the consumer's stream for the frame's
+ * release: the stream is the consumer's, used during this call only. */
 bool order_consumer(Frame *frame, PyObject *stream) {
-  if (!frame->on_cuda) return true;
-  const long long value = stream == Py_None ? 1 : PyLong_AsLongLong(stream);
-  if (value == -1 && PyErr_Occurred()) return false;
-  if (value == -1) return true;
-  void *consumer = reinterpret_cast<void *>((intptr_t)value);
-  frame->cuda.consumer_stream = consumer;
-  frame->cuda.consumer_known = true;
-  if (!frame->cuda.pending_stream) return true;
-  if (stream == Py_None) {
+  void *consumer = nullptr;
+  bool unordered = false;
+  if (!consumer_stream(frame, stream, &consumer, &unordered)) return false;
+  if (!frame->on_cuda || unordered) return true;
+  std::string why;
+  if (frame->cuda.pending_stream && stream == Py_None) {
     {
       GilReleased released;
       finish_pending(frame->video.buffer);
     }
     frame->cuda.pending_stream = nullptr;
-    return true;
-  }
-  std::string why;
-  if (!order_after(frame->cuda.device, frame->cuda.pending_stream, consumer, &why)) {
+  } else if (frame->cuda.pending_stream &&
+             !order_after(frame->cuda.device, frame->cuda.pending_stream, consumer, &why)) {
     PyErr_Format(PyExc_BufferError, "could not order the consumer's stream after cudagray's: %s",
                  why.c_str());
     return false;
   }
+  if (!record_consumer(&frame->consumers, frame->cuda.device, consumer, &why)) {
+    PyErr_Format(PyExc_BufferError, "could not record the consumer's work on its stream: %s",
+                 why.c_str());
+    return false;
+  }
+  frame->consumed_on_gpu = true;
   return true;
 }
 
@@ -275,8 +316,12 @@ int get_buffer(PyObject *self, Py_buffer *view, int flags) {
 PyMethodDef frame_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(stream=None, *, max_version=None, dl_device=None, copy=None)\n--\n\n"
-     "A DLPack capsule of the frame, without a copy. With a CUDA stream, that stream waits "
-     "for cudagray's work on the frame; with None the frame is complete when returned."},
+     "A DLPack capsule of the frame, without a copy. With a CUDA stream (1: the legacy "
+     "default stream, 2: this thread's per-thread default stream), that stream waits for "
+     "cudagray's work on the frame, and the frame goes back to cudagray's pool only once the "
+     "work queued on it by then is done; None: the legacy default stream, the frame complete "
+     "when returned; -1: no synchronization; 0 is refused. A frame in system memory takes "
+     "None."},
     {"__dlpack_device__", dlpack_device, METH_NOARGS,
      "(device type, device id): (2, id) for CUDA, (1, 0) for the CPU"},
     {NULL, NULL, 0, NULL},
@@ -307,7 +352,10 @@ PyType_Slot frame_slots[] = {
     {0, NULL},
 };
 
-PyType_Spec frame_spec = {"cudagray.Frame", sizeof(Frame), 0, Py_TPFLAGS_DEFAULT, frame_slots};
+/* not from Python: readers and frame_from_sample() make frames, and object.__new__ would give
+ * one that nothing was read into */
+PyType_Spec frame_spec = {"cudagray.Frame", sizeof(Frame), 0,
+                          Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, frame_slots};
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The cudagray module: open(), frame_from_sample(), Frame, Reader, Error. */
+/* The cudagray module: open(), frame_from_sample(), Frame, Reader, Error, Warning. */
+#include <dlfcn.h>
+
 #include "cudagray_python.h"
 
 GST_DEBUG_CATEGORY(cudagray_python_debug);
@@ -7,6 +9,7 @@ GST_DEBUG_CATEGORY(cudagray_python_debug);
 namespace cudagray_python {
 
 PyObject *error_type;
+PyObject *warning_type;
 
 namespace {
 
@@ -44,8 +47,9 @@ PyMethodDef module_methods[] = {
      "A Reader of `source ! cudagray ! caps ! appsink`. source: a gst-launch-1.0 fragment that "
      "makes video, or a URI (decoded by uridecodebin). width, height: the size cudagray scales "
      "to. format: GRAY8 or GRAY16. memory: cuda (frames stay on the GPU), system, or auto "
-     "(cuda when cudagray converts with CUDA). properties: cudagray's (backend, matrix, "
-     "weights, max_inflight, cuda_device_id, ...; '_' for '-')."},
+     "(cuda when cudagray converts with CUDA, decided once its backend is open). GStreamer's "
+     "warnings go to the warnings module as cudagray.Warning. properties: cudagray's (backend, "
+     "matrix, weights, max_inflight, cuda_device_id, ...; '_' for '-')."},
     {"frame_from_sample", frame_from_sample, METH_O,
      "frame_from_sample(sample)\n--\n\nA Frame of a Gst.Sample pulled from a PyGObject app's "
      "own appsink (GRAY8 or GRAY16_LE, in system or CUDA memory)."},
@@ -65,6 +69,21 @@ PyModuleDef module_def = {
     NULL,
 };
 
+/* pip installs the plugin in a directory beside the module (meson's
+ * python-wheel), where GStreamer does not look: shows GStreamer the plugins
+ * there, if that directory exists. */
+void register_plugins_beside_module() {
+  Dl_info module;
+  if (!dladdr(reinterpret_cast<void *>(&register_plugins_beside_module), &module) ||
+      !module.dli_fname)
+    return;
+  gchar *module_dir = g_path_get_dirname(module.dli_fname);
+  gchar *plugins = g_build_filename(module_dir, CUDAGRAY_WHEEL_PLUGINS, NULL);
+  if (g_file_test(plugins, G_FILE_TEST_IS_DIR)) gst_registry_scan_path(gst_registry_get(), plugins);
+  g_free(plugins);
+  g_free(module_dir);
+}
+
 }  // namespace
 
 }  // namespace cudagray_python
@@ -78,12 +97,17 @@ PyMODINIT_FUNC PyInit_cudagray(void) {
     return NULL;
   }
   GST_DEBUG_CATEGORY_INIT(cudagray_python_debug, "cudagray-python", 0, "cudagray's Python module");
+  register_plugins_beside_module();
   PyObject *module = PyModule_Create(&module_def);
   if (!module) return NULL;
   error_type = PyErr_NewExceptionWithDoc("cudagray.Error",
                                          "GStreamer's error, naming the element that reported it",
                                          PyExc_RuntimeError, NULL);
+  warning_type = PyErr_NewExceptionWithDoc(
+      "cudagray.Warning", "A warning GStreamer posted, naming the element that posted it",
+      PyExc_RuntimeWarning, NULL);
   if (!error_type || PyModule_AddObject(module, "Error", Py_NewRef(error_type)) < 0 ||
+      !warning_type || PyModule_AddObject(module, "Warning", Py_NewRef(warning_type)) < 0 ||
       !frame_type_init(module) || !reader_type_init(module) ||
       PyModule_AddStringConstant(module, "__version__", CUDAGRAY_VERSION) < 0) {
     Py_DECREF(module);

@@ -14,9 +14,15 @@ namespace {
 
 PyTypeObject *reader_type;
 
-/* how long a pull waits before Python gets to handle signals (Ctrl-C) */
+/* How long a pull waits before Python gets to run signal handlers (Ctrl-C,
+ * a SIGTERM handler that closes the reader); close() does not wait for it:
+ * the pipeline's stop wakes the pull at once. */
 constexpr GstClockTime pull_timeout = 100 * GST_MSECOND;
 
+/* The pipeline's fields are read and cleared only with the GIL held, the
+ * lock between next() and close() in any threads: a next() waiting in a pull
+ * holds its own reference to the sink, and close() clears the fields before
+ * it stops the pipeline, which ends that pull. */
 struct Reader {
   PyObject_HEAD GstElement *pipeline; /* NULL once closed */
   GstElement *sink;
@@ -28,16 +34,22 @@ struct Reader {
 
 Reader *as_reader(PyObject *self) { return reinterpret_cast<Reader *>(self); }
 
+/* Closes the reader: from here on every next() ends the iteration. */
 void stop(Reader *reader) {
-  if (!reader->pipeline) return;
-  /* joins the streaming threads, which never need the GIL */
-  {
-    GilReleased released;
-    gst_element_set_state(reader->pipeline, GST_STATE_NULL);
-  }
-  gst_clear_object(&reader->bus);
-  gst_clear_object(&reader->sink);
-  gst_clear_object(&reader->pipeline);
+  GstElement *pipeline = reader->pipeline;
+  if (!pipeline) return;
+  GstElement *sink = reader->sink;
+  GstBus *bus = reader->bus;
+  reader->pipeline = NULL;
+  reader->sink = NULL;
+  reader->bus = NULL;
+  /* joins the streaming threads, which never need the GIL, and wakes the
+   * pulls of other threads' next() */
+  GilReleased released;
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
 }
 
 /* Raises cudagray.Error from the first error on the bus, named by the
@@ -58,26 +70,55 @@ bool raise_bus_error(Reader *reader) {
   return true;
 }
 
+/* The next frame; NULL without an exception (StopIteration) at the end of
+ * the stream and once the reader is closed, also when it is closed while
+ * this waits, by another thread or a signal handler. */
+/* Hands the warnings on the bus to Python's warnings module as
+ * cudagray.Warning, named by the element that posted them; false with the
+ * exception set when a filter made one an error. */
+bool warn_bus_warnings(Reader *reader) {
+  GstMessage *message;
+  while (reader->bus && (message = gst_bus_pop_filtered(reader->bus, GST_MESSAGE_WARNING))) {
+    GError *error = NULL;
+    gchar *debug = NULL;
+    gst_message_parse_warning(message, &error, &debug);
+    gchar *element = gst_object_get_path_string(GST_MESSAGE_SRC(message));
+    PyObject *text = PyUnicode_FromFormat("%s: %s%s%s", element, error->message, debug ? "\n" : "",
+                                          debug ? debug : "");
+    g_free(element);
+    g_free(debug);
+    g_error_free(error);
+    gst_message_unref(message);
+    const char *utf8 = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+    const bool warned = utf8 && PyErr_WarnEx(warning_type, utf8, 1) == 0;
+    Py_XDECREF(text);
+    if (!warned) return false;
+  }
+  return true;
+}
+
 PyObject *reader_next(PyObject *self) {
   Reader *reader = as_reader(self);
-  if (!reader->pipeline) {
-    PyErr_SetString(PyExc_ValueError, "the reader is closed");
-    return NULL;
-  }
   release_consumed_frames();
   for (;;) {
+    if (!warn_bus_warnings(reader)) return NULL;
+    if (!reader->pipeline) return NULL;
     if (raise_bus_error(reader)) {
       stop(reader);
       return NULL;
     }
-    if (reader->finished) return NULL; /* StopIteration */
+    if (reader->finished) return NULL;
+    GstAppSink *sink = GST_APP_SINK(gst_object_ref(reader->sink));
     GstSample *sample;
+    bool eos = false;
     {
       GilReleased released;
-      sample = gst_app_sink_try_pull_sample(GST_APP_SINK(reader->sink), pull_timeout);
+      sample = gst_app_sink_try_pull_sample(sink, pull_timeout);
+      if (!sample) eos = gst_app_sink_is_eos(sink);
+      gst_object_unref(sink);
     }
     if (sample) return frame_new(sample, reader->layout);
-    reader->finished = gst_app_sink_is_eos(GST_APP_SINK(reader->sink));
+    reader->finished = eos;
     if (PyErr_CheckSignals() < 0) {
       stop(reader);
       return NULL;
@@ -117,7 +158,9 @@ void reader_dealloc(PyObject *self) {
 
 PyMethodDef reader_methods[] = {
     {"close", reader_close, METH_NOARGS,
-     "Stops the pipeline. Frames already handed out stay valid."},
+     "Stops the pipeline; safe from any thread and from signal handlers. A next() waiting for a "
+     "frame then ends the iteration (StopIteration), as every later one does. Frames already "
+     "handed out stay valid."},
     {"__enter__", reader_enter, METH_NOARGS, NULL},
     {"__exit__", reader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -140,7 +183,10 @@ PyType_Slot reader_slots[] = {
     {0, NULL},
 };
 
-PyType_Spec reader_spec = {"cudagray.Reader", sizeof(Reader), 0, Py_TPFLAGS_DEFAULT, reader_slots};
+/* not from Python: cudagray.open() makes readers, and object.__new__ would give
+ * one that nothing was read into */
+PyType_Spec reader_spec = {"cudagray.Reader", sizeof(Reader), 0,
+                           Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, reader_slots};
 
 /* The text GStreamer deserializes into a property: bools as true/false,
  * sequences (weights) joined by commas, anything else as str() gives it. */
@@ -283,15 +329,56 @@ bool pop_options(PyObject *kwargs, Options *options) {
   return true;
 }
 
+/* Where the frames go: system memory, CUDA memory, or, for memory="auto"
+ * where CUDA memory may be had, whichever cudagray's backend writes. */
+enum class Memory { system, cuda, backends_choice };
+
 /* The caps after cudagray: the format, the size asked for (cudagray scales
- * to it), and CUDA memory when frames stay on the GPU. */
-GstCaps *output_caps(const Options &options, bool on_cuda) {
+ * to it), in CUDA memory, system memory, or for the backend's choice CUDA
+ * memory then system memory (choose_memory_once_open keeps one). */
+GstCaps *output_caps(const Options &options, Memory memory) {
   GstCaps *caps =
       gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, options.format.c_str(), NULL);
   if (options.width) gst_caps_set_simple(caps, "width", G_TYPE_INT, options.width, NULL);
   if (options.height) gst_caps_set_simple(caps, "height", G_TYPE_INT, options.height, NULL);
-  if (on_cuda) gst_caps_set_features(caps, 0, gst_caps_features_new("memory:CUDAMemory", NULL));
-  return caps;
+  if (memory == Memory::system) return caps;
+  GstCaps *in_cuda = gst_caps_copy(caps);
+  gst_caps_set_features(in_cuda, 0, gst_caps_features_new("memory:CUDAMemory", NULL));
+  if (memory == Memory::cuda) {
+    gst_caps_unref(caps);
+    return in_cuda;
+  }
+  return gst_caps_merge(in_cuda, caps);
+}
+
+/* memory="auto": at the first caps query the appsink answers, cudagray has
+ * opened its backend (elements start from the sink up, before any data
+ * flows), and the appsink keeps the caps of the memory that backend writes:
+ * CUDA memory for the CUDA backend, system memory when backend=auto fell back
+ * to the CPU (cudagray's stats say the device, -1 for the CPU). */
+GstPadProbeReturn choose_memory_once_open(GstPad *pad, GstPadProbeInfo *info, gpointer) {
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY(info);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_CAPS && GST_QUERY_TYPE(query) != GST_QUERY_ACCEPT_CAPS)
+    return GST_PAD_PROBE_OK;
+  GstElement *sink = gst_pad_get_parent_element(pad);
+  GstObject *pipeline = gst_object_get_parent(GST_OBJECT(sink));
+  GstElement *cudagray = pipeline ? gst_bin_get_by_name(GST_BIN(pipeline), "cudagray") : NULL;
+  gint device = -1;
+  GstStructure *stats = NULL;
+  if (cudagray) g_object_get(cudagray, "stats", &stats, NULL);
+  if (stats) gst_structure_get_int(stats, "cuda-device-id", &device);
+  GstCaps *both = NULL;
+  g_object_get(sink, "caps", &both, NULL);
+  GstCaps *chosen = gst_caps_copy_nth(both, device >= 0 ? 0 : 1);
+  GST_INFO_OBJECT(sink, "cudagray converts on device %d: %" GST_PTR_FORMAT, device, chosen);
+  g_object_set(sink, "caps", chosen, NULL);
+  gst_caps_unref(chosen);
+  gst_caps_unref(both);
+  if (stats) gst_structure_free(stats);
+  if (cudagray) gst_object_unref(cudagray);
+  if (pipeline) gst_object_unref(pipeline);
+  gst_object_unref(sink);
+  return GST_PAD_PROBE_REMOVE;
 }
 
 /* Builds the pipeline into reader; false with a Python exception set. */
@@ -322,16 +409,16 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   GstElement *cudagray = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray");
   std::string element = "cudagray";
   bool ok = set_properties(cudagray, properties, &element);
-  bool on_cuda = false;
+  Memory memory = Memory::system;
   if (ok && options.memory != "system") {
     const std::string why = cuda_output_unavailable(cudagray);
     if (options.memory == "cuda" && !why.empty()) {
       PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
       ok = false;
     }
-    on_cuda = why.empty();
+    if (why.empty()) memory = options.memory == "cuda" ? Memory::cuda : Memory::backends_choice;
   }
-  if (ok && on_cuda) {
+  if (ok && memory != Memory::system) {
     std::string why;
     GstContext *context = primary_cuda_context(cuda_device(cudagray), &why);
     if (context) {
@@ -345,8 +432,14 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   }
   gst_object_unref(cudagray);
   if (!ok) return false;
-  GstCaps *caps = output_caps(options, on_cuda);
+  GstCaps *caps = output_caps(options, memory);
   g_object_set(reader->sink, "caps", caps, NULL);
+  if (memory == Memory::backends_choice) {
+    GstPad *pad = gst_element_get_static_pad(reader->sink, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, choose_memory_once_open, NULL,
+                      NULL);
+    gst_object_unref(pad);
+  }
   gchar *caps_text = gst_caps_to_string(caps);
   gst_caps_unref(caps);
   const std::string shown = uri ? std::string("uridecodebin uri=") + source : std::string(source);
@@ -396,6 +489,11 @@ PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
   if (started == GST_STATE_CHANGE_FAILURE) {
     if (!raise_bus_error(reader))
       PyErr_Format(error_type, "the pipeline \"%U\" could not start", reader->description);
+    Py_DECREF(self);
+    return NULL;
+  }
+  /* those of the start, such as cudagray's fallback to the CPU */
+  if (!warn_bus_warnings(reader)) {
     Py_DECREF(self);
     return NULL;
   }

@@ -87,6 +87,19 @@ else
   result FAIL "-Dplugindir=DIR installs into DIR"
 fi
 
+# The Python module goes where the interpreter it was built for imports
+# it from (Debian's python3 does not search /usr/local/lib/python3/dist-packages).
+module=$(meson introspect "$build" --installed |
+  "$python" -c 'import json, sys; print(*[p for p in json.load(sys.stdin).values() if p.endswith("/cudagray.abi3.so")])')
+if [[ -z $module ]]; then
+  n=$((n + 1))
+  echo "ok $n - the Python module installed where $python imports it # SKIP the module is not built"
+else
+  echo "installed to $module" >"$tmp/log"
+  check "the Python module installed where $python imports it ($(dirname "$module"))" \
+    "$python" -c 'import sys; assert sys.argv[1] in sys.path, sys.path' "$(dirname "$module")"
+fi
+
 # The embedding examples, against the installed plugin.
 examples=${CUDAGRAY_EXAMPLES_DIR:-$build/examples}
 check "C++ appsrc → cudagray → appsink (installed plugin)" \

@@ -16,6 +16,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import warnings
 
 import numpy as np
 
@@ -176,8 +177,22 @@ class SystemFrames(unittest.TestCase):
         with cudagray.open(ball(n=7), backend="cpu") as reader:
             self.assertEqual(len(list(reader)), 7)
             self.assertEqual(list(reader), [])
-        with self.assertRaisesRegex(ValueError, "closed"):
-            next(reader)
+        # closed, wherever a reading thread is: the iteration ends
+        self.assertTrue(reader.closed)
+        self.assertEqual(list(reader), [])
+
+    def test_dlpack_stream_of_a_system_frame(self):
+        # the array API: on the CPU only None is a stream (and -1, nothing to
+        # synchronize); 0 is no stream anywhere
+        with cudagray.open(ball(n=1), backend="cpu") as reader:
+            frame, = reader
+        for stream in (None, -1):
+            self.assertIsNotNone(frame.__dlpack__(stream=stream))
+        for stream in (0, 1, 2, 12345):
+            with self.assertRaisesRegex(ValueError, f"stream={stream}: a frame in system memory"):
+                frame.__dlpack__(stream=stream)
+        with self.assertRaises(TypeError):
+            frame.__dlpack__(stream="default")
 
     def test_frame_from_sample(self):
         (_, rows), = reference(ball(n=1), backend="cpu")
@@ -193,7 +208,31 @@ class SystemFrames(unittest.TestCase):
             cudagray.frame_from_sample(Gst.Caps.from_string("video/x-raw"))
 
 
-class Reader(unittest.TestCase):
+class InChildProcess:
+    """Runs code in a python3 of its own, so that a hang or a crash fails the
+    test instead of ending the run."""
+
+    def run_child(self, code, send_signal=None):
+        """With send_signal, sends it once the child printed its first line.
+        Gives (stdout, stderr)."""
+        process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        first = ""
+        if send_signal is not None:
+            first = process.stdout.readline()
+            process.send_signal(send_signal)
+        try:
+            output, errors = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, errors = process.communicate()
+            self.fail(f"no exit within 120 s; output {first + output!r}, stderr {errors[-2000:]!r}")
+        self.assertFalse("CRITICAL" in errors, errors[-2000:])
+        self.assertEqual(process.returncode, 0, errors[-2000:])
+        return first + output, errors
+
+
+class Reader(InChildProcess, unittest.TestCase):
     """What needs no reference: errors, Ctrl-C, memory over 10^5 frames."""
 
     def test_a_pipeline_that_does_not_parse_names_the_element(self):
@@ -231,6 +270,29 @@ class Reader(unittest.TestCase):
         with self.assertRaisesRegex(cudagray.Error, "backend=cpu"):
             cudagray.open(ball(n=1), backend="cpu", memory="cuda")
 
+    def test_bus_warnings_reach_the_warnings_module_once_each(self):
+        # matrix does not apply to YUV input: cudagray warns once, on any machine
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with cudagray.open(ball(n=5).replace("RGB", "I420"), backend="cpu", matrix="bt709") as reader:
+                self.assertEqual(len(list(reader)), 5)
+        ours = [str(w.message) for w in caught if issubclass(w.category, cudagray.Warning)]
+        self.assertEqual(len(ours), 1, [str(w.message) for w in caught])
+        self.assertRegex(ours[0], r"^/GstPipeline:pipeline\d+/GstCudaGray:cudagray: matrix and weights do not apply")
+        self.assertTrue(issubclass(cudagray.Warning, RuntimeWarning))
+
+    def test_memory_auto_is_system_when_the_backend_falls_back_to_the_cpu(self):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with cudagray.open(ball(n=3), memory="auto") as reader:
+                opened = [str(w.message) for w in caught if issubclass(w.category, cudagray.Warning)]
+                frames = list(reader)
+        fallback = [text for text in opened if "Converting on the CPU instead" in text]
+        if not fallback and frames and frames[0].device != "cpu":
+            self.skipTest("cudagray converts with CUDA here (CudaFrames checks the fallback with a fault)")
+        self.assertEqual(len(fallback), 1, opened)
+        self.assertEqual([frame.device for frame in frames], ["cpu"] * 3)
+
     def test_keyboard_interrupt_stops_the_pipeline(self):
         child = textwrap.dedent("""
             import cudagray
@@ -250,6 +312,57 @@ class Reader(unittest.TestCase):
         self.assertEqual(output, "interrupted, closed: True\n")
         self.assertEqual(process.returncode, 0)
 
+    # a live source whose second frame is an hour away: next() waits for it
+    LIVE_HOUR = "videotestsrc is-live=true ! video/x-raw,width=64,height=48,framerate=1/3600"
+
+    def test_close_from_another_thread_ends_a_waiting_next(self):
+        output, _ = self.run_child(f"""
+            import threading, cudagray
+            reader = cudagray.open("{self.LIVE_HOUR}", backend="cpu")
+            first_frame = threading.Event()
+            ended = []
+            def read():
+                try:
+                    for frame in reader:
+                        first_frame.set()  # the next frame waits an hour
+                    ended.append("StopIteration")
+                except BaseException as error:
+                    ended.append(repr(error))
+                    first_frame.set()
+            worker = threading.Thread(target=read, daemon=True)
+            worker.start()
+            assert first_frame.wait(60), "no first frame in 60 s"
+            closer = threading.Thread(target=reader.close, daemon=True)
+            closer.start()
+            closer.join(60)
+            worker.join(60)
+            print("close returned:", not closer.is_alive(), "next:", ended, "closed:", reader.closed)
+        """)
+        self.assertEqual(output, "close returned: True next: ['StopIteration'] closed: True\n")
+
+    def test_close_from_a_signal_handler_ends_the_iteration(self):
+        output, _ = self.run_child(f"""
+            import signal, cudagray
+            reader = cudagray.open("{self.LIVE_HOUR}", backend="cpu")
+            signal.signal(signal.SIGTERM, lambda *_: reader.close())
+            for frame in reader:
+                print("reading", flush=True)
+            print("ended, closed:", reader.closed)
+        """, send_signal=signal.SIGTERM)
+        self.assertEqual(output, "reading\nended, closed: True\n")
+
+    def test_types_are_not_made_from_python(self):
+        output, _ = self.run_child("""
+            import cudagray
+            for make in (cudagray.Frame, cudagray.Reader):
+                try:
+                    made = make()
+                    print(make.__name__, "made:", made.pts if make is cudagray.Frame else made.description)
+                except TypeError as error:
+                    print(make.__name__, "TypeError")
+        """)
+        self.assertEqual(output, "Frame TypeError\nReader TypeError\n")
+
     def test_rss_flat_over_100000_frames(self):
         source = "videotestsrc num-buffers=100000 pattern=ball ! video/x-raw,format=RGB,width=64,height=48"
         with cudagray.open(source, backend="cpu") as reader:
@@ -263,7 +376,7 @@ class Reader(unittest.TestCase):
 
 
 @unittest.skipIf(NO_CUDA, NO_CUDA)
-class CudaFrames(unittest.TestCase):
+class CudaFrames(InChildProcess, unittest.TestCase):
     """Frames kept in CUDA memory, read by PyTorch and CuPy (GPU machine)."""
 
     UPLOADED = ("videotestsrc num-buffers={n} pattern=ball ! video/x-raw,format=RGBA,width=641,height=481"
@@ -330,6 +443,161 @@ class CudaFrames(unittest.TestCase):
                 sums.append(tensors[-1].sum(dtype=torch.int64))
         stream.synchronize()  # before the tensors (and their buffers) go
         self.assertEqual([int(s) for s in sums], expected)
+
+    # 640x360 frames that differ one from the next: a frame given back to
+    # cudagray's pool too early is overwritten, and its sum changes
+    STREAMED = UPLOADED.format(n=300).replace("641,height=481", "640,height=360")
+
+    def streamed_sums(self):
+        reference_source = self.STREAMED.replace(" ! cudaupload ! video/x-raw(memory:CUDAMemory)", "")
+        return [int(rows.sum(dtype=np.int64)) for rows in self.cpu_path(reference_source)]
+
+    def import_cupy(self):
+        try:
+            import cupy
+        except ImportError as error:
+            self.skipTest(f"CuPy is not importable ({error})")
+        return cupy
+
+    def test_dlpack_stream_values(self):
+        import torch
+
+        with cudagray.open(self.UPLOADED.format(n=1), memory="cuda") as reader:
+            frame, = reader
+        # the DLPack specification: 0 is ambiguous, refused
+        with self.assertRaisesRegex(ValueError, "stream=0"):
+            frame.__dlpack__(stream=0)
+        with self.assertRaisesRegex(ValueError, "stream=-2"):
+            frame.__dlpack__(stream=-2)
+        for stream in (None, 1, 2, -1, torch.cuda.Stream().cuda_stream):
+            self.assertIsNotNone(frame.__dlpack__(stream=stream), stream)
+        # read-only, as the buffer protocol says of system frames
+        self.assertIs(frame.__cuda_array_interface__["data"][1], True)
+
+    def test_two_consumers_each_keep_the_frame_until_done(self):
+        # torch on a stream kept busy, then CuPy on an idle one, both letting
+        # go at once: the frame waits for both (it went back to the pool when
+        # CuPy's stream was done, and torch read a later picture in 856 of
+        # 900 frames). torch's sum, queued right behind the busy work, runs
+        # as soon as the event recorded at its __dlpack__ is done.
+        import torch
+
+        cupy = self.import_cupy()
+        expected = self.streamed_sums()
+        busy, idle = torch.cuda.Stream(), cupy.cuda.Stream(non_blocking=True)
+        weights = torch.rand(2048, 2048, device="cuda")
+        torch_sums, cupy_sums = [], []
+        with cudagray.open(self.STREAMED, memory="cuda", max_inflight=4) as reader:
+            for frame in reader:
+                with torch.cuda.stream(busy):
+                    for _ in range(8):
+                        torch.mm(weights, weights)
+                    torch_sums.append(torch.from_dlpack(frame).sum(dtype=torch.int64))
+                with idle:
+                    cupy_sums.append(cupy.from_dlpack(frame).sum(dtype=cupy.int64))
+                del frame  # and both arrays of it, already gone
+        busy.synchronize()
+        idle.synchronize()
+        self.assertEqual([int(total) for total in cupy_sums], expected)
+        wrong = sum(int(total) != want for total, want in zip(torch_sums, expected))
+        self.assertEqual(wrong, 0, f"torch read the wrong picture in {wrong} of {len(expected)} frames")
+
+    def test_a_consumer_stream_destroyed_before_the_frame_is_let_go(self):
+        # `with cupy.cuda.Stream():` destroys the stream at the end of the
+        # block, while the array and the frame live on: releasing the frame
+        # must not touch that stream (it crashed the interpreter)
+        self.import_cupy()
+        expected = self.streamed_sums()[:90]
+        output, _ = self.run_child(f"""
+            import cupy, cudagray
+            sums = []
+            source = {self.STREAMED.replace("num-buffers=300", "num-buffers=90")!r}
+            with cudagray.open(source, memory="cuda") as reader:
+                for frame in reader:
+                    with cupy.cuda.Stream():
+                        gray = cupy.from_dlpack(frame)
+                        total = gray.sum(dtype=cupy.int64)
+                        sums.append(int(total))
+                    del frame, gray  # after their stream is gone
+            print(sums)
+        """)
+        self.assertEqual(output, f"{expected}\n")
+
+    def test_per_thread_default_stream_of_the_exporting_thread(self):
+        # stream=2 is the per-thread default stream of the thread that calls
+        # __dlpack__: the frame waits for that thread's stream even when
+        # another thread lets it go (it waited for the releasing thread's)
+        import threading
+
+        cupy = self.import_cupy()
+        expected = self.streamed_sums()
+        weights = cupy.random.rand(2048, 2048, dtype=cupy.float32)
+        sums, handed_over = [], []
+
+        def consume(frame):
+            with cupy.cuda.Stream.ptds:  # CuPy passes stream=2
+                for _ in range(8):
+                    weights @ weights
+                gray = cupy.from_dlpack(frame)
+                sums.append(gray.sum(dtype=cupy.int64))
+            handed_over.append((frame, gray))  # let go by the main thread
+
+        with cudagray.open(self.STREAMED, memory="cuda", max_inflight=4) as reader:
+            for frame in reader:
+                worker = threading.Thread(target=consume, args=(frame,))
+                worker.start()
+                worker.join(60)
+                self.assertFalse(worker.is_alive(), "the consumer thread did not finish in 60 s")
+                del frame
+                handed_over.clear()
+        cupy.cuda.runtime.deviceSynchronize()
+        wrong = sum(int(total) != want for total, want in zip(sums, expected))
+        self.assertEqual((len(sums), wrong), (len(expected), 0), "frames read, wrong pictures")
+
+    def test_cuda_array_interface_consumer_on_a_busy_stream(self):
+        # no stream handshake: the frame waits at release for the legacy
+        # default stream, so for every blocking stream (CuPy's by default)
+        cupy = self.import_cupy()
+        expected = self.streamed_sums()
+        weights = cupy.random.rand(2048, 2048, dtype=cupy.float32)
+        busy = cupy.cuda.Stream()
+        sums = []
+        with cudagray.open(self.STREAMED, memory="cuda", max_inflight=4) as reader:
+            for frame in reader:
+                interface = frame.__cuda_array_interface__
+                self.assertIs(interface["data"][1], True, "read-only")
+                with busy:
+                    for _ in range(8):
+                        weights @ weights
+                    sums.append(cupy.asarray(frame).sum(dtype=cupy.int64))
+                del frame
+        busy.synchronize()
+        wrong = sum(int(total) != want for total, want in zip(sums, expected))
+        self.assertEqual(wrong, 0, f"CuPy read the wrong picture in {wrong} of {len(expected)} frames")
+
+    def test_memory_auto_follows_the_fallback_to_the_cpu(self):
+        # a fault-injection build (CI's): the CUDA backend fails to open, so
+        # backend=auto converts on the CPU, and memory="auto" must then give
+        # system-memory frames rather than a negotiation error
+        import ctypes
+
+        plugin = ctypes.CDLL(os.path.join(os.environ["GST_PLUGIN_PATH_1_0"], "libgstcudagray.so"))
+        if not hasattr(plugin, "cudagray_inject_cuda_fault"):
+            self.skipTest("the plugin was built without -Dfault-injection=enabled")
+        expected = self.cpu_path(ball(n=5))
+        plugin.cudagray_inject_cuda_fault(b"cudaGetDevice")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with cudagray.open(ball(n=5), memory="auto") as reader:
+                    frames = list(reader)
+        finally:
+            plugin.cudagray_inject_cuda_fault(b"")
+        self.assertTrue(any("Converting on the CPU instead" in str(w.message) for w in caught
+                            if issubclass(w.category, cudagray.Warning)), [str(w.message) for w in caught])
+        self.assertEqual([frame.device for frame in frames], ["cpu"] * 5)
+        for frame, rows in zip(frames, expected):
+            np.testing.assert_array_equal(np.asarray(frame), rows)
 
     def test_device_memory_flat_over_10000_frames(self):
         import torch
