@@ -197,6 +197,7 @@ struct BusRecord {
       default: break;
     }
     self->changed.notify_all();
+    gst_message_unref(message);  // a sync handler that drops a message owns it
     return GST_BUS_DROP;
   }
   // Waits for EOS or an error; whether EOS came.
@@ -365,9 +366,14 @@ struct FrameLog {
     if (known) {
       const bool cuda =
           gst_caps_features_contains(gst_caps_get_features(caps, 0), "memory:CUDAMemory");
+      // the memory the converter's slot asked for is the same outcome as
+      // the control's system memory; any other is not
       described = std::string(GST_VIDEO_INFO_NAME(&vinfo)) + " " +
                   std::to_string(GST_VIDEO_INFO_WIDTH(&vinfo)) + "x" +
-                  std::to_string(GST_VIDEO_INFO_HEIGHT(&vinfo)) + (cuda ? " CUDAMemory" : "");
+                  std::to_string(GST_VIDEO_INFO_HEIGHT(&vinfo)) +
+                  (cuda == converter.cuda_memory ? ""
+                   : cuda                        ? " in CUDA memory, not asked for"
+                                                 : " in system memory, not asked for");
     }
     if (caps) gst_caps_unref(caps);
     Expectations::Source source;
