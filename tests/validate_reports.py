@@ -6,8 +6,8 @@
       runs COMMAND (gst-validate-1.0 ...) with GST_VALIDATE_SERVER pointing
       at a TCP socket of its own on 127.0.0.1 and writes every issue that
       GstValidate sent there to REPORTS, one JSON object a line; exits with
-      COMMAND's status, or 3 when GstValidate never connected (then nothing
-      it found could be seen).
+      COMMAND's status (128 + N when signal N ended it), or 3 when
+      GstValidate never connected (then nothing it found could be seen).
   validate_reports.py compare TESTED CONTROL
       prints the issues of TESTED that CONTROL has not, compared by issue id
       and where they were detected with the elements under test (named
@@ -50,6 +50,9 @@ def run(reports, command):
     env = dict(os.environ, GST_VALIDATE_SERVER=f"tcp://127.0.0.1:{listener.getsockname()[1]}",
                GST_VALIDATE_UUID="cudagray")
     status = subprocess.run(command, env=env).returncode
+    if status < 0:
+        print(f"{command[0]} was ended by signal {-status}", file=sys.stderr)
+        status = 128 - status
     # the connection closes when the process ends; what is in flight is read
     reader.join(timeout=30)
     with open(reports, "w") as out:
