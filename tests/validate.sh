@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# GStreamer's conformance tool watches cudagray: GstValidate's standard
+# scenarios (seeks, pause and resume, fast forward, reverse playback,
+# scrubbing, state changes) run over decoded H.264 files through cudagray and
+# through videoconvert (videoconvertscale where the size changes) as the
+# control, and a scenario passes when cudagray raises no GstValidate issue
+# (critical, warning or issue) that the control does not raise too. Prints
+# TAP for meson test: one line a backend, pipeline and scenario.
+#
+#   validate.sh BUILD_DIR SOURCE_DIR PYTHON
+#
+# gst-validate is built once from gst-devtools' source for the running
+# GStreamer's major.minor (gst-devtools-1.22.0.tar.xz for 1.22.x, 1.26.2 for
+# 1.26.x), validate part only, into BUILD_DIR/gst-validate/VERSION; the
+# tarballs are looked for in CUDAGRAY_GST_DEVTOOLS (default: ../shared/
+# gst-devtools beside the checkout), and a missing one is a failure.
+# CUDAGRAY_GST_VALIDATE_PREFIX=DIR takes an installed gst-validate instead
+# (meson install's prefix, e.g. BUILD_DIR/gst-validate/1.22.0/install copied
+# to a machine without GStreamer's build tools). The plugin comes from
+# GST_PLUGIN_PATH_1_0, else BUILD_DIR/plugin. CUDAGRAY_VALIDATE_BACKENDS
+# names the backends (default "cpu"; "cpu cuda" on a GPU machine).
+# CUDAGRAY_VALIDATE_KEEP=DIR keeps every run's log and issues there.
+set -uo pipefail
+build=$(realpath "$1") source=$(realpath "$2") python=$3
+devtools=${CUDAGRAY_GST_DEVTOOLS:-$source/../shared/gst-devtools}
+read -ra backends <<<"${CUDAGRAY_VALIDATE_BACKENDS:-cpu}"
+reports=$source/tests/validate_reports.py
+tmp=$(mktemp -d)
+trap 'if [[ -n ${CUDAGRAY_VALIDATE_KEEP:-} ]]; then mkdir -p "$CUDAGRAY_VALIDATE_KEEP"; cp -r "$tmp"/runs "$CUDAGRAY_VALIDATE_KEEP"; fi; rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/runs"
+n=0
+
+result() {  # result OK|FAIL NAME [LOG]: one TAP line; a failure shows the log
+  n=$((n + 1))
+  if [[ $1 == OK ]]; then
+    echo "ok $n - $2"
+  else
+    echo "not ok $n - $2"
+    [[ -n ${3:-} ]] && sed 's/^/# /' "$3"
+  fi
+}
+give_up() {  # give_up NAME LOG: a step everything after needs failed
+  result FAIL "$1" "$2"
+  echo "1..$n"
+  exit 1
+}
+
+# gst-validate: built from the tarball of this GStreamer's major.minor, once.
+if [[ -n ${CUDAGRAY_GST_VALIDATE_PREFIX:-} ]]; then
+  prefix=$(realpath "$CUDAGRAY_GST_VALIDATE_PREFIX")
+  step="gst-validate installed in $prefix"
+  [[ -x $prefix/bin/gst-validate-1.0 ]] || {
+    echo "no bin/gst-validate-1.0 in CUDAGRAY_GST_VALIDATE_PREFIX=$prefix" >"$tmp/log"
+    give_up "$step" "$tmp/log"
+  }
+else
+  gst_version=$(pkg-config --modversion gstreamer-1.0 2>"$tmp/log") || give_up "the running GStreamer's version" "$tmp/log"
+  major_minor=$(cut -d. -f1,2 <<<"$gst_version")
+  tarball=$(ls "$devtools"/gst-devtools-"$major_minor".*.tar.xz 2>/dev/null | sort -V | tail -n 1)
+  step="gst-validate for GStreamer $gst_version built from gst-devtools $major_minor"
+  if [[ -z $tarball ]]; then
+    echo "No gst-devtools-$major_minor.*.tar.xz in $devtools (GStreamer here: $gst_version):" \
+      "put gst-devtools' source for $major_minor there, or set CUDAGRAY_GST_DEVTOOLS to the folder" \
+      "holding it (or CUDAGRAY_GST_VALIDATE_PREFIX to an installed gst-validate)" >"$tmp/log"
+    give_up "$step" "$tmp/log"
+  fi
+  tree=$(basename "$tarball" .tar.xz)
+  cache=$build/gst-validate/${tree#gst-devtools-}
+  prefix=$cache/install
+  step="$step (${tarball##*/})"
+  if [[ ! -f $cache/installed ]]; then
+    rm -rf "$cache"
+    mkdir -p "$cache"
+    options=(-Dvalidate=enabled -Ddebug_viewer=disabled -Dcairo=disabled -Ddoc=disabled
+      -Dtests=disabled -Dintrospection=disabled -Dnls=disabled)
+    { tar -xJf "$tarball" -C "$cache" &&
+      { ! grep -q "'dots_viewer'" "$cache/$tree/meson_options.txt" || options+=(-Ddots_viewer=disabled); } &&
+      timeout 600 meson setup "$cache/build" "$cache/$tree" --prefix="$prefix" --libdir=lib "${options[@]}" &&
+      timeout 900 ninja -C "$cache/build" install; } >"$tmp/log" 2>&1 || give_up "$step" "$tmp/log"
+    touch "$cache/installed"
+  fi
+fi
+libdir=$(find "$prefix" -name 'libgstvalidate-1.0.so.0' -printf '%h\n' | head -n 1)
+export PATH=$prefix/bin:$PATH
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export GST_VALIDATE_SCENARIOS_PATH=$prefix/share/gstreamer-1.0/validate/scenarios
+export GST_VALIDATE_PLUGIN_PATH=$libdir/gstreamer-1.0/validate
+export GST_PLUGIN_PATH_1_0=${GST_PLUGIN_PATH_1_0:-$build/plugin}
+mkdir -p "$build/gst-validate"
+export GST_REGISTRY_1_0=$build/gst-validate/registry.bin
+unset GST_VALIDATE GST_VALIDATE_CONFIG GST_VALIDATE_OVERRIDE GST_VALIDATE_SCENARIO GST_VALIDATE_FILE
+# The standard scenarios run (the same files in 1.22 and 1.26).
+scenarios=(seek_forward seek_backward seek_with_stop pause_resume fast_forward reverse_playback
+  scrub_forward_seeking change_state_intensive)
+if timeout 60 gst-validate-1.0 -l >"$tmp/list" 2>&1 && timeout 60 gst-inspect-1.0 cudagray >>"$tmp/list" 2>&1; then
+  result OK "$step"
+else
+  give_up "$step: gst-validate-1.0 -l and gst-inspect-1.0 cudagray run" "$tmp/list"
+fi
+
+# The files: 8 s of 640x360 H.264 at 30 fps (a key frame a second, for the
+# seeks) in MP4 for the seeking scenarios, and the same stream alone for
+# change_state_intensive: gst-launch links a demuxer's pad once, so after
+# the first stop to NULL its new pad stays unlinked and even the control
+# ends in not-linked.
+if timeout 120 gst-launch-1.0 -q videotestsrc num-buffers=240 pattern=ball \
+    ! video/x-raw,width=640,height=360,framerate=30/1 \
+    ! x264enc speed-preset=ultrafast key-int-max=30 ! video/x-h264,stream-format=byte-stream ! tee name=t \
+    t. ! queue ! h264parse ! mp4mux ! filesink location="$tmp/in.mp4" \
+    t. ! queue ! filesink location="$tmp/in.h264" >"$tmp/log" 2>&1; then
+  result OK "test files made: 8 s of 640x360 H.264, in MP4 and alone"
+else
+  give_up "test files made: 8 s of 640x360 H.264 (videotestsrc, x264enc, mp4mux, gstreamer1.0-plugins-ugly and -good)" "$tmp/log"
+fi
+
+# decoded SCENARIO: what feeds the elements under test
+decoded() {
+  if [[ $1 == change_state_intensive ]]; then
+    echo "filesrc location=$tmp/in.h264 name=src ! h264parse name=parse ! avdec_h264 name=dec"
+  else
+    echo "filesrc location=$tmp/in.mp4 name=src ! qtdemux name=demux ! h264parse name=parse ! avdec_h264 name=dec"
+  fi
+}
+# The elements under test are named test*, so that an issue on their pads
+# compares with the control's (validate_reports.py).
+if gst-inspect-1.0 videoconvertscale >/dev/null 2>&1; then
+  scaler="videoconvertscale name=test"
+else
+  scaler="videoscale name=testscale ! videoconvert name=test"
+fi
+# case: "NAME|cudagray's place with BACKEND|the control's place|sink"
+cases=(
+  "fakesink|cudagray name=test backend=BACKEND|videoconvert name=test ! capsfilter name=testcaps caps=video/x-raw,format=GRAY8|fakesink name=sink"
+  "fakesink sync=true|cudagray name=test backend=BACKEND|videoconvert name=test ! capsfilter name=testcaps caps=video/x-raw,format=GRAY8|fakesink name=sink sync=true"
+  "scaled to 320x180, fakesink sync=true|cudagray name=test backend=BACKEND ! capsfilter name=testcaps caps=video/x-raw,width=320,height=180|$scaler ! capsfilter name=testcaps caps=video/x-raw,format=GRAY8,width=320,height=180|fakesink name=sink sync=true"
+)
+
+# validate RUN SCENARIO PIPELINE: one gst-validate run; its issues in
+# runs/RUN.issues, its output in runs/RUN.log, its status in runs/RUN.status
+validate() {
+  local status=0
+  # shellcheck disable=SC2086  # the pipeline is gst-launch words
+  timeout -k 10 180 "$python" "$reports" run "$tmp/runs/$1.issues" \
+    gst-validate-1.0 --set-scenario="$2" $3 >"$tmp/runs/$1.log" 2>&1 || status=$?
+  echo "$status" >"$tmp/runs/$1.status"
+}
+# finished RUN: whether gst-validate ran the scenario to its end: status 0,
+# or 18 (its status when it found a critical issue, which is compared);
+# anything else (it timed out, crashed, never reported, or could not run
+# the pipeline) fails the line
+finished() {
+  local status
+  status=$(cat "$tmp/runs/$1.status")
+  case $status in
+    0 | 18) return 0 ;;
+    124 | 137) echo "$1: gst-validate-1.0 still ran after 180 s" ;;
+    3) echo "$1: GstValidate never reported its issues" ;;
+    *) echo "$1: gst-validate-1.0 ended with status $status, not 0 or 18 (its status with a critical issue)" ;;
+  esac
+  return 1
+}
+
+for case in "${cases[@]}"; do
+  IFS='|' read -r name tested control sink <<<"$case"
+  for scenario in "${scenarios[@]}"; do
+    slug=${name//[^a-z0-9]/_}-$scenario
+    if ! grep -q "/$scenario\.scenario\]" "$tmp/list"; then
+      echo "gst-validate-1.0 -l does not list $scenario" >"$tmp/log"
+      for backend in "${backends[@]}"; do result FAIL "$backend: $scenario, $name" "$tmp/log"; done
+      continue
+    fi
+    # the control and each backend at once: they mostly wait for the clock
+    validate "$slug-control" "$scenario" "$(decoded "$scenario") ! $control ! $sink" &
+    for backend in "${backends[@]}"; do
+      validate "$slug-$backend" "$scenario" "$(decoded "$scenario") ! ${tested//BACKEND/$backend} ! $sink" &
+    done
+    wait
+    for backend in "${backends[@]}"; do
+      line="$backend: $scenario, $name: cudagray raises no issue videoconvert does not"
+      if ! { finished "$slug-control" && finished "$slug-$backend"; } >"$tmp/log"; then
+        for run in control "$backend"; do
+          echo "$slug-$run.log, its end:"
+          tail -n 15 "$tmp/runs/$slug-$run.log"
+        done >>"$tmp/log"
+        result FAIL "$line" "$tmp/log"
+      elif "$python" "$reports" compare "$tmp/runs/$slug-$backend.issues" "$tmp/runs/$slug-control.issues" \
+          >"$tmp/log" 2>&1; then
+        result OK "$line"
+        cat "$tmp/log"  # the control's own issues, as comments
+      else
+        { echo "cudagray's pipeline: $(decoded "$scenario") ! ${tested//BACKEND/$backend} ! $sink"
+          echo "issues the control does not raise:"; } | cat - "$tmp/log" >"$tmp/log2"
+        result FAIL "$line" "$tmp/log2"
+      fi
+    done
+  done
+done
+echo "1..$n"

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""GstValidate's issues as data, for tests/validate.sh.
+
+  validate_reports.py run REPORTS COMMAND...
+      runs COMMAND (gst-validate-1.0 ...) with GST_VALIDATE_SERVER pointing
+      at a TCP socket of its own on 127.0.0.1 and writes every issue that
+      GstValidate sent there to REPORTS, one JSON object a line; exits with
+      COMMAND's status (128 + N when signal N ended it), or 3 when
+      GstValidate never connected (then nothing it found could be seen).
+  validate_reports.py compare TESTED CONTROL
+      prints the issues of TESTED that CONTROL has not, compared by issue id
+      and where they were detected with the elements under test (named
+      test*) taken as one, and exits 1 if there are any; prints CONTROL's
+      issues as "#" lines.
+
+The socket is gst-validate-launcher's channel, the same in GStreamer 1.22
+and 1.26: each message a 32-bit big-endian length and a JSON object; an
+issue is {"type": "report", "issue-id", "level", "detected-on", "summary",
+"details"}.
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+
+
+def serve(listener, messages):
+    connection, _ = listener.accept()
+    data = b""
+    with connection:
+        while chunk := connection.recv(65536):
+            data += chunk
+            while len(data) >= 4:
+                (length,) = struct.unpack(">I", data[:4])
+                if len(data) < 4 + length:
+                    break
+                messages.append(json.loads(data[4 : 4 + length]))
+                data = data[4 + length :]
+
+
+def run(reports, command):
+    listener = socket.create_server(("127.0.0.1", 0))
+    messages = []
+    reader = threading.Thread(target=serve, args=(listener, messages), daemon=True)
+    reader.start()
+    env = dict(os.environ, GST_VALIDATE_SERVER=f"tcp://127.0.0.1:{listener.getsockname()[1]}",
+               GST_VALIDATE_UUID="cudagray")
+    status = subprocess.run(command, env=env).returncode
+    if status < 0:
+        print(f"{command[0]} was ended by signal {-status}", file=sys.stderr)
+        status = 128 - status
+    # the connection closes when the process ends; what is in flight is read
+    reader.join(timeout=30)
+    with open(reports, "w") as out:
+        for message in messages:
+            if message.get("type") == "report":
+                print(json.dumps(message), file=out)
+    if not any(message.get("started") for message in messages):
+        print(f"GstValidate never connected to {env['GST_VALIDATE_SERVER']}: its issues are unknown",
+              file=sys.stderr)
+        return 3
+    return status
+
+
+def where(detected_on):
+    """Where an issue was found, the same for the tested elements and the
+    control's: "test:src" for cudagray's src pad and for videoconvert's."""
+    element, colon, pad = detected_on.partition(":")
+    return ("test" if element.startswith("test") else element) + colon + pad
+
+
+def issues(path):
+    found = {}
+    with open(path) as reports:
+        for line in reports:
+            report = json.loads(line)
+            if report["level"] in ("ignore", "expected"):
+                continue
+            found.setdefault((report["issue-id"], where(report["detected-on"])), report)
+    return found
+
+
+def compare(tested, control):
+    extra = issues(tested)
+    theirs = issues(control)
+    for (issue, place), report in sorted(theirs.items()):
+        print(f"# control also: {report['level']} {issue} on {place}")
+    new = sorted(key for key in extra if key not in theirs)
+    for issue, place in new:
+        report = extra[issue, place]
+        print(f"{report['level']} {issue} on {report['detected-on']} ({report['summary']}): "
+              f"{report['details']}")
+    return 1 if new else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3 and sys.argv[1] == "run":
+        sys.exit(run(sys.argv[2], sys.argv[3:]))
+    if len(sys.argv) == 4 and sys.argv[1] == "compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3]))
+    sys.exit(__doc__)
