@@ -129,9 +129,13 @@ if gst-inspect-1.0 videoconvertscale >/dev/null 2>&1; then
 else
   scaler="videoscale name=testscale ! videoconvert name=test"
 fi
-# case: "NAME|cudagray's place with BACKEND|the control's place|sink"
+# case: "NAME|cudagray's place with BACKEND|the control's place|sink".
+# Sinks sync: every standard scenario acts at playback times (pause_resume
+# pauses at 1 s and sends EOS at 7 s), and with a sink that does not sync
+# the 8 s file decodes in a fraction of a second, so the actions race the
+# file's own end (the control too raised event::eos-has-wrong-seqnum on the
+# demuxer's pad that way, on 1.26).
 cases=(
-  "fakesink|cudagray name=test backend=BACKEND|videoconvert name=test ! capsfilter name=testcaps caps=video/x-raw,format=GRAY8|fakesink name=sink"
   "fakesink sync=true|cudagray name=test backend=BACKEND|videoconvert name=test ! capsfilter name=testcaps caps=video/x-raw,format=GRAY8|fakesink name=sink sync=true"
   "scaled to 320x180, fakesink sync=true|cudagray name=test backend=BACKEND ! capsfilter name=testcaps caps=video/x-raw,width=320,height=180|$scaler ! capsfilter name=testcaps caps=video/x-raw,format=GRAY8,width=320,height=180|fakesink name=sink sync=true"
 )
