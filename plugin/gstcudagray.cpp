@@ -197,7 +197,11 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   GST_OBJECT_UNLOCK(self);
   if (!converter.describe(&in_info, format, &out_info, method, add_borders)) return FALSE;
 
-  const gboolean passthrough = converter.passes_through(&out_info);
+  const gboolean cuda_input = gst_cuda_gray_caps_in_cuda_memory(incaps);
+  const gboolean cuda_output = gst_cuda_gray_caps_in_cuda_memory(outcaps);
+  /* gray in system memory of the output's format and size goes out as it
+   * came; into or out of CUDA memory it is copied by the kernel */
+  const gboolean passthrough = converter.passes_through(&out_info) && !cuda_input && !cuda_output;
   gst_base_transform_set_passthrough(trans, passthrough);
   const int in_flight =
       converter.set_frames_in_flight(max_inflight, passthrough, upstream_is_live(trans));
@@ -208,13 +212,6 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
           : 0;
   self->output->set_limit(passthrough ? PASSTHROUGH_ROOM : in_flight,
                           !passthrough && in_flight == 1, waiting);
-
-  const gboolean cuda_input = gst_cuda_gray_caps_in_cuda_memory(incaps);
-  const gboolean cuda_output = gst_cuda_gray_caps_in_cuda_memory(outcaps);
-  if (passthrough && cuda_output) {
-    GST_ERROR_OBJECT(self, "%s passes through in system memory only", format->name);
-    return FALSE;
-  }
   if (passthrough) {
     GST_INFO_OBJECT(self, "%s input: passthrough", format->name);
     return TRUE;
