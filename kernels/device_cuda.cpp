@@ -113,10 +113,15 @@ std::string no_device_reason(cudaError_t error, const std::string &cuda_says) {
 
 int cuda_device_count(std::string *reason) {
   int count = 0;
-  try {
-    CUDAGRAY_CHECK(cudaGetDeviceCount(&count));
-  } catch (const CudaError &e) {
-    *reason = no_device_reason(e.code, e.what());
+  /* no exception on this path, which every element asking for a GPU takes:
+   * in a Python that loaded GStreamer, libunwind's _Unwind_Resume can stand
+   * in for libgcc's, and a C++ exception then aborts the process */
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    *reason =
+        no_device_reason(err, std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err) +
+                                  " (" + cudaGetErrorName(err) + ")");
     return 0;
   }
   if (count == 0) *reason = no_device_reason(cudaSuccess, "");
