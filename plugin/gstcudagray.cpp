@@ -91,6 +91,7 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   self->props.stats = cudagray::TimingStats();
   self->props.stats_in_flight = 0;
   GST_OBJECT_UNLOCK(self);
+  self->reverse_playback = FALSE;
   if (!gst_cuda_gray_properties_check_weights(GST_ELEMENT(self), &self->props) ||
       !self->converter->open(choice, device_id))
     return FALSE;
@@ -171,6 +172,49 @@ static gboolean upstream_is_live(GstBaseTransform *trans) {
  * every buffer (50 us a buffer on a 2-core machine, 2 us with 16). */
 #define PASSTHROUGH_ROOM 16
 
+/* How many frames may be in flight, and the latency that adds: one at a
+ * time in reverse playback, where a frame held would leave after an event
+ * that came after it but is stamped before it (downstream, GstValidate
+ * among them, expects serialized events in timestamp order), else
+ * max-inflight or the backend's choice. */
+static int limit_frames_in_flight(GstCudaGray *self, const GstVideoInfo *in_info,
+                                  gboolean passthrough) {
+  GST_OBJECT_LOCK(self);
+  const guint max_inflight = self->props.max_inflight;
+  GST_OBJECT_UNLOCK(self);
+  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
+  const int in_flight = self->converter->set_frames_in_flight(
+      self->reverse_playback ? 1 : max_inflight, passthrough, upstream_is_live(trans));
+  /* a frame can wait behind max-inflight - 1 others when the GPU falls behind */
+  const GstClockTime waiting =
+      in_info->fps_n > 0
+          ? gst_util_uint64_scale((in_flight - 1) * GST_SECOND, in_info->fps_d, in_info->fps_n)
+          : 0;
+  self->output->set_limit(passthrough ? PASSTHROUGH_ROOM : in_flight,
+                          !passthrough && in_flight == 1, waiting);
+  return in_flight;
+}
+
+/* A segment that turns playback around sets the frames in flight again,
+ * once the frames of the old direction are out. */
+static void follow_playback_direction(GstCudaGray *self, GstEvent *segment_event) {
+  const GstSegment *segment;
+  gst_event_parse_segment(segment_event, &segment);
+  const gboolean reverse = segment->rate < 0;
+  if (reverse == self->reverse_playback) return;
+  self->reverse_playback = reverse;
+  if (self->output->drain() == GST_FLOW_FLUSHING) return; /* the next segment comes */
+  GstCaps *caps = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
+  GstVideoInfo in_info;
+  if (caps && gst_video_info_from_caps(&in_info, caps)) {
+    const int in_flight = limit_frames_in_flight(
+        self, &in_info, gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(self)));
+    GST_INFO_OBJECT(self, "%s playback: up to %d frames in flight",
+                    reverse ? "reverse" : "forward", in_flight);
+  }
+  if (caps) gst_caps_unref(caps);
+}
+
 /* Sizes the backend for the new caps. New input caps, and new output caps
  * that downstream asked for (a RECONFIGURE: GStreamer calls this before it
  * sends the CAPS event and the ALLOCATION query), take effect at a frame
@@ -193,7 +237,6 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   GST_OBJECT_LOCK(self);
   const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
   const gboolean add_borders = self->props.add_borders;
-  const guint max_inflight = self->props.max_inflight;
   GST_OBJECT_UNLOCK(self);
   if (!converter.describe(&in_info, format, &out_info, method, add_borders)) return FALSE;
 
@@ -203,15 +246,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
    * came; into or out of CUDA memory it is copied by the kernel */
   const gboolean passthrough = converter.passes_through(&out_info) && !cuda_input && !cuda_output;
   gst_base_transform_set_passthrough(trans, passthrough);
-  const int in_flight =
-      converter.set_frames_in_flight(max_inflight, passthrough, upstream_is_live(trans));
-  /* a frame can wait behind max-inflight - 1 others when the GPU falls behind */
-  const GstClockTime waiting =
-      in_info.fps_n > 0
-          ? gst_util_uint64_scale((in_flight - 1) * GST_SECOND, in_info.fps_d, in_info.fps_n)
-          : 0;
-  self->output->set_limit(passthrough ? PASSTHROUGH_ROOM : in_flight,
-                          !passthrough && in_flight == 1, waiting);
+  const int in_flight = limit_frames_in_flight(self, &in_info, passthrough);
   if (passthrough) {
     GST_INFO_OBJECT(self, "%s input: passthrough", format->name);
     return TRUE;
@@ -436,6 +471,9 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       return ret;
     }
     case GST_EVENT_CAPS: break;
+    case GST_EVENT_SEGMENT:
+      follow_playback_direction(self, event);
+      return output.push_event(event);
     default:
       if (GST_EVENT_IS_SERIALIZED(event)) return output.push_event(event);
   }

@@ -34,6 +34,9 @@ struct _GstCudaGray {
   gint reads_device_memory;
   gint writes_device_memory;
 
+  /* whether the segment plays backwards (streaming thread) */
+  gboolean reverse_playback;
+
   /* the CUDA context every backend call is made in */
   GstCudaGrayContext *context;
   /* Three rooms, calls one way: the element hands input buffers to the

@@ -149,7 +149,8 @@ void gst_cuda_gray_properties_install(GObjectClass *klass) {
           "Frames converting on the GPU at once (1: each frame finishes "
           "before the next starts; 0: automatic, the backend's choice (4 on "
           "CUDA) for a non-live upstream and 1 for a live one). Each frame "
-          "held adds one frame of latency",
+          "held adds one frame of latency. Reverse playback converts one "
+          "frame at a time",
           0, MAX_INFLIGHT_LIMIT, DEFAULT_MAX_INFLIGHT,
           (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(

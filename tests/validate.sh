@@ -19,7 +19,9 @@
 # (meson install's prefix, e.g. BUILD_DIR/gst-validate/1.22.0/install copied
 # to a machine without GStreamer's build tools). The plugin comes from
 # GST_PLUGIN_PATH_1_0, else BUILD_DIR/plugin. CUDAGRAY_VALIDATE_BACKENDS
-# names the backends (default "cpu"; "cpu cuda" on a GPU machine).
+# names the backends (default "cpu"; "cpu cuda" on a GPU machine),
+# CUDAGRAY_VALIDATE_DECODER the H.264 decoders to pick from, in order
+# (default "avdec_h264 openh264dec").
 # CUDAGRAY_VALIDATE_KEEP=DIR keeps every run's log and issues there.
 set -uo pipefail
 build=$(realpath "$1") source=$(realpath "$2") python=$3
@@ -99,6 +101,21 @@ else
   give_up "$step: gst-validate-1.0 -l and gst-inspect-1.0 cudagray run" "$tmp/list"
 fi
 
+# The decoder: libav's where it is, else OpenH264's (GStreamer bundles
+# without libav carry it); the files are constrained baseline, which both
+# decode.
+decoder=
+read -ra candidates <<<"${CUDAGRAY_VALIDATE_DECODER:-avdec_h264 openh264dec}"
+for candidate in "${candidates[@]}"; do
+  if gst-inspect-1.0 "$candidate" >/dev/null 2>&1; then decoder=$candidate && break; fi
+done
+if [[ -n $decoder ]]; then
+  result OK "an H.264 decoder: $decoder"
+else
+  echo "none of ${candidates[*]} is installed (avdec_h264: gstreamer1.0-libav)" >"$tmp/log"
+  give_up "an H.264 decoder" "$tmp/log"
+fi
+
 # The files: 8 s of 640x360 H.264 at 30 fps (a key frame a second, for the
 # seeks) in MP4 for the seeking scenarios, and the same stream alone for
 # change_state_intensive: gst-launch links a demuxer's pad once, so after
@@ -106,7 +123,8 @@ fi
 # ends in not-linked.
 if timeout 120 gst-launch-1.0 -q videotestsrc num-buffers=240 pattern=ball \
     ! video/x-raw,width=640,height=360,framerate=30/1 \
-    ! x264enc speed-preset=ultrafast key-int-max=30 ! video/x-h264,stream-format=byte-stream ! tee name=t \
+    ! x264enc speed-preset=ultrafast key-int-max=30 \
+    ! video/x-h264,stream-format=byte-stream,profile=constrained-baseline ! tee name=t \
     t. ! queue ! h264parse ! mp4mux ! filesink location="$tmp/in.mp4" \
     t. ! queue ! filesink location="$tmp/in.h264" >"$tmp/log" 2>&1; then
   result OK "test files made: 8 s of 640x360 H.264, in MP4 and alone"
@@ -117,9 +135,9 @@ fi
 # decoded SCENARIO: what feeds the elements under test
 decoded() {
   if [[ $1 == change_state_intensive ]]; then
-    echo "filesrc location=$tmp/in.h264 name=src ! h264parse name=parse ! avdec_h264 name=dec"
+    echo "filesrc location=$tmp/in.h264 name=src ! h264parse name=parse ! $decoder name=dec"
   else
-    echo "filesrc location=$tmp/in.mp4 name=src ! qtdemux name=demux ! h264parse name=parse ! avdec_h264 name=dec"
+    echo "filesrc location=$tmp/in.mp4 name=src ! qtdemux name=demux ! h264parse name=parse ! $decoder name=dec"
   fi
 }
 # The elements under test are named test*, so that an issue on their pads
