@@ -209,8 +209,8 @@ static void follow_playback_direction(GstCudaGray *self, GstEvent *segment_event
   if (caps && gst_video_info_from_caps(&in_info, caps)) {
     const int in_flight = limit_frames_in_flight(
         self, &in_info, gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(self)));
-    GST_INFO_OBJECT(self, "%s playback: up to %d frames in flight",
-                    reverse ? "reverse" : "forward", in_flight);
+    GST_INFO_OBJECT(self, "%s playback: up to %d frames in flight", reverse ? "reverse" : "forward",
+                    in_flight);
   }
   if (caps) gst_caps_unref(caps);
 }
@@ -471,9 +471,7 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       return ret;
     }
     case GST_EVENT_CAPS: break;
-    case GST_EVENT_SEGMENT:
-      follow_playback_direction(self, event);
-      return output.push_event(event);
+    case GST_EVENT_SEGMENT: follow_playback_direction(self, event); return output.push_event(event);
     default:
       if (GST_EVENT_IS_SERIALIZED(event)) return output.push_event(event);
   }

@@ -290,6 +290,53 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
   gst_object_unref(pipeline);
 }
 
+// MJPEG as webcams send it, decoded by nvjpegdec into CUDA memory and read
+// there: each frame equal to the same decoder's frame downloaded and
+// converted on the CPU (NVDEC's JPEG decoding is not libjpeg's, so the
+// decoder is the same on both sides). 4:2:0, as NVDEC decodes JPEG: the
+// nvcodec of 1.22 and 1.26 takes no 4:2:2 or gray JPEG ("unhandled chroma
+// format") and an H100 creates no 4:4:4 JPEG decoder.
+TEST(CudaMemory, NvjpegdecFramesReadInPlaceEqualTheirDownload) {
+  SKIP_WITHOUT_CUDA_MEMORY_INPUT();
+  SKIP_WITHOUT_ELEMENT("nvjpegdec");
+  SKIP_WITHOUT_ELEMENT("cudadownload");
+  constexpr int kFrames = 20, kWidth = 640, kHeight = 480;
+  const std::string size = "width=" + std::to_string(kWidth) + ",height=" + std::to_string(kHeight);
+  GstElement *pipeline = gst_parse_launch(
+      ("videotestsrc num-buffers=" + std::to_string(kFrames) +
+       " pattern=ball ! video/x-raw,format=I420," + size +
+       ",framerate=30/1 ! jpegenc ! jpegparse ! nvjpegdec ! video/x-raw(memory:CUDAMemory) ! "
+       "tee name=t "
+       "t. ! queue ! cudagray name=gpu ! appsink name=gpu_out sync=false "
+       "t. ! queue ! cudadownload ! video/x-raw ! cudagray backend=cpu name=cpu ! appsink "
+       "name=cpu_out sync=false")
+          .c_str(),
+      nullptr);
+  ASSERT_NE(pipeline, nullptr);
+  GstElement *gpu_out = by_name(pipeline, "gpu_out"), *cpu_out = by_name(pipeline, "cpu_out");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  auto pull_all = [&](GstElement *sink) {
+    std::vector<GrayImage> frames;
+    while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+      frames.push_back(gray_of(gst_sample_get_buffer(s), kWidth, kHeight));
+      gst_sample_unref(s);
+    }
+    return frames;
+  };
+  const std::vector<GrayImage> gpu = pull_all(gpu_out), cpu = pull_all(cpu_out);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "");
+  gst_object_unref(bus);
+  ASSERT_EQ(gpu.size(), static_cast<size_t>(kFrames));
+  ASSERT_EQ(cpu.size(), static_cast<size_t>(kFrames));
+  for (size_t i = 0; i < gpu.size(); ++i) EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
+  GstElement *gray = by_name(pipeline, "gpu");
+  EXPECT_EQ(stat_of(gray, "device-inputs"), static_cast<guint64>(kFrames)) << "read in place";
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  for (GstElement *e : {gray, gpu_out, cpu_out}) gst_object_unref(e);
+  gst_object_unref(pipeline);
+}
+
 // Without a caps filter NVDEC and cudagray agree on CUDA memory (the element
 // lists it first); with backend=cpu on system memory (the decoder downloads).
 // Both give the same gray frames of the same stream.
