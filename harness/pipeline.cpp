@@ -9,8 +9,6 @@
 
 namespace harness {
 
-namespace {
-
 BusMessage read_message(GstMessage *message) {
   GError *error = nullptr;
   gchar *debug = nullptr;
@@ -19,14 +17,19 @@ BusMessage read_message(GstMessage *message) {
     gst_message_parse_error(message, &error, &debug);
   else
     gst_message_parse_warning(message, &error, &debug);
-  BusMessage read{GST_OBJECT_NAME(GST_MESSAGE_SRC(message)), error ? error->message : "unknown",
-                  debug ? debug : "", is_error};
-  if (error) g_error_free(error);
+  BusMessage read;
+  read.source = GST_OBJECT_NAME(GST_MESSAGE_SRC(message));
+  read.text = error ? error->message : "unknown";
+  read.debug = debug ? debug : "";
+  read.is_error = is_error;
+  if (error) {
+    read.domain = g_quark_to_string(error->domain);
+    read.code = error->code;
+    g_error_free(error);
+  }
   g_free(debug);
   return read;
 }
-
-}  // namespace
 
 std::vector<BusMessage> pop_messages(GstBus *bus, GstMessageType types) {
   std::vector<BusMessage> found;

@@ -15,7 +15,12 @@ namespace harness {
 struct BusMessage {
   std::string source, text, debug;
   bool is_error = false;
+  std::string domain;  // the GError's domain and code, e.g. "gst-stream-error-quark" 1
+  int code = 0;
 };
+
+// An ERROR or WARNING message, read.
+BusMessage read_message(GstMessage *message);
 
 // Pops every message of the given types (errors, warnings or both) in order.
 // gst_bus_pop_filtered drops what does not match, so ask for both at once

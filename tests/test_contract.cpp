@@ -167,22 +167,13 @@ struct BusRecord {
     switch (GST_MESSAGE_TYPE(message)) {
       case GST_MESSAGE_ERROR:
       case GST_MESSAGE_WARNING: {
-        GError *error = nullptr;
-        gchar *debug = nullptr;
-        const bool is_error = GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR;
-        if (is_error)
-          gst_message_parse_error(message, &error, &debug);
-        else
-          gst_message_parse_warning(message, &error, &debug);
-        if (is_error || error->message != self->ignored_warning) {
-          (is_error ? self->errors : self->warnings)
-              .push_back("[" + role + "] " + g_quark_to_string(error->domain) + " " +
-                         std::to_string(error->code));
-          self->texts += std::string(is_error ? "error" : "warning") + " [" + role + "] " +
-                         error->message + " | " + (debug ? debug : "") + "\n";
+        const BusMessage m = read_message(message);
+        if (m.is_error || m.text != self->ignored_warning) {
+          (m.is_error ? self->errors : self->warnings)
+              .push_back("[" + role + "] " + m.domain + " " + std::to_string(m.code));
+          self->texts += std::string(m.is_error ? "error" : "warning") + " [" + role + "] " +
+                         m.text + " | " + m.debug + "\n";
         }
-        g_error_free(error);
-        g_free(debug);
         break;
       }
       case GST_MESSAGE_QOS: {
@@ -732,7 +723,7 @@ Outcome flip_from_application(const Converter &c, const std::string &input_caps,
       if (self->pending.exchange(false)) set_caps(self->filter, self->caps);
       return GST_PAD_PROBE_REMOVE;
     }
-  } flip{filter};
+  } flip{filter, ""};
   GstPad *negotiated = gst_element_get_static_pad(filter, "src");
   GstPad *source_side = gst_element_get_static_pad(run.element("incaps"), "sink");
   size_t target = 0;
