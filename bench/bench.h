@@ -35,12 +35,13 @@ struct FrameSize {
 // What the command line chose.
 struct Options {
   std::vector<FrameSize> sizes;
-  std::vector<PixelLayout> formats;    // of the kernel rows
-  std::vector<int> gray_depths = {8};  // of the kernel rows: 8 (GRAY8), 16 (GRAY16)
-  std::vector<std::string> groups;     // kernel copy raw element scaled latency cpu npp
-  double seconds = 0.5;                // measured time per row (after warm-up)
-  size_t rotate_bytes = 256u << 20;    // frames rotated per row: at least this much
-  int device = 0;                      // CUDA device
+  std::vector<PixelLayout> formats;         // of the kernel rows
+  std::vector<PixelLayout> scaled_formats;  // of the scaled kernel rows
+  std::vector<int> gray_depths = {8};       // of the kernel rows: 8 (GRAY8), 16 (GRAY16)
+  std::vector<std::string> groups;          // kernel copy raw element scaled latency cpu npp
+  double seconds = 0.5;                     // measured time per row (after warm-up)
+  size_t rotate_bytes = 256u << 20;         // frames rotated per row: at least this much
+  int device = 0;                           // CUDA device
   std::string csv = "bench-results.csv";
   std::string npp_lib;        // explicit libnppicc path, if any
   std::vector<int> inflight;  // extra max-inflight values for the element rows

@@ -197,9 +197,35 @@ void time_operations(cudaStream_t stream, long rotation, const Operation &op,
   if (plain_us < row.us) row.us = plain_us, row.frames = plain_count;
 }
 
+std::vector<ScaledOutput> scaled_outputs(PixelLayout layout, const FrameSize &size) {
+  std::vector<ScaledOutput> all;
+  for (const bool boxed : {false, true}) {
+    cudagray::Conversion c = cudagray::same_size_conversion(layout, size.width, size.height);
+    c.out_width = 640;
+    c.out_height = boxed ? 640 : 360;
+    const int picture = std::max(1, static_cast<int>(640L * size.height / size.width));
+    c.dest =
+        boxed ? cudagray::Rect{0, (640 - std::min(picture, 640)) / 2, 640, std::min(picture, 640)}
+              : cudagray::Rect{0, 0, 640, 360};
+    if (static_cast<size_t>(c.out_width) * c.out_height > size.pixels()) continue;
+    for (const auto &[method, name] : {std::pair{cudagray::ScaleMethod::Area, "area"},
+                                       std::pair{cudagray::ScaleMethod::Bilinear, "bilinear"},
+                                       std::pair{cudagray::ScaleMethod::Nearest, "nearest"}}) {
+      c.method = method;
+      all.push_back({boxed ? "640x640-boxed" : "640x360", name, c});
+    }
+  }
+  return all;
+}
+
+std::string copy_key(size_t traffic) { return "copy:" + std::to_string(traffic) + "B"; }
+
 void device_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
+  // the same-size kernel rows, and the scaled ones (their NPP peers in the
+  // group "scaled" too)
   const bool kernels = options.wants("kernel");
-  if (!options.wants("copy") && !kernels && !options.wants("npp")) return;
+  const bool scaled_kernels = kernels || options.wants("scaled");
+  if (!options.wants("copy") && !scaled_kernels && !options.wants("npp")) return;
   const size_t n = size.pixels();
   try {
     // the largest frame in (GBR_16LE: 6 bytes a pixel) and out (GRAY16)
@@ -231,43 +257,19 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
     // A kernel reads its frame and writes N or 2N bytes of gray; its ceiling
     // is a device copy of half that many bytes, which reads and writes as
     // much. One copy row for each traffic the kernel rows need, keyed by it.
-    const auto copy_key = [&](size_t traffic) { return "copy:" + std::to_string(traffic) + "B"; };
-    // Scaled (issue 31): GRAY8 at 640x360, and letterboxed into 640x640 (the
-    // picture as wide as the box, centred), each method, where the output
-    // fits the gray ring.
-    struct Scaled {
-      std::string name;
-      cudagray::Conversion c;
-    };
-    const auto scaled = [&](PixelLayout layout) {
-      std::vector<Scaled> all;
-      for (const bool boxed : {false, true}) {
-        cudagray::Conversion c = cudagray::same_size_conversion(layout, size.width, size.height);
-        c.out_width = 640;
-        c.out_height = boxed ? 640 : 360;
-        const int picture = std::max(1, static_cast<int>(640L * size.height / size.width));
-        c.dest = boxed ? cudagray::Rect{0, (640 - std::min(picture, 640)) / 2, 640,
-                                        std::min(picture, 640)}
-                       : cudagray::Rect{0, 0, 640, 360};
-        if (static_cast<size_t>(c.out_width) * c.out_height > n) continue;
-        for (const auto &[method, name] : {std::pair{cudagray::ScaleMethod::Area, "area"},
-                                           std::pair{cudagray::ScaleMethod::Bilinear, "bilinear"},
-                                           std::pair{cudagray::ScaleMethod::Nearest, "nearest"}}) {
-          c.method = method;
-          all.push_back({std::string(boxed ? "640x640-boxed:" : "640x360:") + name, c});
-        }
-      }
-      return all;
+    const auto scaled_traffic = [&](PixelLayout layout, const ScaledOutput &k) {
+      return frame_bytes(layout, size) +
+             static_cast<size_t>(k.conversion.out_width) * k.conversion.out_height;
     };
     std::set<size_t> traffics;
     if (kernels)
-      for (PixelLayout layout : options.formats) {
+      for (PixelLayout layout : options.formats)
         for (int depth : options.gray_depths)
           traffics.insert(frame_bytes(layout, size) + n * depth / 8);
-        for (const Scaled &k : scaled(layout))
-          traffics.insert(frame_bytes(layout, size) +
-                          static_cast<size_t>(k.c.out_width) * k.c.out_height);
-      }
+    if (scaled_kernels)
+      for (PixelLayout layout : options.scaled_formats)
+        for (const ScaledOutput &k : scaled_outputs(layout, size))
+          traffics.insert(scaled_traffic(layout, k));
     for (size_t traffic : traffics)
       time_copy(copy_key(traffic),
                 "device copy, same traffic as a kernel reading and writing " +
@@ -282,43 +284,37 @@ void device_rows(const FrameSize &size, const Options &options, std::vector<Row>
                 cudaMemcpyDeviceToHost);
     }
 
-    if (kernels) {
-      const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
-      for (PixelLayout layout : options.formats) {
-        for (int depth : options.gray_depths) {
-          const size_t traffic = frame_bytes(layout, size) + n * depth / 8;
-          const std::string suffix = depth == 16 ? ":GRAY16" : "";
-          Row row(size, "kernel", std::string("kernel:") + layout_name(layout) + suffix,
-                  "cudagray kernel alone" + std::string(depth == 16 ? ", GRAY16 out" : ""),
-                  layout_name(layout), double(traffic));
-          row.ceiling = copy_key(traffic);
-          const int bpp = static_cast<int>(frame_bytes(layout, size) / n);
-          if (depth == 8 && cudagray::layout_info(layout).family == cudagray::LayoutFamily::Rgb &&
-              cudagray::layout_info(layout).depth == 8 && cudagray::layout_info(layout).planes == 1)
-            row.peer = bpp == 3 ? "npp:C3" : "npp:AC4";
-          const cudagray::Conversion c =
-              cudagray::same_size_conversion(layout, size.width, size.height, depth);
-          time_row(row, [&](long i, cudaStream_t s) {
-            const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
-            CHECK_CUDA(
-                cudagray::convert_cuda(c, frame_at(layout, size, in.at(i)), out, weights, s));
-          });
-        }
-        for (const Scaled &k : scaled(layout)) {
-          const size_t traffic =
-              frame_bytes(layout, size) + static_cast<size_t>(k.c.out_width) * k.c.out_height;
-          Row row(size, "kernel", std::string("kernel:") + layout_name(layout) + ":" + k.name,
-                  "cudagray kernel alone, scaled to " + k.name, layout_name(layout),
-                  double(traffic));
-          row.ceiling = copy_key(traffic);
-          time_row(row, [&](long i, cudaStream_t s) {
-            const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(k.c.out_width)};
-            CHECK_CUDA(
-                cudagray::convert_cuda(k.c, frame_at(layout, size, in.at(i)), out, weights, s));
-          });
-        }
+    const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
+    for (PixelLayout layout : kernels ? options.formats : std::vector<PixelLayout>{})
+      for (int depth : options.gray_depths) {
+        const size_t traffic = frame_bytes(layout, size) + n * depth / 8;
+        const std::string suffix = depth == 16 ? ":GRAY16" : "";
+        Row row(size, "kernel", std::string("kernel:") + layout_name(layout) + suffix,
+                "cudagray kernel alone" + std::string(depth == 16 ? ", GRAY16 out" : ""),
+                layout_name(layout), double(traffic));
+        row.ceiling = copy_key(traffic);
+        row.peer = npp_peer(layout, depth, nullptr);
+        const cudagray::Conversion c =
+            cudagray::same_size_conversion(layout, size.width, size.height, depth);
+        time_row(row, [&](long i, cudaStream_t s) {
+          const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(size.width) * depth / 8};
+          CHECK_CUDA(cudagray::convert_cuda(c, frame_at(layout, size, in.at(i)), out, weights, s));
+        });
       }
-    }
+    for (PixelLayout layout : scaled_kernels ? options.scaled_formats : std::vector<PixelLayout>{})
+      for (const ScaledOutput &k : scaled_outputs(layout, size)) {
+        const size_t traffic = scaled_traffic(layout, k);
+        Row row(size, "kernel", std::string("kernel:") + layout_name(layout) + ":" + k.name(),
+                "cudagray kernel alone, scaled to " + k.name(), layout_name(layout),
+                double(traffic));
+        row.ceiling = copy_key(traffic);
+        row.peer = npp_peer(layout, 8, &k);
+        time_row(row, [&](long i, cudaStream_t s) {
+          const cudagray::GrayFrame out{gray.at(i), static_cast<size_t>(k.conversion.out_width)};
+          CHECK_CUDA(cudagray::convert_cuda(k.conversion, frame_at(layout, size, in.at(i)), out,
+                                            weights, s));
+        });
+      }
   } catch (const std::exception &e) {  // allocation or setup; record() keeps per-row failures
     record(rows, Row(size, "kernel", "kernel:setup", "cudagray kernel and device copies")
                      .skip(std::string("failed: ") + e.what()));

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "bench.h"
+#include "cudagray/conversion.h"
 #include "cudagray/cuda_owners.h"
 
 // Throws cudagray::CudaError "<function> failed: ..." unless the call succeeds.
@@ -38,8 +39,30 @@ void raw_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
 // One frame at a time on one stream, synchronised: the latency ceiling.
 void raw_latency_row(const FrameSize &size, const Options &options, std::vector<Row> *rows);
 
-// nppiRGBToGray (C3C1R and AC4C1R) loaded at run time; npp.cpp.
+// The kernel rows' scaled outputs (issue 31): GRAY8 at 640x360, and
+// letterboxed into 640x640 (the picture as wide as the box, centred), each
+// method; those no larger than the input frame.
+struct ScaledOutput {
+  std::string box;     // "640x360", "640x640-boxed"
+  std::string method;  // "area", "bilinear", "nearest"
+  cudagray::Conversion conversion;
+  std::string name() const { return box + ":" + method; }
+};
+std::vector<ScaledOutput> scaled_outputs(PixelLayout layout, const FrameSize &size);
+
+// The key of the same-traffic device copy row: a kernel moving traffic bytes.
+std::string copy_key(size_t traffic);
+
+// NPP loaded at run time (npp.cpp). Group "npp": nppiRGBToGray (C3C1R and
+// AC4C1R) at the same size; groups "npp" and "scaled": every scaled output
+// from 3- and 4-byte RGB as NPP's two passes in either order (to gray then
+// nppiResize, nppiResize then to gray) and from a luma plane (nppiResize).
 void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows);
+
+// The NPP row a kernel row of layout and gray depth is compared with, at
+// the same size (scaled null) or scaled; "" where NPP has no such job, and
+// for colour scaled "gray-first|resize-first" keys: the faster is the peer.
+std::string npp_peer(PixelLayout layout, int gray_depth, const ScaledOutput *scaled);
 
 // ---- shared by cuda_rows.cpp and npp.cpp ----------------------------------
 

@@ -41,10 +41,13 @@ void direct_cuda_rows(const FrameSize &size, const Options &options, const std::
 #endif
   const std::string why = "skipped: " + no_cuda;
   const std::string kernels =
-      "cudagray kernel alone (" + std::to_string(options.formats.size()) + " formats)";
+      "cudagray kernel alone (" +
+      std::to_string((options.wants("kernel") ? options.formats : options.scaled_formats).size()) +
+      " formats)";
   if (options.wants("copy"))
     record(rows, Row(size, "copy", "copy:*", "device copies and pinned transfers").skip(why));
-  if (options.wants("kernel")) record(rows, Row(size, "kernel", "kernel:*", kernels).skip(why));
+  if (options.wants("kernel") || options.wants("scaled"))
+    record(rows, Row(size, "kernel", "kernel:*", kernels).skip(why));
   if (options.wants("raw"))
     record(rows, Row(size, "raw", "raw:*", "raw CUDA loops (pinned, staging)").skip(why));
 }
@@ -115,14 +118,17 @@ int run(int argc, char **argv) {
   }
   // NPP last: a library loaded at run time that goes wrong cannot spoil the
   // rows before it.
-  for (const FrameSize &size : options.wants("npp") ? options.sizes : std::vector<FrameSize>{}) {
+  const bool npp = options.wants("npp") || options.wants("scaled");
+  for (const FrameSize &size : npp ? options.sizes : std::vector<FrameSize>{}) {
 #ifdef CUDAGRAY_HAVE_CUDA
     if (no_cuda.empty()) {
       npp_rows(size, options, &rows);
       continue;
     }
 #endif
-    record(&rows, Row(size, "npp", "npp:*", "NPP nppiRGBToGray").skip("skipped: " + no_cuda));
+    record(
+        &rows,
+        Row(size, "npp", "npp:*", "NPP nppiRGBToGray and nppiResize").skip("skipped: " + no_cuda));
   }
 
   print_table(stdout, rows);

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// NPP's nppiRGBToGray as a peer of the cudagray kernel. The build machine
-// need not have NPP: the library is opened at run time and the two calls
-// are declared here, as nppdefs.h and nppi_color_conversion.h (CUDA 12/13)
-// declare them.
+// NPP as a peer of the cudagray kernel: nppiRGBToGray for the same-size
+// rows, and for the scaled rows the passes a CUDA programmer would chain
+// with NPP: colour to gray then nppiResize, nppiResize then colour to gray,
+// or nppiResize of a luma plane alone. The build machine need not have NPP:
+// the libraries are opened at run time and the calls are declared here, as
+// nppdefs.h, nppi_color_conversion.h and nppi_geometry_transforms.h (CUDA
+// 12/13) declare them.
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cuda_rows.h"
 #include "cudagray/convert_cuda.h"
@@ -20,6 +26,9 @@ using NppStatus = int;  // an enum in nppdefs.h: 0 success, < 0 error, > 0 warni
 struct NppiSize {
   int width, height;
 };
+struct NppiRect {
+  int x, y, width, height;
+};
 struct NppStreamContext {
   cudaStream_t hStream;
   int nCudaDeviceId, nMultiProcessorCount, nMaxThreadsPerMultiProcessor, nMaxThreadsPerBlock;
@@ -30,26 +39,103 @@ struct NppStreamContext {
 };
 static_assert(sizeof(NppStreamContext) == 48, "NppStreamContext as in nppdefs.h of CUDA 12/13");
 using ToGray = NppStatus (*)(const uint8_t *, int, uint8_t *, int, NppiSize, NppStreamContext);
+using Resize = NppStatus (*)(const uint8_t *, int, NppiSize, NppiRect, uint8_t *, int, NppiSize,
+                             NppiRect, int, NppStreamContext);
 
-// One of the two conversions, by its NPP name (without _Ctx).
-struct Conversion {
-  const char *key, *name;
-  PixelLayout layout;  // the cudagray layout with the same bytes
-  int channels;
-  ToGray call = nullptr;
+// NPP's interpolation (NppiInterpolationMode in nppdefs.h) for each cudagray
+// method: SUPER is NPP's area method.
+struct Interpolation {
+  int mode;
+  const char *name;
 };
+Interpolation interpolation_of(cudagray::ScaleMethod method) {
+  switch (method) {
+    case cudagray::ScaleMethod::Nearest: return {1, "NN"};
+    case cudagray::ScaleMethod::Bilinear: return {2, "LINEAR"};
+    case cudagray::ScaleMethod::Area: return {8, "SUPER"};
+  }
+  throw std::logic_error("unknown scale method");
+}
 
+// What NPP sees in a cudagray layout's bytes: packed 8-bit RGB of 3 or 4
+// bytes a pixel (R, G, B first: the 4-byte layouts' order does not change
+// the cost), or one 8-bit luma plane; None where NPP has no such call.
+enum class Input { None, C3, AC4, Luma };
+
+struct InputInfo {
+  const char *key;      // in the rows' keys
+  PixelLayout layout;   // the cudagray layout NPP's bytes are read as
+  int channels;         // bytes a pixel
+  const char *to_gray;  // libnppicc's call (no _Ctx), none for luma
+  const char *resize;   // libnppig's call on the input itself
+};
+const InputInfo &info_of(Input input) {
+  static const InputInfo c3{"C3", PixelLayout::RGB, 3, "nppiRGBToGray_8u_C3C1R",
+                            "nppiResize_8u_C3R"},
+      ac4{"AC4", PixelLayout::RGBx, 4, "nppiRGBToGray_8u_AC4C1R", "nppiResize_8u_C4R"},
+      luma{"luma", PixelLayout::Luma, 1, nullptr, "nppiResize_8u_C1R"};
+  switch (input) {
+    case Input::C3: return c3;
+    case Input::AC4: return ac4;
+    case Input::Luma: return luma;
+    case Input::None: break;
+  }
+  throw std::logic_error("no NPP input");
+}
+constexpr const char *kResizeGray = "nppiResize_8u_C1R";
+
+Input input_of(PixelLayout layout) {
+  if (layout == PixelLayout::Luma) return Input::Luma;
+  const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
+  if (info.family != cudagray::LayoutFamily::Rgb || info.depth != 8 || info.planes != 1)
+    return Input::None;
+  return info.row_bytes(1) == 3 ? Input::C3 : Input::AC4;
+}
+
+// The two ways to chain NPP's calls for colour input; luma is resized alone.
+enum class Order { GrayFirst, ResizeFirst, LumaOnly };
+const char *order_key(Order order) {
+  return order == Order::GrayFirst     ? ":gray-first"
+         : order == Order::ResizeFirst ? ":resize-first"
+                                       : "";
+}
+
+// libnppicc (colour conversion) and libnppig (geometry) opened at run time.
 struct Npp {
-  std::string error;  // why NPP is not available; empty when it is
+  std::string error;  // why libnppicc is not available; empty when it is
   std::string library;
-  Conversion conversions[2] = {
-      {"npp:C3", "nppiRGBToGray_8u_C3C1R", PixelLayout::RGB, 3},
-      {"npp:AC4", "nppiRGBToGray_8u_AC4C1R", PixelLayout::RGBA, 4},
-  };
+  std::string geometry_error;  // why libnppig is not (only the resize rows need it)
+  void *colour = nullptr, *geometry = nullptr;
+
+  // The _Ctx call of that name, or nullptr.
+  template <class Call>
+  Call call(const char *name, bool from_geometry) const {
+    void *handle = from_geometry ? geometry : colour;
+    return handle ? reinterpret_cast<Call>(dlsym(handle, (std::string(name) + "_Ctx").c_str()))
+                  : nullptr;
+  }
+  // Why a row that needs these calls cannot run; "" when it can.
+  std::string missing(const std::vector<std::pair<const char *, bool>> &calls) const {
+    if (!error.empty()) return "NPP: not available (" + error + ")";
+    for (const auto &[name, from_geometry] : calls) {
+      if (from_geometry && !geometry) return "NPP: libnppig not available (" + geometry_error + ")";
+      if (!call<void *>(name, from_geometry))
+        return std::string("NPP: ") + (from_geometry ? "libnppig" : library) + " has no " + name +
+               "_Ctx";
+    }
+    return "";
+  }
 };
 
-// libnppicc from the loader's own path or the usual toolkit directories,
-// libnppc and cudart from the same directory first, so that a toolkit
+// name in path's directory with path's version suffix: libnppig.so.13 for
+// /usr/local/cuda/lib64/libnppicc.so.13.
+std::string sibling(const std::string &path, const char *name) {
+  const size_t slash = path.rfind('/'), so = path.find(".so");
+  return path.substr(0, slash + 1) + name + (so == std::string::npos ? "" : path.substr(so + 3));
+}
+
+// libnppicc from the loader's own path or the usual toolkit directories;
+// libnppc, cudart and libnppig from the same directory, so that a toolkit
 // outside the loader's path works too. Everything RTLD_LOCAL: a shared
 // cudart must not take over the cuda* symbols that the plugin (with its
 // static cudart) still resolves lazily.
@@ -65,28 +151,28 @@ Npp load_npp(const Options &options) {
       for (const char *suffix : {".13", ".12", ""})
         candidates.push_back(dir + "libnppicc.so" + suffix);
   }
-  void *handle = nullptr;
   for (const std::string &path : candidates) {
-    const size_t slash = path.rfind('/'), so = path.find(".so");
-    for (const char *needed : {"libcudart.so", "libnppc.so"})
-      if (slash != std::string::npos && so != std::string::npos)
-        dlopen((path.substr(0, slash + 1) + needed + path.substr(so + 3)).c_str(),
-               RTLD_NOW | RTLD_LOCAL);
-    if ((handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+    if (path.find('/') != std::string::npos)
+      for (const char *needed : {"libcudart.so", "libnppc.so"})
+        dlopen(sibling(path, needed).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if ((npp.colour = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
       npp.library = path;
       break;
     }
     const char *why = dlerror();
     if (npp.error.empty()) npp.error = why ? why : path + ": cannot open";
   }
-  if (!handle) {
+  if (!npp.colour) {
     if (candidates.size() > 1)
       npp.error += " (and " + std::to_string(candidates.size() - 1) + " other names)";
     return npp;
   }
   npp.error.clear();
-  for (Conversion &c : npp.conversions)
-    c.call = reinterpret_cast<ToGray>(dlsym(handle, (std::string(c.name) + "_Ctx").c_str()));
+  const std::string geometry = sibling(npp.library, "libnppig.so");
+  if (!(npp.geometry = dlopen(geometry.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+    const char *why = dlerror();
+    npp.geometry_error = why ? why : geometry + ": cannot open";
+  }
   return npp;
 }
 
@@ -107,71 +193,282 @@ NppStreamContext stream_context(cudaStream_t stream) {
   return c;
 }
 
-// One NPP conversion on the context's stream; throws on an NPP error.
-void convert_npp(const Conversion &c, const NppStreamContext &context, const uint8_t *in,
-                 uint8_t *out, const FrameSize &size) {
-  const NppStatus status =
-      c.call(in, size.width * c.channels, out, size.width, {size.width, size.height}, context);
+// Throws unless an NPP call succeeded.
+void check_npp(NppStatus status, const char *name) {
   if (status < 0)
-    throw std::runtime_error(std::string(c.name) + "_Ctx returned NppStatus " +
+    throw std::runtime_error(std::string(name) + "_Ctx returned NppStatus " +
                              std::to_string(status));
 }
 
-// NPP's and cudagray's output for the same frame: how far apart they are.
-// NPP rounds its float formula its own way, so 1 apart is expected; more
-// would mean the call is set up wrong.
-std::string compare_with_cudagray(const Conversion &c, const NppStreamContext &context,
-                                  const uint8_t *in, const FrameSize &size) {
-  const size_t n = size.pixels();
-  const DeviceRing out(2, n);  // NPP's, ours
-  convert_npp(c, context, in, out.at(0), size);
-  const cudagray::GrayFrame gray{out.at(1), static_cast<size_t>(size.width)};
-  CHECK_CUDA(
-      cudagray::convert_cuda(cudagray::same_size_conversion(c.layout, size.width, size.height),
-                             frame_at(c.layout, size, in), gray,
-                             cudagray::standard_weights(cudagray::Matrix::BT601), context.hStream));
-  CHECK_CUDA(cudaStreamSynchronize(context.hStream));
-  std::vector<uint8_t> a(n), b(n);
-  CHECK_CUDA(cudaMemcpy(a.data(), out.at(0), n, cudaMemcpyDeviceToHost));
-  CHECK_CUDA(cudaMemcpy(b.data(), out.at(1), n, cudaMemcpyDeviceToHost));
+// How far two device frames of bytes each are apart: "max |diff| M on P% of
+// pixels" (max_diff gets M).
+std::string difference(const uint8_t *a, const uint8_t *b, size_t bytes, int *max_diff) {
+  std::vector<uint8_t> x(bytes), y(bytes);
+  CHECK_CUDA(cudaMemcpy(x.data(), a, bytes, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(y.data(), b, bytes, cudaMemcpyDeviceToHost));
   int worst = 0;
   size_t differ = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const int d = std::abs(int(a[i]) - int(b[i]));
+  for (size_t i = 0; i < bytes; ++i) {
+    const int d = std::abs(int(x[i]) - int(y[i]));
     worst = std::max(worst, d);
     differ += d != 0;
   }
-  return std::string(worst > 1 ? "CHECK: " : "") + "vs cudagray max |diff| " +
-         std::to_string(worst) + " on " + format_double(100.0 * differ / n, 2) + "% of pixels";
+  *max_diff = worst;
+  return "max |diff| " + std::to_string(worst) + " on " + format_double(100.0 * differ / bytes, 2) +
+         "% of pixels";
+}
+
+// One same-size conversion (the npp:C3 and npp:AC4 rows).
+void convert_npp(ToGray call, const char *name, int channels, const NppStreamContext &context,
+                 const uint8_t *in, uint8_t *out, const FrameSize &size) {
+  check_npp(call(in, size.width * channels, out, size.width, {size.width, size.height}, context),
+            name);
+}
+
+void same_size_rows(const Npp &npp, const FrameSize &size, const Options &options,
+                    std::vector<Row> *rows) {
+  const size_t n = size.pixels();
+  for (const Input input : {Input::C3, Input::AC4}) {
+    const InputInfo &info = info_of(input);
+    const int channels = info.channels;
+    Row row(size, "npp", std::string("npp:") + info.key, std::string("NPP ") + info.to_gray,
+            layout_name(info.layout), double(channels + 1) * n);
+    row.ceiling = copy_key(size_t(channels + 1) * n);  // same traffic
+    row.skipped = npp.missing({{info.to_gray, false}});
+    const ToGray call = npp.call<ToGray>(info.to_gray, false);
+    record(rows, row, [&](Row &r) {
+      const size_t count = rotation_count(size_t(channels + 1) * n, device_rotation_bytes(options));
+      const DeviceRing in(count, channels * n, 6000), out(count, n), check_out(2, n);
+      const cudagray::StreamOwner stream = cudagray::make_stream();
+      const NppStreamContext context = stream_context(stream.get());
+      // NPP's and cudagray's output for the same frame. NPP rounds its float
+      // formula its own way, so 1 apart is expected; more would mean the
+      // call is set up wrong.
+      convert_npp(call, info.to_gray, channels, context, in.at(0), check_out.at(0), size);
+      const cudagray::GrayFrame gray{check_out.at(1), static_cast<size_t>(size.width)};
+      CHECK_CUDA(cudagray::convert_cuda(
+          cudagray::same_size_conversion(info.layout, size.width, size.height),
+          frame_at(info.layout, size, in.at(0)), gray,
+          cudagray::standard_weights(cudagray::Matrix::BT601), context.hStream));
+      CHECK_CUDA(cudaStreamSynchronize(context.hStream));
+      int worst = 0;
+      const std::string check = difference(check_out.at(0), check_out.at(1), n, &worst);
+      time_operations(
+          stream.get(), static_cast<long>(count),
+          [&](long i, cudaStream_t) {
+            convert_npp(call, info.to_gray, channels, context, in.at(i), out.at(i), size);
+          },
+          options, r);
+      r.note = join(
+          {std::string(worst > 1 ? "CHECK: " : "") + "vs cudagray " + check, r.note, npp.library});
+    });
+  }
+}
+
+// A frame whose gray changes slowly (ramps across, down and diagonally):
+// NPP's resampling and cudagray's, which place and round their taps each
+// their own way, then stay a few levels apart, and a call set up wrong (a
+// wrong size, step or rectangle) shows as a large difference.
+std::vector<uint8_t> smooth_frame(const FrameSize &size, int channels) {
+  std::vector<uint8_t> frame(size.pixels() * channels);
+  const int w = std::max(size.width - 1, 1), h = std::max(size.height - 1, 1);
+  for (int y = 0; y < size.height; ++y)
+    for (int x = 0; x < size.width; ++x) {
+      uint8_t *p = &frame[(size_t(y) * size.width + x) * channels];
+      const uint8_t across = uint8_t(255 * x / w), down = uint8_t(255 * y / h),
+                    diagonal = uint8_t(255 * (x + y) / (w + h));
+      if (channels == 1) {
+        p[0] = diagonal;
+        continue;
+      }
+      p[0] = across, p[1] = down, p[2] = diagonal;
+      if (channels == 4) p[3] = 255;
+    }
+  return frame;
+}
+
+// One scaled job with NPP: the calls, in the order chosen, from a frame of
+// the input at size to the output's destination rectangle; the rows above
+// and below it (the letterbox) set to black as cudagray's are.
+class ScaledJob {
+ public:
+  ScaledJob(const Npp &npp, Input input, Order order, const ScaledOutput &output,
+            const FrameSize &size)
+      : info_(info_of(input)), order_(order), size_(size), c_(output.conversion) {
+    if (c_.dest.x != 0 || c_.dest.width != c_.out_width)
+      throw std::logic_error("NPP rows: only bars above and below the picture");
+    if (order_ != Order::LumaOnly) to_gray_ = npp.call<ToGray>(info_.to_gray, false);
+    resize_ = npp.call<Resize>(order_ == Order::ResizeFirst ? info_.resize : kResizeGray, true);
+  }
+
+  // What the row calls it, and the calls it needs ({name, from libnppig}).
+  std::string what(const std::string &box) const {
+    const std::string resize =
+        std::string(order_ == Order::ResizeFirst ? info_.resize : kResizeGray) + " " +
+        interpolation_of(c_.method).name + " to " + box;
+    const std::string bars = c_.dest.height < c_.out_height ? " (bars: cudaMemsetAsync)" : "";
+    if (order_ == Order::LumaOnly) return "NPP " + resize + " of the luma plane" + bars;
+    if (order_ == Order::GrayFirst)
+      return std::string("NPP ") + info_.to_gray + ", then " + resize + bars;
+    return "NPP " + resize + ", then " + info_.to_gray + bars;
+  }
+  std::vector<std::pair<const char *, bool>> calls() const {
+    std::vector<std::pair<const char *, bool>> needed = {
+        {order_ == Order::ResizeFirst ? info_.resize : kResizeGray, true}};
+    if (order_ != Order::LumaOnly) needed.push_back({info_.to_gray, false});
+    return needed;
+  }
+  // Enqueues the job on the context's stream; throws on an NPP error.
+  void run(const NppStreamContext &context, const uint8_t *in, uint8_t *scratch,
+           uint8_t *out) const {
+    const int w = size_.width, h = size_.height, step = w * info_.channels;
+    const NppiSize whole{w, h}, picture{c_.dest.width, c_.dest.height};
+    const NppiRect from{0, 0, w, h}, to{0, 0, c_.dest.width, c_.dest.height};
+    uint8_t *dest = out + size_t(c_.dest.y) * c_.out_width;
+    const int interpolation = interpolation_of(c_.method).mode;
+    switch (order_) {
+      case Order::GrayFirst:
+        check_npp(to_gray_(in, step, scratch, w, whole, context), info_.to_gray);
+        check_npp(resize_(scratch, w, whole, from, dest, c_.out_width, picture, to, interpolation,
+                          context),
+                  kResizeGray);
+        break;
+      case Order::ResizeFirst: {
+        const int scratch_step = c_.dest.width * info_.channels;
+        check_npp(resize_(in, step, whole, from, scratch, scratch_step, picture, to, interpolation,
+                          context),
+                  info_.resize);
+        check_npp(to_gray_(scratch, scratch_step, dest, c_.out_width, picture, context),
+                  info_.to_gray);
+        break;
+      }
+      case Order::LumaOnly:
+        check_npp(
+            resize_(in, w, whole, from, dest, c_.out_width, picture, to, interpolation, context),
+            kResizeGray);
+        break;
+    }
+    const size_t above = size_t(c_.dest.y) * c_.out_width,
+                 below_from = size_t(c_.dest.y + c_.dest.height) * c_.out_width,
+                 end = size_t(c_.out_height) * c_.out_width;
+    if (above) CHECK_CUDA(cudaMemsetAsync(out, 0, above, context.hStream));
+    if (end > below_from)
+      CHECK_CUDA(cudaMemsetAsync(out + below_from, 0, end - below_from, context.hStream));
+  }
+
+  // NPP's and cudagray's output of the smooth frame at in (both into
+  // out_a and out_b, out frames): how far apart; *worst gets the largest
+  // difference.
+  std::string compare_with_cudagray(const NppStreamContext &context, const uint8_t *in,
+                                    uint8_t *scratch, uint8_t *out_a, uint8_t *out_b,
+                                    int *worst) const {
+    run(context, in, scratch, out_a);
+    const cudagray::GrayFrame gray{out_b, static_cast<size_t>(c_.out_width)};
+    CHECK_CUDA(cudagray::convert_cuda(c_, frame_at(info_.layout, size_, in), gray,
+                                      cudagray::standard_weights(cudagray::Matrix::BT601),
+                                      context.hStream));
+    CHECK_CUDA(cudaStreamSynchronize(context.hStream));
+    return difference(out_a, out_b, size_t(c_.out_width) * c_.out_height, worst);
+  }
+
+  // NPP's SUPER refuses to enlarge in either direction.
+  bool possible() const {
+    return c_.method != cudagray::ScaleMethod::Area ||
+           (c_.dest.width < size_.width && c_.dest.height < size_.height);
+  }
+
+ private:
+  const InputInfo &info_;
+  Order order_;
+  FrameSize size_;
+  cudagray::Conversion c_;
+  ToGray to_gray_ = nullptr;
+  Resize resize_ = nullptr;
+};
+
+// Differences from cudagray above this on the smooth frame mean a call set up
+// wrong, not two resamplers placing their taps differently.
+constexpr int kMostPlausibleDifference = 8;
+
+void scaled_rows(const Npp &npp, const FrameSize &size, const Options &options,
+                 std::vector<Row> *rows) {
+  if (!npp.error.empty()) {
+    record(rows, Row(size, "npp", "npp:scaled", "NPP nppiResize with nppiRGBToGray")
+                     .skip("NPP: not available (" + npp.error + ")"));
+    return;
+  }
+  const size_t n = size.pixels();
+  for (const Input input : {Input::C3, Input::AC4, Input::Luma}) {
+    const InputInfo &info = info_of(input);
+    const std::vector<ScaledOutput> outputs = scaled_outputs(info.layout, size);
+    if (outputs.empty()) continue;
+    const std::vector<Order> orders =
+        input == Input::Luma ? std::vector<Order>{Order::LumaOnly}
+                             : std::vector<Order>{Order::GrayFirst, Order::ResizeFirst};
+    const size_t in_bytes = n * info.channels;
+    size_t out_bytes = 0;
+    for (const ScaledOutput &o : outputs)
+      out_bytes = std::max(out_bytes, size_t(o.conversion.out_width) * o.conversion.out_height);
+    try {
+      const size_t count = rotation_count(in_bytes + out_bytes, device_rotation_bytes(options));
+      // frames set up once per input for all its rows: random ones to time,
+      // the smooth one to compare with cudagray, and one scratch frame
+      // reused by every call, as a program chaining the calls would
+      const DeviceRing in(count, in_bytes, 7000), out(count, out_bytes), check_out(2, out_bytes),
+          scratch(1, std::max(n, out_bytes * info.channels));
+      const std::vector<uint8_t> smooth_host = smooth_frame(size, info.channels);
+      const DeviceRing smooth(1, in_bytes);
+      CHECK_CUDA(cudaMemcpy(smooth.at(0), smooth_host.data(), in_bytes, cudaMemcpyHostToDevice));
+      const cudagray::StreamOwner stream = cudagray::make_stream();
+      const NppStreamContext context = stream_context(stream.get());
+      for (const ScaledOutput &output : outputs)
+        for (const Order order : orders) {
+          const ScaledJob job(npp, input, order, output, size);
+          const size_t out_pixels =
+              size_t(output.conversion.out_width) * output.conversion.out_height;
+          Row row(size, "npp",
+                  std::string("npp:") + info.key + ":" + output.name() + order_key(order),
+                  job.what(output.box), layout_name(info.layout), double(in_bytes + out_pixels));
+          row.ceiling = copy_key(in_bytes + out_pixels);  // as the cudagray kernel row's
+          row.skipped = npp.missing(job.calls());
+          record(rows, row, [&](Row &r) {
+            if (!job.possible()) throw Unavailable("NPP's SUPER only shrinks, in both directions");
+            int worst = 0;
+            const std::string check = job.compare_with_cudagray(
+                context, smooth.at(0), scratch.at(0), check_out.at(0), check_out.at(1), &worst);
+            time_operations(
+                stream.get(), static_cast<long>(count),
+                [&](long i, cudaStream_t) { job.run(context, in.at(i), scratch.at(0), out.at(i)); },
+                options, r);
+            r.note = join({std::string(worst > kMostPlausibleDifference ? "CHECK: " : "") +
+                               "vs cudagray on a smooth frame " + check,
+                           r.note, npp.library});
+          });
+        }
+    } catch (const std::exception &e) {  // allocation or setup
+      record(rows, Row(size, "npp", std::string("npp:") + info.key + ":scaled",
+                       std::string("NPP scaled from ") + layout_name(info.layout))
+                       .skip(std::string("failed: ") + e.what()));
+    }
+  }
 }
 
 }  // namespace
 
+std::string npp_peer(PixelLayout layout, int gray_depth, const ScaledOutput *scaled) {
+  const Input input = input_of(layout);
+  if (input == Input::None || gray_depth != 8 || (!scaled && input == Input::Luma)) return "";
+  const std::string key = std::string("npp:") + info_of(input).key;
+  if (!scaled) return key;
+  const std::string base = key + ":" + scaled->name();
+  if (input == Input::Luma) return base;
+  return base + order_key(Order::GrayFirst) + "|" + base + order_key(Order::ResizeFirst);
+}
+
 void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
   static const Npp npp = load_npp(options);
-  const size_t n = size.pixels();
-  for (const Conversion &c : npp.conversions) {
-    Row row(size, "npp", c.key, std::string("NPP ") + c.name, layout_name(c.layout),
-            double(c.channels + 1) * n);
-    row.ceiling = "copy:" + std::to_string(c.channels) + "B";  // same traffic
-    if (!npp.error.empty())
-      row.skipped = "NPP: not available (" + npp.error + ")";
-    else if (!c.call)
-      row.skipped = "NPP: " + npp.library + " has no " + c.name + "_Ctx";
-    record(rows, row, [&](Row &r) {
-      const size_t count =
-          rotation_count(size_t(c.channels + 1) * n, device_rotation_bytes(options));
-      const DeviceRing in(count, c.channels * n, 6000), out(count, n);
-      const cudagray::StreamOwner stream = cudagray::make_stream();
-      const NppStreamContext context = stream_context(stream.get());
-      const std::string check = compare_with_cudagray(c, context, in.at(0), size);
-      time_operations(
-          stream.get(), static_cast<long>(count),
-          [&](long i, cudaStream_t) { convert_npp(c, context, in.at(i), out.at(i), size); },
-          options, r);
-      r.note = join({check, r.note, npp.library});
-    });
-  }
+  if (options.wants("npp")) same_size_rows(npp, size, options, rows);
+  if (options.wants("npp") || options.wants("scaled")) scaled_rows(npp, size, options, rows);
 }
 
 }  // namespace bench

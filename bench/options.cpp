@@ -16,9 +16,11 @@ const char kUsage[] =
     "  --sizes LIST     frame sizes: 640x480 (vga), 1080p, 4k, 8k, or WxH (default: all four)\n"
     "  --rows LIST      what to measure: kernel copy raw element scaled latency cpu npp\n"
     "                   (default: all); scaled: GRAY8 at 640x360 from cudagray, cudagray then\n"
-    "                   videoscale, and videoconvertscale, with the same-size rows and ceiling\n"
+    "                   videoscale, and videoconvertscale, with the same-size rows and ceiling;\n"
+    "                   the scaled kernel rows and their NPP peers (also with kernel, npp)\n"
     "  --formats LIST   kernel rows: layout names (RGB, Luma10_Msb, Luma_v210, Bayer_RGGB, ...),\n"
-    "                   'packed' or 'all' (8-bit RGB), 'every' (every layout) (default: all)\n"
+    "                   'packed' or 'all' (8-bit RGB), 'every' (every layout) (default: all;\n"
+    "                   scaled kernel rows: RGB,RGBx,Luma,Luma10_Msb,Bayer_RGGB)\n"
     "  --gray LIST      kernel rows: gray out, 8 and/or 16 bits (default: 8)\n"
     "  --seconds S      measured time per row, after warm-up (default 0.5)\n"
     "  --quick          --seconds 0.2 and kernel formats RGB,RGBx,RGBP unless given\n"
@@ -34,6 +36,10 @@ const char kUsage[] =
     "Without a usable GPU only the CPU rows run; the others say why they were skipped.\n";
 
 namespace {
+
+// The scaled kernel rows' layouts unless --formats names others: one of each
+// family (3- and 4-byte RGB, 8- and 10-bit luma, Bayer).
+constexpr const char *kScaledFormats = "RGB,RGBx,Luma,Luma10_Msb,Bayer_RGGB";
 
 std::vector<std::string> split(const std::string &text) {
   std::vector<std::string> parts;
@@ -180,6 +186,7 @@ Options parse_options(int argc, char **argv) {
     }
   }
   if (!formats_given) o.formats = parse_formats(quick ? "RGB,RGBx,RGBP" : "all");
+  o.scaled_formats = formats_given ? o.formats : parse_formats(kScaledFormats);
   if (quick && !seconds_given) o.seconds = 0.2;
   if (o.devices.empty()) o.devices = {o.device};
   if (o.sizes.empty() || o.groups.empty() || o.formats.empty())

@@ -15,6 +15,7 @@ namespace {
 // other.us / row.us, so above 1 means better than the reference.
 struct Ratios {
   double ceiling = NAN, videoconvert = NAN, peer = NAN;
+  std::string peer_key;  // the peer measured (the fastest of several)
 };
 
 // The all-CPU peer of a row with a frame rate (x vc-all): videoconvert on all
@@ -24,19 +25,34 @@ std::string cpu_peer_of(const Row &row) {
   return row.group == "scaled" ? "scaled:videoconvertscale" : "videoconvert:all";
 }
 
-Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
-  const auto versus = [&](const std::string &key) -> double {
+// The measured row at row's size with key, or for "key|key|...", the
+// fastest of them; null when none was measured.
+const Row *reference(const Row &row, const std::string &keys, const std::vector<Row> &rows) {
+  const Row *fastest = nullptr;
+  for (size_t from = 0; from < keys.size();) {
+    const size_t bar = std::min(keys.find('|', from), keys.size());
+    const std::string key = keys.substr(from, bar - from);
     for (const Row &r : rows)
-      if (!key.empty() && r.size.name == row.size.name && r.key == key && r.skipped.empty())
-        return r.us / row.us;
-    return NAN;
+      if (r.size.name == row.size.name && r.key == key && r.skipped.empty() &&
+          (!fastest || r.us < fastest->us))
+        fastest = &r;
+    from = bar + 1;
+  }
+  return fastest;
+}
+
+Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
+  const auto versus = [&](const std::string &keys) -> double {
+    const Row *r = reference(row, keys, rows);
+    return r ? r->us / row.us : NAN;
   };
   if (!row.skipped.empty()) return {};
   // copies, latencies and many streams at once are not videoconvert's kind of work
   const bool versus_videoconvert = row.group != "copy" && row.group != "latency" &&
                                    row.group != "streams" && row.key != cpu_peer_of(row);
+  const Row *peer = reference(row, row.peer, rows);
   return {versus(row.ceiling), versus_videoconvert ? versus(cpu_peer_of(row)) : NAN,
-          versus(row.peer)};
+          peer ? peer->us / row.us : NAN, peer ? peer->key : ""};
 }
 
 bool is_latency(const Row &row) { return row.group == "latency"; }
@@ -151,7 +167,7 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
                    number(fps_of(r)).c_str(), number(gbps_of(r)).c_str(),
                    ratio_text(ratios.ceiling, r.ceiling).c_str(),
                    ratio_text(ratios.videoconvert, "").c_str(),
-                   ratio_text(ratios.peer, r.peer).c_str());
+                   ratio_text(ratios.peer, ratios.peer_key).c_str());
     }
   }
 
@@ -167,6 +183,11 @@ x ...: reference time / this time, so above 1 is faster than the reference.
   raw:latency       raw CUDA, one frame at a time, synchronised
   videoconvert:1    videoconvert with one thread; x vc-all: against videoconvert on all cores
   npp:C3, npp:AC4   NPP nppiRGBToGray_8u_C3C1R / _AC4C1R
+  npp:C3:BOX:METHOD:gray-first, :resize-first  NPP's two passes for the scaled kernel rows:
+                    nppiRGBToGray then nppiResize_8u_C1R, or nppiResize_8u_C3R (C4R for AC4)
+                    then nppiRGBToGray; SUPER for area, LINEAR for bilinear, NN for nearest;
+                    a scaled kernel row's peer is the faster order
+  npp:luma:BOX:METHOD  NPP nppiResize_8u_C1R of a luma plane (the peer of kernel:Luma:*)
   element:pinned:N  cudagray fed from its pinned pool, max-inflight N (peer of the CUDA-memory rows)
   scaled:*          GRAY8 at 640x360 in system memory: cudagray scaling in the same pass (method
                     area); *-videoscale: cudagray at the source's size, then videoscale n-threads=0;
@@ -209,7 +230,8 @@ void write_csv(const std::string &path, const std::vector<Row> &rows) {
         << (ok ? std::to_string(r.frames) : "") << ',' << (ok ? csv_number(r.us, 3) : "") << ','
         << (ok ? csv_number(fps_of(r), 2) : "") << ',' << (ok ? csv_number(gbps_of(r), 3) : "")
         << ',' << r.ceiling << ',' << csv_number(ratios.ceiling, 4) << ','
-        << csv_number(ratios.videoconvert, 4) << ',' << r.peer << ',' << csv_number(ratios.peer, 4)
+        << csv_number(ratios.videoconvert, 4) << ','
+        << (ratios.peer_key.empty() ? r.peer : ratios.peer_key) << ',' << csv_number(ratios.peer, 4)
         << ',' << csv_field(ok ? "ok" : r.skipped) << ',';
     const Row::Load &l = r.load;
     if (l.streams > 0 && ok)
