@@ -11,7 +11,8 @@
 # build/python/cudagray.abi3.so, is on Python's stable ABI and loads in the
 # GPU machine's Python 3.12). On a machine without GStreamer, source the
 # GStreamer 1.22 bundle's env.sh first. PYTHON picks the python3 that has
-# torch and cupy (default: python3 on PATH).
+# torch and cupy (default: python3 on PATH). Run it with nothing else on the
+# GPU: a test reads the device's free memory to see that none leaks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(cd "${1:?usage: tests/gpu-python.sh BUILD_DIR [LOG]}" && pwd)

@@ -600,6 +600,8 @@ class CudaFrames(InChildProcess, unittest.TestCase):
             np.testing.assert_array_equal(np.asarray(frame), rows)
 
     def test_device_memory_flat_over_10000_frames(self):
+        # The free memory read is the device's: nothing else may allocate on
+        # it meanwhile (tests/gpu-python.sh is run alone on the GPU).
         import torch
 
         source = self.UPLOADED.format(n=10000).replace("641,height=481", "320,height=240")
