@@ -193,7 +193,8 @@ x ...: reference time / this time, so above 1 is faster than the reference.
                     area); *-videoscale: cudagray at the source's size, then videoscale n-threads=0;
                     x vc-all: against videoconvertscale n-threads=0 to 640x360
   raw:device:scaled raw CUDA, RGB on the device -> kernel scaling to 640x360 -> pinned GRAY8
-  cpu-kernel:RGB    convert_cpu alone on RGB, all cores (ceiling of the cpu-kernel:luma rows)
+  cpu-kernel:RGB    convert_cpu alone on RGB to GRAY8, all cores (ceiling of the other cpu-kernel
+                    rows: RGB to GRAY16, RGB scaled to 640x360 by area and bilinear, YUV luma)
 )",
              out);
 

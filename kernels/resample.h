@@ -96,6 +96,19 @@ struct QuotientRounder {
   }
 };
 
+// round_quotient by one constant d <= 2^30 of a sum held in a double (exact:
+// an integer below 2^47), for the CPU's double lanes, without a correction
+// step: q = trunc((sum + floor(d / 2) + 1/2) / d). For sum <= 65535 d the
+// exact quotient lies at least 1/(2d) >= 2^-31 from the integers around it,
+// and the two roundings (of 1/d and of the product, below 2^16) move it by
+// less than 2^-36, so truncating gives floor((sum + floor(d / 2)) / d).
+struct DoubleRounder {
+  double bias, inverse;
+  explicit DoubleRounder(uint64_t d)
+      : bias(static_cast<double>(d / 2) + 0.5), inverse(1.0 / static_cast<double>(d)) {}
+  uint32_t operator()(double sum) const { return static_cast<uint32_t>((sum + bias) * inverse); }
+};
+
 // G of the output pixel whose taps are tx and ty, gray(i, j) giving g.
 template <class Gray16>
 CUDAGRAY_HOST_DEVICE uint32_t resample(const AxisTaps &tx, const AxisTaps &ty, const Gray16 &gray) {

@@ -148,12 +148,16 @@ inline void pixel_rgb(const TestFrame &f, int x, int y, int rgb[3]) {
 }
 
 // The documented formula in double precision, from the coefficients.
-inline int formula_y(const WeightChoice &c, const int rgb[3]) {
+// depth 16: the same weights on 16-bit codes (257 times the 8-bit ones),
+// min(65535, .) (weights.h); every term an integer below 2^53, so exact.
+inline int formula_y(const WeightChoice &c, const int rgb[3], int depth = 8) {
   Coefficients k = c.k;
   double wr = std::round(k.r * 65536.0), wb = std::round(k.b * 65536.0);
   double wg = c.matrix == Matrix::Custom ? std::round(k.g * 65536.0) : 65536.0 - wr - wb;
-  const double y = std::floor((wr * rgb[0] + wg * rgb[1] + wb * rgb[2] + 32768.0) / 65536.0);
-  return static_cast<int>(std::min(255.0, y));
+  const double scale = depth == 16 ? 257.0 : 1.0;
+  const double y =
+      std::floor((scale * (wr * rgb[0] + wg * rgb[1] + wb * rgb[2]) + 32768.0) / 65536.0);
+  return static_cast<int>(std::min(depth == 16 ? 65535.0 : 255.0, y));
 }
 
 // Gray of depth bits (GRAY8, or GRAY16 in native-endian words) with rows of

@@ -66,29 +66,31 @@ TEST(Weights, WhiteStaysWhiteAndBlackStaysBlack) {
 
 class CpuReference : public ::testing::TestWithParam<PixelLayout> {};
 
-// Converts f with c's weights into an output with padded rows, and checks
-// every pixel against the formula evaluated in double precision from the
-// format's name, and that the output's row padding is not written.
+// Converts f with c's weights to GRAY8 and GRAY16 in outputs with padded
+// rows, and checks every pixel against the formula evaluated in double
+// precision from the format's name, and that the row padding is not written.
 void expect_formula(const TestFrame &f, const WeightChoice &c) {
-  SCOPED_TRACE(std::to_string(f.width) + "x" + std::to_string(f.height) + " " + c.name);
-  GrayImage out(f.width, f.height, random_int(1, 33));
-  convert_cpu(f.conversion(out.depth), f.view(), out.frame(), weights_of(c));
-  int wrong = 0;
-  for (int y = 0; y < f.height; ++y) {
-    for (int x = 0; x < f.width; ++x) {
-      int rgb[3];
-      pixel_rgb(f, x, y, rgb);
-      if (static_cast<int>(out.at(x, y)) != formula_y(c, rgb) && wrong++ < 3)
-        ADD_FAILURE() << "pixel " << x << "," << y << ": " << int(out.at(x, y)) << " expected "
-                      << formula_y(c, rgb);
-    }
-    for (size_t x = f.width; x < out.stride; ++x)
-      ASSERT_EQ(out.bytes[y * out.stride + x], GrayImage::kSentinel) << "row " << y;
+  for (int depth : {8, 16}) {
+    SCOPED_TRACE(std::to_string(f.width) + "x" + std::to_string(f.height) + " " + c.name + " GRAY" +
+                 std::to_string(depth));
+    GrayImage out(f.width, f.height, random_int(1, 33), depth);
+    convert_cpu(f.conversion(out.depth), f.view(), out.frame(), weights_of(c));
+    int wrong = 0;
+    for (int y = 0; y < f.height; ++y)
+      for (int x = 0; x < f.width; ++x) {
+        int rgb[3];
+        pixel_rgb(f, x, y, rgb);
+        const int want = formula_y(c, rgb, depth);
+        if (static_cast<int>(out.at(x, y)) != want && wrong++ < 3)
+          ADD_FAILURE() << "pixel " << x << "," << y << ": " << out.at(x, y) << " expected "
+                        << want;
+      }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_TRUE(padding_untouched(out));
   }
-  EXPECT_EQ(wrong, 0);
 }
 
-// Every pixel of random padded frames equals the formula.
+// Every pixel of random padded frames equals the formula, GRAY8 and GRAY16.
 TEST_P(CpuReference, MatchesFormulaOnEveryPixel) {
   for (const Size &size : kSizes) {
     const TestFrame f = random_frame(GetParam(), size.width, size.height);
@@ -127,10 +129,12 @@ TEST_P(CpuReference, ExtremeWeightsAtEveryWidth) {
 // Splitting rows over threads changes nothing.
 TEST_P(CpuReference, ThreadCountDoesNotMatter) {
   const TestFrame f = random_frame(GetParam(), 1921, 1079);
-  GrayImage one(f.width, f.height), many(f.width, f.height);
-  convert_cpu(f.conversion(one.depth), f.view(), one.frame(), standard_weights(Matrix::BT709), 1);
-  convert_cpu(f.conversion(many.depth), f.view(), many.frame(), standard_weights(Matrix::BT709), 7);
-  EXPECT_TRUE(same_pixels(one, many));
+  for (int depth : {8, 16}) {
+    GrayImage one(f.width, f.height, 0, depth), many(f.width, f.height, 0, depth);
+    convert_cpu(f.conversion(depth), f.view(), one.frame(), standard_weights(Matrix::BT709), 1);
+    convert_cpu(f.conversion(depth), f.view(), many.frame(), standard_weights(Matrix::BT709), 7);
+    EXPECT_TRUE(same_pixels(one, many)) << "GRAY" << depth;
+  }
 }
 
 // Several threads converting at once, as several elements would: each frame
@@ -192,9 +196,10 @@ TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {
   }
 }
 
-// 8-bit RGB to 16 bits in 32-bit arithmetic (layouts.h) equals the formula
-// in 64 bits for every triple, standard weights and custom ones up to the
-// largest allowed (the sum close to 2^32).
+// 8-bit RGB to 16 bits in 32-bit arithmetic (layouts.h, and the CPU's
+// SIMD kernels, in every triple's frame) equals the formula in 64 bits for
+// every triple, standard weights and custom ones up to the largest allowed
+// (the sum close to 2^32).
 TEST(Exhaustive, Gray16Of8BitRgbEqualsThe64BitFormula) {
   std::vector<Weights> weights = {standard_weights(Matrix::BT601), standard_weights(Matrix::BT709),
                                   standard_weights(Matrix::BT2020), custom_weights({64, 64, 64}),
@@ -203,14 +208,25 @@ TEST(Exhaustive, Gray16Of8BitRgbEqualsThe64BitFormula) {
     weights.push_back(
         custom_weights({random_int(0, 64 << 16) / 65536.0, random_int(0, 64 << 16) / 65536.0,
                         random_int(0, 64 << 16) / 65536.0}));
+  TestFrame f = random_frame(PixelLayout::RGB, 4096, 4096, Rows::Tight);
+  for (uint32_t i = 0; i < (1u << 24); ++i) {
+    f.bytes[3 * i] = i >> 16;
+    f.bytes[3 * i + 1] = (i >> 8) & 255;
+    f.bytes[3 * i + 2] = i & 255;
+  }
+  GrayImage out(f.width, f.height, 0, 16);
   for (const Weights &w : weights) {
-    long wrong = 0;
+    convert_cpu(f.conversion(out.depth), f.view(), out.frame(), w);
+    long wrong = 0, wrong_frame = 0;
     for (uint32_t i = 0; i < (1u << 24); ++i) {
       const uint64_t r = i >> 16, g = (i >> 8) & 255, b = i & 255;
       const uint64_t s = (w.r * r + w.g * g + w.b * b) * 257 + 32768;
-      wrong += rgb_gray16<8>(r, g, b, w) != std::min<uint64_t>(65535, s >> 16);
+      const uint64_t want = std::min<uint64_t>(65535, s >> 16);
+      wrong += rgb_gray16<8>(r, g, b, w) != want;
+      wrong_frame += out.at(i % 4096, i / 4096) != want;
     }
     EXPECT_EQ(wrong, 0) << w.r << "," << w.g << "," << w.b;
+    EXPECT_EQ(wrong_frame, 0) << w.r << "," << w.g << "," << w.b << " (the frame)";
   }
 }
 
@@ -433,21 +449,26 @@ TEST(Bayer, DeepColoursScaleAsBayer2rgb) {
   EXPECT_EQ(deep_bayer_to16(65535, 0), deep_bayer_to16(65535, 16)) << "0 bits means 16";
 }
 
-// The CPU's rounding by a double reciprocal equals the integer division,
-// at exact multiples (where a reciprocal alone falls short) and halves, for
+// The roundings by a double reciprocal (QuotientRounder, and the CPU's
+// DoubleRounder on sums held in doubles) equal the integer division, at
+// exact multiples (where a reciprocal alone falls short) and halves, for
 // denominators up to the largest a conversion has (2^30) and sums up to
-// 65535 times them.
+// 65535 times them, the largest quotients among them.
 TEST(Resample, QuotientRounderEqualsTheDivision) {
   std::vector<uint64_t> divisors = {1, 2, 3, 257, 65535, 1u << 28, (1u << 30) - 1, 1u << 30};
   for (int i = 0; i < 200; ++i) divisors.push_back(random_int(1, 1 << 30));
   for (uint64_t d : divisors) {
     const QuotientRounder round(d);
+    const DoubleRounder round_double(d);
     for (int i = 0; i < 2000; ++i) {
-      const uint64_t q = static_cast<uint64_t>(random_int(0, 65535));
+      const uint64_t q = static_cast<uint64_t>(i < 10 ? 65535 - i : random_int(0, 65535));
       for (uint64_t sum : {q * d, q * d + d / 2, q * d + (d - 1) / 2, q * d + d - 1,
+                           q * d + (d + 1) / 2, q * d - 1, q * d - d / 2, q * d - (d + 1) / 2,
                            q * d + static_cast<uint64_t>(random_int(0, 1 << 30)) % d})
         if (sum <= 65535 * d) {
           ASSERT_EQ(round(sum), round_quotient(sum, d)) << sum << " / " << d;
+          ASSERT_EQ(round_double(static_cast<double>(sum)), round_quotient(sum, d))
+              << sum << " / " << d << " in a double";
         }
     }
   }

@@ -161,6 +161,30 @@ TEST(Scale, LargestDimensionShrunkToOnePixel) {
     }
 }
 
+// Rows shrunk by every factor from 1 to 16 in steps of about a quarter, so
+// that eight neighbouring output columns read from a few to over a hundred
+// source columns (the CPU picks its pass across by that span), each method,
+// GRAY8 and GRAY16, cropped or letterboxed at random, every layout in turn.
+TEST(Scale, EveryShrinkFactorAcrossRows) {
+  const Weights w = standard_weights(Matrix::BT2020);
+  int n = 0;
+  for (int out_w : {3, 8, 13, 17})
+    for (int quarters = 4; quarters <= 64; quarters += 3)
+      for (ScaleMethod method : kMethods) {
+        const int in_w = out_w * quarters / 4 + random_int(0, 3);
+        const TestFrame f = random_frame(static_cast<PixelLayout>(n++ % kLayoutCount),
+                                         in_w + random_int(0, 5), random_int(1, 9));
+        Conversion c = scaled(f, out_w, random_int(1, 4), method, random_int(0, 1) ? 16 : 8);
+        c.crop = Rect{random_int(0, f.width - in_w), 0, in_w, f.height};
+        if (random_int(0, 1)) {
+          c.out_width += random_int(1, 9);
+          c.dest.x = random_int(0, c.out_width - out_w);
+        }
+        expect_reference(f, c, w);
+        if (::testing::Test::HasFailure()) return;
+      }
+}
+
 // A crop rectangle anywhere, of any size, scaled to any size.
 TEST(Scale, CropRectangles) {
   const Weights w = standard_weights(Matrix::BT601);
