@@ -1175,9 +1175,10 @@ TEST(Properties, InvalidWeightsBeforeStartAreAnError) {
   EXPECT_EQ(range.errors[0],
             "Invalid weights \"0.3,65,0\": weight \"65\" is outside 0..64; expected \"R,G,B\", "
             "each between 0 and 64");
+  // RGB in: the weights apply, and no warning says they do not
   const PipelineRun fixed = run_pipeline(
-      "videotestsrc num-buffers=1 ! cudagray backend=cpu weights=a,b,c weights=0.2,0.7,0.1 ! "
-      "fakesink");
+      "videotestsrc num-buffers=1 ! video/x-raw,format=RGBx ! "
+      "cudagray backend=cpu weights=a,b,c weights=0.2,0.7,0.1 ! fakesink");
   EXPECT_TRUE(fixed.reached_eos);
   EXPECT_EQ(fixed.errors, std::vector<std::string>{});
   EXPECT_EQ(fixed.warnings, std::vector<std::string>{});
