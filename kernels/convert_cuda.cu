@@ -23,14 +23,25 @@ namespace {
 constexpr int kThreadsPerBlock = 256;
 
 // Pixels a thread converts on the wide path: 16, fed by 16-byte loads; 8
-// where a pixel is 4 bytes or more (planes together), so that a thread holds
-// no more than 48 bytes of input; 12 for v210, two of its 16-byte groups of
-// 6 pixels. (Measured on an H100: 16 pixels of 4 bytes and 48 of v210 held
-// too many registers for the memory's latency to be hidden.)
+// where a pixel is 4 bytes or more (planes together) and 4 where it is 8, so
+// that a thread holds no more than 48 bytes of input; 12 for v210, two of its
+// 16-byte groups of 6 pixels. (Measured on an H100: 16 pixels of 4 bytes and
+// 48 of v210 held too many registers for the memory's latency to be hidden.)
+// Rounded up to whole groups that fill whole 16-byte loads (3 pixels in 4
+// bytes: 24 pixels; 4 in 5: 64).
+constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
 template <class Layout>
-constexpr int kWidePixels = Layout::kGroupPixels == 6                                          ? 12
-                            : Layout::kGroupBytes *Layout::kPlanes / Layout::kGroupPixels >= 4 ? 8
-                                                                                               : 16;
+constexpr int wide_pixels() {
+  constexpr int bytes_per_pixel = Layout::kGroupBytes * Layout::kPlanes / Layout::kGroupPixels;
+  constexpr int wanted = Layout::kGroupPixels == 6 ? 12
+                         : bytes_per_pixel >= 8    ? 4
+                         : bytes_per_pixel >= 4    ? 8
+                                                   : 16;
+  constexpr int unit = 16 / gcd(Layout::kGroupBytes, 16) * Layout::kGroupPixels;
+  return (wanted + unit - 1) / unit * unit;
+}
+template <class Layout>
+constexpr int kWidePixels = wide_pixels<Layout>();
 // Bayer pixels a thread demosaics (see bayer_kernel).
 constexpr int kBayerRun = 8;
 

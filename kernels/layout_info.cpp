@@ -9,6 +9,27 @@ namespace cudagray {
 
 namespace {
 
+// A byte source that reads nothing and remembers how far it was read.
+struct ReadExtent {
+  mutable int end = 0;
+  uint32_t at(int, int i) const {
+    end = end > i + 1 ? end : i + 1;
+    return 0;
+  }
+};
+
+// The bytes of a group that its first k pixels read, for each k.
+template <class L>
+void find_partial_bytes(LayoutInfo *info) {
+  static_assert(L::kGroupPixels <= LayoutInfo::kMaxGroupPixels, "a group of too many pixels");
+  const ReadExtent read;
+  info->partial_bytes[0] = 0;
+  for (int k = 1; k < L::kGroupPixels; ++k) {
+    L::pixel(read, k - 1);
+    info->partial_bytes[k] = read.end;
+  }
+}
+
 struct LayoutTable {
   LayoutInfo info[kLayoutCount];
   LayoutTable() {
@@ -28,20 +49,58 @@ struct LayoutTable {
                                                     "GBR_10LE",
                                                     "GBR_12LE",
                                                     "GBR_16LE",
+                                                    "GBR_10BE",
+                                                    "GBR_12BE",
+                                                    "GBR_16BE",
+                                                    "RBGA",
+                                                    "RGBA64_LE",
+                                                    "RGBA64_BE",
+                                                    "ARGB64_LE",
+                                                    "ARGB64_BE",
+                                                    "BGRA64_LE",
+                                                    "BGRA64_BE",
+                                                    "ABGR64_LE",
+                                                    "ABGR64_BE",
                                                     "RGB10A2_LE",
                                                     "BGR10A2_LE",
+                                                    "r210",
+                                                    "RGB16",
+                                                    "BGR16",
+                                                    "RGB15",
+                                                    "BGR15",
                                                     "Luma",
                                                     "Luma_Y0_2",
                                                     "Luma_Y1_2",
                                                     "Luma_Y1_4",
                                                     "Luma_Y2_4",
+                                                    "Luma_Y0_3",
+                                                    "Luma_Y1_3",
+                                                    "Luma_IYU1",
                                                     "Luma10",
                                                     "Luma12",
                                                     "Luma16",
                                                     "Luma10_Msb",
                                                     "Luma12_Msb",
                                                     "Luma16_BE",
+                                                    "Luma10_BE",
+                                                    "Luma12_BE",
+                                                    "Luma10_Msb_BE",
+                                                    "Luma12_Msb_BE",
+                                                    "Luma10_Msb_Y0_2",
+                                                    "Luma12_Msb_Y0_2",
+                                                    "Luma12_Msb_BE_Y0_2",
+                                                    "Luma16_Y0_2",
+                                                    "Luma16_BE_Y0_2",
+                                                    "Luma16_Y1_2",
+                                                    "Luma12_Msb_Y1_4",
+                                                    "Luma12_Msb_BE_Y1_4",
+                                                    "Luma16_Y1_4",
+                                                    "Luma16_BE_Y1_4",
                                                     "Luma_v210",
+                                                    "Luma_Y410",
+                                                    "Luma_10LE32",
+                                                    "Luma_10LE40",
+                                                    "Luma_UYVP",
                                                     "Bayer_BGGR",
                                                     "Bayer_GBRG",
                                                     "Bayer_GRBG",
@@ -57,8 +116,10 @@ struct LayoutTable {
     for (int i = 0; i < kLayoutCount; ++i) {
       info[i] = dispatch_layout(static_cast<PixelLayout>(i), [](auto l) {
         using L = decltype(l);
-        return LayoutInfo{nullptr,        L::kFamily, L::kDepth, L::kPlanes, L::kGroupPixels,
-                          L::kGroupBytes, L::r,       L::g,      L::b};
+        LayoutInfo info{nullptr,        L::kFamily, L::kDepth, L::kPlanes, L::kGroupPixels,
+                        L::kGroupBytes, L::r,       L::g,      L::b,       {}};
+        if constexpr (L::kFamily != LayoutFamily::Bayer) find_partial_bytes<L>(&info);
+        return info;
       });
       info[i].name = names[i];
     }

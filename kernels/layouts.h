@@ -63,11 +63,14 @@ CUDAGRAY_HOST_DEVICE uint8_t expand_limited(uint8_t y) {
 }
 
 // A Depth-bit code to 16 bits by repeating its bits: v * 65535 / (2^Depth - 1)
-// rounded, for Depth 8, 10, 12 and 16 (as GStreamer unpacks deep formats).
+// rounded, for Depth 8, 10, 12 and 16 (as GStreamer unpacks deep formats);
+// 5 and 6 bits are repeated to 10 and 12 first.
 template <int Depth>
 CUDAGRAY_HOST_DEVICE uint32_t to16(uint32_t v) {
   if constexpr (Depth == 16)
     return v;
+  else if constexpr (Depth < 8)
+    return to16<2 * Depth>(v << Depth | v);
   else
     return (v << (16 - Depth)) | (v >> (2 * Depth - 16));
 }
@@ -132,6 +135,15 @@ template <class Bytes>
 CUDAGRAY_HOST_DEVICE uint32_t le32(const Bytes &bytes, int plane, int i) {
   return le16(bytes, plane, i) | le16(bytes, plane, i + 2) << 16;
 }
+template <bool BigEndian, class Bytes>
+CUDAGRAY_HOST_DEVICE uint32_t word16(const Bytes &bytes, int plane, int i) {
+  return BigEndian ? bytes.at(plane, i) << 8 | bytes.at(plane, i + 1) : le16(bytes, plane, i);
+}
+template <bool BigEndian, class Bytes>
+CUDAGRAY_HOST_DEVICE uint32_t word32(const Bytes &bytes, int plane, int i) {
+  return BigEndian ? word16<true>(bytes, plane, i) << 16 | word16<true>(bytes, plane, i + 2)
+                   : le32(bytes, plane, i);
+}
 
 // RGB, 8 bits, packed: Bpp bytes a pixel; R, G, B are byte offsets.
 template <int Bpp, int R, int G, int B>
@@ -145,9 +157,23 @@ struct PackedLayout {
   }
 };
 
+// RGB, 16 bits a channel, packed: 8 bytes a pixel, four little- or
+// big-endian words; R, G, B are word indices.
+template <int R, int G, int B, bool BigEndian>
+struct Packed16Layout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
+  static constexpr int kDepth = 16, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 8;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
+    return {word16<BigEndian>(s, 0, 8 * x + 2 * R), word16<BigEndian>(s, 0, 8 * x + 2 * G),
+            word16<BigEndian>(s, 0, 8 * x + 2 * B)};
+  }
+};
+
 // RGB, one plane per channel of Depth-bit codes (8: bytes; more: LSB-aligned
-// little-endian words); R, G, B are plane indices.
-template <int R, int G, int B, int Depth = 8>
+// little- or big-endian words); R, G, B are plane indices.
+template <int R, int G, int B, int Depth = 8, bool BigEndian = false>
 struct PlanarLayout {
   static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
   static constexpr int kDepth = Depth, kPlanes = 3, kGroupPixels = 1;
@@ -158,7 +184,7 @@ struct PlanarLayout {
     if constexpr (Depth == 8)
       return s.at(plane, x);
     else
-      return le16(s, plane, 2 * x) & ((1u << Depth) - 1);
+      return word16<BigEndian>(s, plane, 2 * x) & ((1u << Depth) - 1);
   }
   template <class Bytes>
   CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
@@ -166,17 +192,34 @@ struct PlanarLayout {
   }
 };
 
-// RGB, 10 bits a channel in one little-endian 32-bit word a pixel; R, G, B
-// are the channels' lowest bits.
-template <int R, int G, int B>
+// RGB, 10 bits a channel in one little- or big-endian 32-bit word a pixel;
+// R, G, B are the channels' lowest bits.
+template <int R, int G, int B, bool BigEndian = false>
 struct Packed10Layout {
   static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
   static constexpr int kDepth = 10, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 4;
   static constexpr int r = -1, g = -1, b = -1;
   template <class Bytes>
   CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
-    const uint32_t word = le32(s, 0, 4 * x);
+    const uint32_t word = word32<BigEndian>(s, 0, 4 * x);
     return {(word >> R) & 0x3FF, (word >> G) & 0x3FF, (word >> B) & 0x3FF};
+  }
+};
+
+// RGB of 5 or 6 bits a channel in one little-endian 16-bit word a pixel: R
+// and B of 5 bits from bits RShift and BShift, G of GBits from bit 5. The
+// channels differ in depth, so each is made 16 bits (to16) here: the
+// layout's samples are 16-bit.
+template <int RShift, int BShift, int GBits>
+struct Packed565Layout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Rgb;
+  static constexpr int kDepth = 16, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 2;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static Rgb pixel(const Bytes &s, int x) {
+    const uint32_t word = le16(s, 0, 2 * x);
+    return {to16<5>((word >> RShift) & 0x1F), to16<GBits>((word >> 5) & ((1u << GBits) - 1)),
+            to16<5>((word >> BShift) & 0x1F)};
   }
 };
 
@@ -192,17 +235,58 @@ struct LumaLayout {
   }
 };
 
-// Luma, Depth-bit codes in 16-bit words of plane 0: LSB-aligned (masked to
-// Depth bits) or MSB-aligned (shifted down), little- or big-endian.
-template <int Depth, bool Msb = false, bool BigEndian = false>
-struct Luma16Layout {
+// Luma, 8 bits, IYU1: 4 pixels in 6 bytes, U Y0 Y1 V Y2 Y3.
+struct Iyu1Layout {
   static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
-  static constexpr int kDepth = Depth, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 2;
+  static constexpr int kDepth = 8, kPlanes = 1, kGroupPixels = 4, kGroupBytes = 6;
   static constexpr int r = -1, g = -1, b = -1;
   template <class Bytes>
   CUDAGRAY_HOST_DEVICE static uint32_t pixel(const Bytes &s, int x) {
-    const uint32_t word = BigEndian ? s.at(0, 2 * x) << 8 | s.at(0, 2 * x + 1) : le16(s, 0, 2 * x);
+    constexpr int kByte[4] = {1, 2, 4, 5};
+    return s.at(0, 6 * (x / 4) + kByte[x % 4]);
+  }
+};
+
+// Luma, Depth-bit codes in 16-bit words of plane 0: LSB-aligned (masked to
+// Depth bits) or MSB-aligned (shifted down), little- or big-endian; Words
+// words a pixel (planar and semi-planar: 1), Y' in word Y.
+template <int Depth, bool Msb = false, bool BigEndian = false, int Words = 1, int Y = 0>
+struct Luma16Layout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
+  static constexpr int kDepth = Depth, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 2 * Words;
+  static constexpr int r = -1, g = -1, b = -1;
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel(const Bytes &s, int x) {
+    const uint32_t word = word16<BigEndian>(s, 0, kGroupBytes * x + 2 * Y);
     return Msb ? word >> (16 - Depth) : word & ((1u << Depth) - 1);
+  }
+};
+
+// Luma, 10-bit codes packed in groups of GroupPixels pixels in GroupBytes
+// bytes of plane 0: pixel k's code is the 10 bits from bit First + k * Step
+// of its group, bits counted from the least significant of each byte, bytes
+// in order (little-endian words), or (MsbFirst) from the most significant
+// of the first byte. Every code lies within two bytes.
+template <int GroupPixels, int GroupBytes, int First, int Step, bool MsbFirst = false>
+struct Luma10BitsLayout {
+  static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
+  static constexpr int kDepth = 10, kPlanes = 1, kGroupPixels = GroupPixels;
+  static constexpr int kGroupBytes = GroupBytes;
+  static constexpr int r = -1, g = -1, b = -1;
+  static constexpr bool fits_two_bytes() {
+    for (int k = 0; k < GroupPixels; ++k)
+      if ((First + k * Step) % 8 > 6 || (First + k * Step) / 8 + 2 > GroupBytes) return false;
+    return true;
+  }
+  static_assert(fits_two_bytes(), "a code spans three bytes or leaves its group");
+  template <class Bytes>
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel(const Bytes &s, int x) {
+    const int bit = First + x % GroupPixels * Step;
+    const int at = x / GroupPixels * GroupBytes + bit / 8;
+    if constexpr (MsbFirst)
+      return ((s.at(0, at) << 8 | s.at(0, at + 1)) >> (6 - bit % 8)) & 0x3FF;
+    else
+      return (le16(s, 0, at) >> (bit % 8)) & 0x3FF;
   }
 };
 
@@ -256,20 +340,58 @@ decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
     case PixelLayout::GBR_10LE: return f(PlanarLayout<2, 0, 1, 10>{});
     case PixelLayout::GBR_12LE: return f(PlanarLayout<2, 0, 1, 12>{});
     case PixelLayout::GBR_16LE: return f(PlanarLayout<2, 0, 1, 16>{});
+    case PixelLayout::GBR_10BE: return f(PlanarLayout<2, 0, 1, 10, true>{});
+    case PixelLayout::GBR_12BE: return f(PlanarLayout<2, 0, 1, 12, true>{});
+    case PixelLayout::GBR_16BE: return f(PlanarLayout<2, 0, 1, 16, true>{});
+    case PixelLayout::RBGA: return f(PackedLayout<4, 0, 2, 1>{});
+    case PixelLayout::RGBA64_LE: return f(Packed16Layout<0, 1, 2, false>{});
+    case PixelLayout::RGBA64_BE: return f(Packed16Layout<0, 1, 2, true>{});
+    case PixelLayout::ARGB64_LE: return f(Packed16Layout<1, 2, 3, false>{});
+    case PixelLayout::ARGB64_BE: return f(Packed16Layout<1, 2, 3, true>{});
+    case PixelLayout::BGRA64_LE: return f(Packed16Layout<2, 1, 0, false>{});
+    case PixelLayout::BGRA64_BE: return f(Packed16Layout<2, 1, 0, true>{});
+    case PixelLayout::ABGR64_LE: return f(Packed16Layout<3, 2, 1, false>{});
+    case PixelLayout::ABGR64_BE: return f(Packed16Layout<3, 2, 1, true>{});
     case PixelLayout::RGB10A2_LE: return f(Packed10Layout<0, 10, 20>{});
     case PixelLayout::BGR10A2_LE: return f(Packed10Layout<20, 10, 0>{});
+    case PixelLayout::r210: return f(Packed10Layout<20, 10, 0, true>{});
+    case PixelLayout::RGB16: return f(Packed565Layout<11, 0, 6>{});
+    case PixelLayout::BGR16: return f(Packed565Layout<0, 11, 6>{});
+    case PixelLayout::RGB15: return f(Packed565Layout<10, 0, 5>{});
+    case PixelLayout::BGR15: return f(Packed565Layout<0, 10, 5>{});
     case PixelLayout::Luma: return f(LumaLayout<>{});
     case PixelLayout::Luma_Y0_2: return f(LumaLayout<2, 0>{});
     case PixelLayout::Luma_Y1_2: return f(LumaLayout<2, 1>{});
     case PixelLayout::Luma_Y1_4: return f(LumaLayout<4, 1>{});
     case PixelLayout::Luma_Y2_4: return f(LumaLayout<4, 2>{});
+    case PixelLayout::Luma_Y0_3: return f(LumaLayout<3, 0>{});
+    case PixelLayout::Luma_Y1_3: return f(LumaLayout<3, 1>{});
+    case PixelLayout::Luma_IYU1: return f(Iyu1Layout{});
     case PixelLayout::Luma10: return f(Luma16Layout<10>{});
     case PixelLayout::Luma12: return f(Luma16Layout<12>{});
     case PixelLayout::Luma16: return f(Luma16Layout<16>{});
     case PixelLayout::Luma10_Msb: return f(Luma16Layout<10, true>{});
     case PixelLayout::Luma12_Msb: return f(Luma16Layout<12, true>{});
     case PixelLayout::Luma16_BE: return f(Luma16Layout<16, false, true>{});
+    case PixelLayout::Luma10_BE: return f(Luma16Layout<10, false, true>{});
+    case PixelLayout::Luma12_BE: return f(Luma16Layout<12, false, true>{});
+    case PixelLayout::Luma10_Msb_BE: return f(Luma16Layout<10, true, true>{});
+    case PixelLayout::Luma12_Msb_BE: return f(Luma16Layout<12, true, true>{});
+    case PixelLayout::Luma10_Msb_Y0_2: return f(Luma16Layout<10, true, false, 2, 0>{});
+    case PixelLayout::Luma12_Msb_Y0_2: return f(Luma16Layout<12, true, false, 2, 0>{});
+    case PixelLayout::Luma12_Msb_BE_Y0_2: return f(Luma16Layout<12, true, true, 2, 0>{});
+    case PixelLayout::Luma16_Y0_2: return f(Luma16Layout<16, false, false, 2, 0>{});
+    case PixelLayout::Luma16_BE_Y0_2: return f(Luma16Layout<16, false, true, 2, 0>{});
+    case PixelLayout::Luma16_Y1_2: return f(Luma16Layout<16, false, false, 2, 1>{});
+    case PixelLayout::Luma12_Msb_Y1_4: return f(Luma16Layout<12, true, false, 4, 1>{});
+    case PixelLayout::Luma12_Msb_BE_Y1_4: return f(Luma16Layout<12, true, true, 4, 1>{});
+    case PixelLayout::Luma16_Y1_4: return f(Luma16Layout<16, false, false, 4, 1>{});
+    case PixelLayout::Luma16_BE_Y1_4: return f(Luma16Layout<16, false, true, 4, 1>{});
     case PixelLayout::Luma_v210: return f(V210Layout{});
+    case PixelLayout::Luma_Y410: return f(Luma10BitsLayout<1, 4, 10, 0>{});
+    case PixelLayout::Luma_10LE32: return f(Luma10BitsLayout<3, 4, 0, 10>{});
+    case PixelLayout::Luma_10LE40: return f(Luma10BitsLayout<4, 5, 0, 10>{});
+    case PixelLayout::Luma_UYVP: return f(Luma10BitsLayout<2, 5, 10, 20, true>{});
     case PixelLayout::Bayer_BGGR: return f(BayerLayout<1, 1>{});
     case PixelLayout::Bayer_GBRG: return f(BayerLayout<0, 1>{});
     case PixelLayout::Bayer_GRBG: return f(BayerLayout<1, 0>{});

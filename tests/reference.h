@@ -14,10 +14,13 @@
 
 namespace cudagray::test {
 
-// A d-bit code to 16 bits by bit replication: v << (16 - d) | v >> (2d - 16).
+// A d-bit code to 16 bits by bit replication: its bits written again and
+// again from the top, cut at 16 (v << (16 - d) | v >> (2d - 16) for d >= 8).
 inline uint32_t replicate16(uint32_t v, int depth) {
-  if (depth == 16) return v;
-  return (v << (16 - depth)) | (v >> (2 * depth - 16));
+  uint32_t bits = 0;
+  int filled = 0;
+  for (; filled < 16; filled += depth) bits = bits << depth | v;
+  return bits >> (filled - 16);
 }
 
 // Q16 weights from the coefficients: wR = round(kR * 65536), wB likewise;
@@ -32,10 +35,17 @@ inline Q16 q16_of(const WeightChoice &c) {
   return {r, g, b};
 }
 
-inline uint32_t rgb_to_16(uint32_t r, uint32_t g, uint32_t b, int depth, const Q16 &w) {
-  const uint64_t sum = w.r * replicate16(r, depth) + w.g * replicate16(g, depth) +
-                       w.b * replicate16(b, depth) + 32768;
+// Channels of different depths (RGB16: 5, 6 and 5 bits).
+inline uint32_t rgb_to_16(const uint32_t code[3], const int depth[3], const Q16 &w) {
+  const uint64_t sum = w.r * replicate16(code[0], depth[0]) + w.g * replicate16(code[1], depth[1]) +
+                       w.b * replicate16(code[2], depth[2]) + 32768;
   return static_cast<uint32_t>(std::min<uint64_t>(65535, sum >> 16));
+}
+
+inline uint32_t rgb_to_16(uint32_t r, uint32_t g, uint32_t b, int depth, const Q16 &w) {
+  const uint32_t code[3] = {r, g, b};
+  const int depths[3] = {depth, depth, depth};
+  return rgb_to_16(code, depths, w);
 }
 
 inline uint32_t gray8_of(uint32_t g16) { return (g16 + 128) / 257; }

@@ -7,6 +7,7 @@
 // from kernels/.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "common.h"
 
@@ -28,37 +29,94 @@ struct Spot {
 // channel: 0, 1, 2 for R, G, B; 0 for luma.
 Spot spot(PixelLayout layout, int x, int channel) {
   const size_t ux = static_cast<size_t>(x);
+  const std::string_view name = layout_info(layout).name;
   switch (layout) {
     case PixelLayout::GBR_10LE:
     case PixelLayout::GBR_12LE:
-    case PixelLayout::GBR_16LE: {
-      const int bits = layout == PixelLayout::GBR_10LE   ? 10
-                       : layout == PixelLayout::GBR_12LE ? 12
-                                                         : 16;
+    case PixelLayout::GBR_16LE:
+    case PixelLayout::GBR_10BE:
+    case PixelLayout::GBR_12BE:
+    case PixelLayout::GBR_16BE: {
       const int plane_of[3] = {2, 0, 1};  // G, B, R planes
-      return {plane_of[channel], 2 * ux, 2, false, 0, bits};
+      const int bits = name.substr(4, 2) == "10" ? 10 : name.substr(4, 2) == "12" ? 12 : 16;
+      return {plane_of[channel], 2 * ux, 2, name.substr(name.size() - 2) == "BE", 0, bits};
+    }
+    case PixelLayout::RGBA64_LE:
+    case PixelLayout::RGBA64_BE:
+    case PixelLayout::ARGB64_LE:
+    case PixelLayout::ARGB64_BE:
+    case PixelLayout::BGRA64_LE:
+    case PixelLayout::BGRA64_BE:
+    case PixelLayout::ABGR64_LE:
+    case PixelLayout::ABGR64_BE: {  // 16-bit words in the order of the name
+      const size_t word = name.find("RGB"[channel]);
+      return {0, 8 * ux + 2 * word, 2, name.substr(name.size() - 2) == "BE", 0, 16};
     }
     case PixelLayout::RGB10A2_LE: return {0, 4 * ux, 4, false, 10 * channel, 10};
     case PixelLayout::BGR10A2_LE: return {0, 4 * ux, 4, false, 10 * (2 - channel), 10};
+    case PixelLayout::r210: return {0, 4 * ux, 4, true, 10 * (2 - channel), 10};
+    case PixelLayout::RGB16:
+    case PixelLayout::BGR16:
+    case PixelLayout::RGB15:
+    case PixelLayout::BGR15: {  // the first-named channel in the top bits
+      const int g_bits = name[4] == '6' ? 6 : 5;
+      const int shift[3] = {g_bits + 5, 5, 0};  // of the channels in the name's order
+      const int at = static_cast<int>(name.find("RGB"[channel]));
+      return {0, 2 * ux, 2, false, shift[at], channel == 1 ? g_bits : 5};
+    }
     case PixelLayout::Luma: return {0, ux, 1, false, 0, 8};
     case PixelLayout::Luma_Y0_2: return {0, 2 * ux, 1, false, 0, 8};
     case PixelLayout::Luma_Y1_2: return {0, 2 * ux + 1, 1, false, 0, 8};
     case PixelLayout::Luma_Y1_4: return {0, 4 * ux + 1, 1, false, 0, 8};
     case PixelLayout::Luma_Y2_4: return {0, 4 * ux + 2, 1, false, 0, 8};
+    case PixelLayout::Luma_Y0_3: return {0, 3 * ux, 1, false, 0, 8};
+    case PixelLayout::Luma_Y1_3: return {0, 3 * ux + 1, 1, false, 0, 8};
+    case PixelLayout::Luma_IYU1: {  // U Y0 Y1 V Y2 Y3
+      const size_t at[4] = {1, 2, 4, 5};
+      return {0, 6 * (ux / 4) + at[x % 4], 1, false, 0, 8};
+    }
     case PixelLayout::Luma10: return {0, 2 * ux, 2, false, 0, 10};
     case PixelLayout::Luma12: return {0, 2 * ux, 2, false, 0, 12};
     case PixelLayout::Luma16: return {0, 2 * ux, 2, false, 0, 16};
     case PixelLayout::Luma10_Msb: return {0, 2 * ux, 2, false, 6, 10};
     case PixelLayout::Luma12_Msb: return {0, 2 * ux, 2, false, 4, 12};
     case PixelLayout::Luma16_BE: return {0, 2 * ux, 2, true, 0, 16};
+    case PixelLayout::Luma10_BE: return {0, 2 * ux, 2, true, 0, 10};
+    case PixelLayout::Luma12_BE: return {0, 2 * ux, 2, true, 0, 12};
+    case PixelLayout::Luma10_Msb_BE: return {0, 2 * ux, 2, true, 6, 10};
+    case PixelLayout::Luma12_Msb_BE: return {0, 2 * ux, 2, true, 4, 12};
+    // Y210, Y212: Y0 U Y1 V words; Y216 the same; v216: U Y0 V Y1
+    case PixelLayout::Luma10_Msb_Y0_2: return {0, 4 * ux, 2, false, 6, 10};
+    case PixelLayout::Luma12_Msb_Y0_2: return {0, 4 * ux, 2, false, 4, 12};
+    case PixelLayout::Luma12_Msb_BE_Y0_2: return {0, 4 * ux, 2, true, 4, 12};
+    case PixelLayout::Luma16_Y0_2: return {0, 4 * ux, 2, false, 0, 16};
+    case PixelLayout::Luma16_BE_Y0_2: return {0, 4 * ux, 2, true, 0, 16};
+    case PixelLayout::Luma16_Y1_2: return {0, 4 * ux + 2, 2, false, 0, 16};
+    // Y412, Y416: U Y V A words; AYUV64: A Y U V
+    case PixelLayout::Luma12_Msb_Y1_4: return {0, 8 * ux + 2, 2, false, 4, 12};
+    case PixelLayout::Luma12_Msb_BE_Y1_4: return {0, 8 * ux + 2, 2, true, 4, 12};
+    case PixelLayout::Luma16_Y1_4: return {0, 8 * ux + 2, 2, false, 0, 16};
+    case PixelLayout::Luma16_BE_Y1_4: return {0, 8 * ux + 2, 2, true, 0, 16};
     case PixelLayout::Luma_v210: {
       // each 16 bytes: Cb0 Y0 Cr0 | Y1 Cb1 Y2 | Cr1 Y3 Cb2 | Y4 Cr2 Y5, 10 bits
       // a field from bit 0 of little-endian 32-bit words
       const int word[6] = {0, 1, 1, 2, 3, 3}, field[6] = {1, 0, 2, 1, 0, 2};
       return {0, 16 * (ux / 6) + 4 * word[x % 6], 4, false, 10 * field[x % 6], 10};
     }
+    // Y410: U in bits 0-9 of a little-endian 32-bit word, Y 10-19, V 20-29
+    case PixelLayout::Luma_Y410: return {0, 4 * ux, 4, false, 10, 10};
+    // 3 codes in bits 0-9, 10-19, 20-29 of a little-endian 32-bit word
+    case PixelLayout::Luma_10LE32: return {0, 4 * (ux / 3), 4, false, 10 * (x % 3), 10};
+    // 4 codes in 5 bytes, from bit 0 of byte 0 on: code k from bit 10 k
+    case PixelLayout::Luma_10LE40: {
+      const int bit = 10 * (x % 4);
+      return {0, 5 * (ux / 4) + bit / 8, 2, false, bit % 8, 10};
+    }
+    // U0 Y0 V0 Y1 in 5 bytes, from the top bit of byte 0 on: Y0 the 3rd to 12th
+    // bits of the big-endian word at byte 1, Y1 the low 10 of the one at byte 3
+    case PixelLayout::Luma_UYVP:
+      return {0, 5 * (ux / 2) + (x % 2 ? 3 : 1), 2, true, x % 2 ? 0 : 4, 10};
     default: {  // 8-bit RGB, named by where R, G and B are: "xBGR", "GBR" (planes)
-      const std::string name = layout_info(layout).name;
       const bool planar = name == "RGBP" || name == "BGRP" || name == "GBR";
       const int at = static_cast<int>(name.find("RGB"[channel]));
       if (planar) return {at, ux, 1, false, 0, 8};
@@ -66,6 +124,9 @@ Spot spot(PixelLayout layout, int x, int channel) {
     }
   }
 }
+
+// Bits of a channel's codes.
+int channel_bits(PixelLayout layout, int channel) { return spot(layout, 0, channel).bits; }
 
 uint32_t read_word(const uint8_t *p, int bytes, bool big_endian) {
   uint32_t w = 0;
@@ -97,8 +158,11 @@ void set_code(TestFrame &f, int x, int y, int channel, uint32_t code) {
              (read_word(p, s.word_bytes, s.big_endian) & ~mask) | (code << s.shift));
 }
 
-// The documented formula. A d-bit code to 16 bits: its bits repeated.
+// The documented formula. A d-bit code to 16 bits: its bits repeated (5
+// bits: v v v and v's top bit; 6 bits: v v and v's top 4 bits).
 uint32_t to16(uint32_t v, int d) {
+  if (d == 5) return v << 11 | v << 6 | v << 1 | v >> 4;
+  if (d == 6) return v << 10 | v << 4 | v >> 2;
   return d == 16 ? v : v * (1u << (16 - d)) + (v >> (2 * d - 16));
 }
 
@@ -111,9 +175,9 @@ uint32_t luma16(uint32_t v, int d, bool limited) {
   return static_cast<uint32_t>(std::min<uint64_t>(g, 65535));
 }
 
-uint32_t rgb16(const Weights &w, const uint32_t c[3], int d) {
-  const uint64_t s = uint64_t{w.r} * to16(c[0], d) + uint64_t{w.g} * to16(c[1], d) +
-                     uint64_t{w.b} * to16(c[2], d) + 32768;
+uint32_t rgb16(const Weights &w, const uint32_t c[3], const int d[3]) {
+  const uint64_t s = uint64_t{w.r} * to16(c[0], d[0]) + uint64_t{w.g} * to16(c[1], d[1]) +
+                     uint64_t{w.b} * to16(c[2], d[2]) + 32768;
   return static_cast<uint32_t>(std::min<uint64_t>(s / 65536, 65535));
 }
 
@@ -125,6 +189,8 @@ void expect_formula(const TestFrame &f, const WeightChoice &c) {
   const LayoutInfo &info = layout_info(f.layout);
   const bool luma = info.family == LayoutFamily::Luma;
   const Weights w = weights_of(c);
+  const int bits[3] = {channel_bits(f.layout, 0), channel_bits(f.layout, 1),
+                       channel_bits(f.layout, 2)};
   for (int depth : {8, 16}) {
     for (bool limited : {false, true}) {
       if (limited && !luma) continue;
@@ -138,10 +204,10 @@ void expect_formula(const TestFrame &f, const WeightChoice &c) {
         for (int x = 0; x < f.width; ++x) {
           uint32_t g16;
           if (luma) {
-            g16 = luma16(code_at(f, x, y, 0), info.depth, limited);
+            g16 = luma16(code_at(f, x, y, 0), bits[0], limited);
           } else {
             const uint32_t rgb[3] = {code_at(f, x, y, 0), code_at(f, x, y, 1), code_at(f, x, y, 2)};
-            g16 = rgb16(w, rgb, info.depth);
+            g16 = rgb16(w, rgb, bits);
           }
           const uint32_t expected = depth == 16 ? g16 : to8(g16);
           if (out.at(x, y) != expected && wrong++ < 3)
@@ -180,15 +246,18 @@ TEST_P(Depths, EveryWidthUpTo100) {
     expect_formula(random_frame(GetParam(), width, 2, Rows::Aligned16), kWeightChoices[1]);
 }
 
-// Every code of the layout's depth (256 to 65536 of them), in every channel,
-// through each range; the other bits of each word random.
+// Every code of each channel's depth (32 to 65536 of them), in every
+// channel, through each range; the other bits of each word random.
 TEST_P(Depths, EveryCodeOfTheDepth) {
   const LayoutInfo &info = layout_info(GetParam());
-  const int codes = 1 << info.depth;
-  const int width = std::min(codes, 256), height = codes / width;
-  TestFrame f = random_frame(GetParam(), width, height);
   const int channels = info.family == LayoutFamily::Rgb ? 3 : 1;
+  int most = 0;
+  for (int channel = 0; channel < channels; ++channel)
+    most = std::max(most, 1 << channel_bits(GetParam(), channel));
+  const int width = std::min(most, 256), height = most / width;
+  TestFrame f = random_frame(GetParam(), width, height);
   for (int channel = 0; channel < channels; ++channel) {
+    const int codes = 1 << channel_bits(GetParam(), channel);
     for (int i = 0; i < codes; ++i) set_code(f, i % width, i / width, channel, i);
     for (const WeightChoice &c : kWeightChoices) expect_formula(f, c);
     if (::testing::Test::HasFailure()) return;
@@ -200,7 +269,6 @@ TEST_P(Depths, EveryCodeOfTheDepth) {
 // and the extreme custom weights (each coefficient 0 or 64).
 TEST_P(Depths, Extremes) {
   const LayoutInfo &info = layout_info(GetParam());
-  const uint32_t top = (1u << info.depth) - 1;
   const int channels = info.family == LayoutFamily::Rgb ? 3 : 1;
   std::vector<WeightChoice> choices = kWeightChoices;
   for (double r : {0.0, 64.0})
@@ -209,7 +277,8 @@ TEST_P(Depths, Extremes) {
   TestFrame f = random_frame(GetParam(), 9, 8);  // one row per pattern of the 3 channels
   for (int y = 0; y < 8; ++y)
     for (int x = 0; x < 9; ++x)
-      for (int c = 0; c < channels; ++c) set_code(f, x, y, c, (y >> c) & 1 ? top : 0);
+      for (int c = 0; c < channels; ++c)
+        set_code(f, x, y, c, (y >> c) & 1 ? (1u << channel_bits(GetParam(), c)) - 1 : 0);
   for (const WeightChoice &c : choices) expect_formula(f, c);
 }
 

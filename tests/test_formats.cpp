@@ -165,16 +165,19 @@ bool random_input(GstVideoFormat format, int width, int height, bool padded, Inp
 
 // The 16-bit gray of every pixel, row by row: each row unpacked by
 // GStreamer's own unpack function (to AYUV/ARGB, or AYUV64/ARGB64 for deep
-// formats, with TRUNCATE_RANGE: a d-bit code v comes back as v << (16 - d)),
-// the code recovered, then the formula.
+// formats, with TRUNCATE_RANGE: a d-bit code v comes back as v << (8 - d)
+// or v << (16 - d)), the code recovered, then the formula.
 std::vector<uint32_t> reference_gray16(const InputBytes &f, bool limited, const Q16 &w) {
   const GstVideoFormatInfo *finfo = gst_video_format_get_info(f.format);
   const Family family = family_of(finfo);
   const bool wide = finfo->unpack_format == GST_VIDEO_FORMAT_AYUV64 ||
                     finfo->unpack_format == GST_VIDEO_FORMAT_ARGB64;
-  // d: the format's component depth (8 for everything unpacked to 8 bits)
-  const int depth = wide ? GST_VIDEO_FORMAT_INFO_DEPTH(finfo, 0) : 8;
-  EXPECT_EQ(depth, GST_VIDEO_FORMAT_INFO_DEPTH(finfo, 0)) << gst_video_format_to_string(f.format);
+  // each component's depth (RGB16: 5, 6, 5), at most what it is unpacked to
+  int depth[3];
+  for (guint c = 0; c < 3; ++c)
+    depth[c] = GST_VIDEO_FORMAT_INFO_DEPTH(finfo, std::min(c, finfo->n_components - 1));
+  for (int d : depth) EXPECT_LE(d, wide ? 16 : 8) << gst_video_format_to_string(f.format);
+  const int unpacked_bits = wide ? 16 : 8;
   gpointer data[GST_VIDEO_MAX_PLANES] = {};
   gint stride[GST_VIDEO_MAX_PLANES] = {};
   for (guint p = 0; p < f.planes; ++p) {
@@ -188,14 +191,14 @@ std::vector<uint32_t> reference_gray16(const InputBytes &f, bool limited, const 
                        f.width);
     const auto *bytes = reinterpret_cast<const uint8_t *>(line.data());
     for (int x = 0; x < f.width; ++x) {
-      uint32_t code[4];  // A, then R G B or Y U V
-      for (int k = 0; k < 4; ++k)
-        code[k] = wide ? line[4 * x + k] >> (16 - depth) : bytes[4 * x + k];
+      uint32_t code[3];  // R G B or Y U V (A left out)
+      for (int k = 0; k < 3; ++k)
+        code[k] = (wide ? line[4 * x + k + 1] : bytes[4 * x + k + 1]) >> (unpacked_bits - depth[k]);
       uint32_t &out = gray[static_cast<size_t>(y) * f.width + x];
       if (family == Family::Rgb)
-        out = rgb_to_16(code[1], code[2], code[3], depth, w);
+        out = rgb_to_16(code, depth, w);
       else
-        out = luma_to_16(code[1], depth, family == Family::Yuv && limited);
+        out = luma_to_16(code[0], depth[0], family == Family::Yuv && limited);
     }
   }
   return gray;
@@ -871,10 +874,11 @@ TEST(BadInput, BufferTooSmallNamesTheFrame) {
   };
   const Case cases[] = {
     // v210 rows of 6 pixels in 16 bytes, GStreamer's stride 128 bytes per 48
-    // pixels: 64 pixels need ceil(64 / 6) * 16 = 176 bytes of a 256-byte row
+    // pixels: 64 pixels are 10 groups and 4 pixels, the 4th of them in the
+    // third 32-bit word of its group: 172 bytes of a 256-byte row
     {caps_string("v210", 64, 48), 12000,
      "Input buffer does not hold a 64x48 v210 frame: plane 0 (offset 0, stride 256) needs "
-     "12208 bytes, the buffer has 12000"},
+     "12204 bytes, the buffer has 12000"},
     // YUY2: 2 bytes a pixel, rows of GST_ROUND_UP_4(66) = 68 bytes
     {caps_string("YUY2", 33, 20), 1300,
      "Input buffer does not hold a 33x20 YUY2 frame: plane 0 (offset 0, stride 68) needs 1358 "

@@ -164,6 +164,13 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, CpuReference, ::testing::ValuesIn(kRgb8Layo
                            return std::string(layout_info(info.param).name);
                          });
 
+// RBGA: 8-bit and packed, with the same kernels, but a format of GStreamer
+// 1.24+ only (kRgb8Layouts' formats are every version's).
+INSTANTIATE_TEST_SUITE_P(Rbga, CpuReference, ::testing::Values(PixelLayout::RBGA),
+                         [](const auto &info) {
+                           return std::string(layout_info(info.param).name);
+                         });
+
 // All 2^24 RGB triples in one 4096x4096 frame: the fixed-point result is
 // within 1 of the exact weighted sum rounded, and equals the formula.
 TEST(Exhaustive, AllRgbTriplesWithinOneOfExact) {

@@ -168,7 +168,7 @@ TEST_P(ByBackend, CapsWithZeroOrOversizedDimensionsAreNotNegotiated) {
 // not-negotiated error from the source, naming the reason.
 TEST_P(ByBackend, NotNegotiatedInAPipelineIsReportedByTheSource) {
   const PipelineRun run = run_pipeline(
-      "videotestsrc num-buffers=3 ! video/x-raw,format=RGB16,width=64,height=48 ! "
+      "videotestsrc num-buffers=3 ! video/x-raw,format=RGB8P,width=64,height=48 ! "
       "identity ! cudagray backend=" +
       backend() + " ! fakesink");
   EXPECT_FALSE(run.reached_eos);
@@ -188,7 +188,7 @@ TEST_P(ByBackend, UnsupportedCapsMidStreamDrainFramesInFlightFirst) {
     frames.push_back(random_frame(PixelLayout::RGB, 64, 48));
     ASSERT_EQ(gst_harness_push(harness.h, timed(buffer_for(frames.back()), i)), GST_FLOW_OK);
   }
-  for (const std::string &bad : {caps_string("RGB16", 64, 48), caps_string("RGB", 0, 48),
+  for (const std::string &bad : {caps_string("RGB8P", 64, 48), caps_string("RGB", 0, 48),
                                  std::string("audio/x-raw,format=S16LE,rate=48000,channels=2")}) {
     SCOPED_TRACE(bad);
     harness.set_caps(bad);

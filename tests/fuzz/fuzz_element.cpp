@@ -52,16 +52,16 @@ struct Reader {
 
 // Indices are the corpus's: new formats go at the end.
 const char *const kFormats[] = {
-    "RGB",       "BGR",       "RGBx",      "BGRx",       "xRGB",       "xBGR",      "RGBA",
-    "BGRA",      "ARGB",      "ABGR",      "RGBP",       "BGRP",       "GBR",       "I420",
-    "YV12",      "NV12",      "NV21",      "Y444",       "Y42B",       "GRAY8",     "GRAY16_LE",
-    "RGB16",  // refused: cudagray must not negotiate it
-    "v210",
-    "AYUV64",  // refused
-    "YUY2",      "UYVY",      "YVYU",      "AYUV",       "VUYA",       "P010_10LE", "P012_LE",
-    "P016_LE",   "I420_10LE", "I420_12LE", "I422_10LE",  "I422_12LE",  "Y444_10LE", "Y444_12LE",
-    "Y444_16LE", "GBR_10LE",  "GBR_12LE",  "RGB10A2_LE", "BGR10A2_LE", "GBRA",      "GRAY16_BE",
-    "r210"};  // refused
+    "RGB",        "BGR",       "RGBx",      "BGRx",      "xRGB",      "xBGR",        "RGBA",
+    "BGRA",       "ARGB",      "ABGR",      "RGBP",      "BGRP",      "GBR",         "I420",
+    "YV12",       "NV12",      "NV21",      "Y444",      "Y42B",      "GRAY8",       "GRAY16_LE",
+    "RGB16",      "v210",      "AYUV64",    "YUY2",      "UYVY",      "YVYU",        "AYUV",
+    "VUYA",       "P010_10LE", "P012_LE",   "P016_LE",   "I420_10LE", "I420_12LE",   "I422_10LE",
+    "I422_12LE",  "Y444_10LE", "Y444_12LE", "Y444_16LE", "GBR_10LE",  "GBR_12LE",    "RGB10A2_LE",
+    "BGR10A2_LE", "GBRA",      "GRAY16_BE", "r210",
+    "RGB8P",  // refused: cudagray must not negotiate it
+    "RGBA64_BE",  "RGB15",     "IYU1",      "v216",      "Y410",      "NV12_10LE40", "GRAY10_LE32",
+    "Y212_BE",    "UYVP"};
 constexpr int kFormatCount = sizeof(kFormats) / sizeof(kFormats[0]);
 const char *const kBayer[] = {"bggr", "gbrg", "grbg", "rggb"};
 

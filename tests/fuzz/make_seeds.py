@@ -10,7 +10,8 @@ FORMATS = ["RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB",
            "GBR", "I420", "YV12", "NV12", "NV21", "Y444", "Y42B", "GRAY8", "GRAY16_LE", "RGB16", "v210", "AYUV64",
            "YUY2", "UYVY", "YVYU", "AYUV", "VUYA", "P010_10LE", "P012_LE", "P016_LE", "I420_10LE",
            "I420_12LE", "I422_10LE", "I422_12LE", "Y444_10LE", "Y444_12LE", "Y444_16LE", "GBR_10LE",
-           "GBR_12LE", "RGB10A2_LE", "BGR10A2_LE", "GBRA", "GRAY16_BE", "r210"]
+           "GBR_12LE", "RGB10A2_LE", "BGR10A2_LE", "GBRA", "GRAY16_BE", "r210", "RGB8P", "RGBA64_BE",
+           "RGB15", "IYU1", "v216", "Y410", "NV12_10LE40", "GRAY10_LE32", "Y212_BE", "UYVP"]
 
 
 def caps(fmt, w, h, colorimetry=4):
@@ -41,7 +42,7 @@ def seeds():
     yield "state-cycle", [2] + caps("RGBA", 32, 32) + frame() + [8, 1] + frame() + [8, 0] + frame()
     yield "caps-change", [4] + caps("RGB", 64, 48) + frame() + caps("GRAY8", 64, 48) + frame() \
         + caps("GBR", 7, 3) + frame() + caps("NV21", 10, 6) + frame()
-    yield "refused-caps", [4] + caps("RGB", 8, 8) + frame() + caps("RGB16", 8, 8) + frame()
+    yield "refused-caps", [4] + caps("RGB", 8, 8) + frame() + caps("RGB8P", 8, 8) + frame()
     yield "bayer-short-buffers", [1] + caps("RGB", 33, 17, 4) + [4, 0xF0, 3, 4, 0x10, 5] + caps("RGB", 8, 8, 4) \
         + [4, 0x01, 1]
     yield "v210-short-buffer", [1] + caps("v210", 13, 5) + [4, 0xFB, 3, 5] + frame()

@@ -34,9 +34,32 @@ enum class PixelLayout {
   GBR_10LE,
   GBR_12LE,
   GBR_16LE,
+  // ...or big-endian ones
+  GBR_10BE,
+  GBR_12BE,
+  GBR_16BE,
+  // RGB, 8 bits, 4 bytes a pixel in the order of the name, A ignored
+  RBGA,
+  // RGB, 16 bits a channel, 8 bytes a pixel: 16-bit words in the order of
+  // the name, little- or big-endian, A ignored
+  RGBA64_LE,
+  RGBA64_BE,
+  ARGB64_LE,
+  ARGB64_BE,
+  BGRA64_LE,
+  BGRA64_BE,
+  ABGR64_LE,
+  ABGR64_BE,
   // RGB, 10 bits a channel packed in a little-endian 32-bit word, 2 bits alpha
   RGB10A2_LE,  // R in bits 0-9, G 10-19, B 20-29
   BGR10A2_LE,  // B in bits 0-9, G 10-19, R 20-29
+  // ...or in a big-endian one
+  r210,  // B in bits 0-9, G 10-19, R 20-29
+  // RGB, 5 or 6 bits a channel packed in a little-endian 16-bit word
+  RGB16,  // R in bits 11-15, G 5-10, B 0-4
+  BGR16,  // B in bits 11-15, G 5-10, R 0-4
+  RGB15,  // R in bits 10-14, G 5-9, B 0-4
+  BGR15,  // B in bits 10-14, G 5-9, R 0-4
   // Luma, 8 bits: plane 0, one byte a pixel (planar and semi-planar YUV, GRAY8)
   Luma,
   // Luma, 8 bits, packed with chroma: 2 bytes a pixel, Y' at byte 0 (YUY2,
@@ -45,6 +68,11 @@ enum class PixelLayout {
   Luma_Y1_2,
   Luma_Y1_4,
   Luma_Y2_4,
+  // 3 bytes a pixel, Y' at byte 0 (v308) or 1 (IYU2)
+  Luma_Y0_3,
+  Luma_Y1_3,
+  // IYU1: 4 pixels in 6 bytes, U Y Y V Y Y
+  Luma_IYU1,
   // Luma in 16-bit little-endian words of plane 0: LSB-aligned 10/12/16-bit
   // codes (I420_10LE, Y444_16LE, GRAY16_LE, ...) or MSB-aligned (P010, P012)
   Luma10,
@@ -53,8 +81,33 @@ enum class PixelLayout {
   Luma10_Msb,
   Luma12_Msb,
   Luma16_BE,  // big-endian words (GRAY16_BE)
+  Luma10_BE,
+  Luma12_BE,
+  Luma10_Msb_BE,
+  Luma12_Msb_BE,
+  // Luma in 16-bit words packed with chroma: 2 words a pixel, Y' in word 0
+  // (Y210, Y212, Y216) or 1 (v216); 4 words a pixel, Y' in word 1 (Y412,
+  // Y416, AYUV64)
+  Luma10_Msb_Y0_2,
+  Luma12_Msb_Y0_2,
+  Luma12_Msb_BE_Y0_2,
+  Luma16_Y0_2,
+  Luma16_BE_Y0_2,
+  Luma16_Y1_2,
+  Luma12_Msb_Y1_4,
+  Luma12_Msb_BE_Y1_4,
+  Luma16_Y1_4,
+  Luma16_BE_Y1_4,
   // Luma, 10 bits, v210: 6 pixels in four 32-bit words
   Luma_v210,
+  // Luma, 10-bit fields packed in bytes: Y410 (bits 10-19 of a
+  // little-endian 32-bit word a pixel), 3 pixels a little-endian 32-bit word
+  // (NV12_10LE32, GRAY10_LE32), 4 pixels in 5 bytes (NV12_10LE40), 2 pixels
+  // in 5 bytes from the most significant bit, U Y V Y (UYVP)
+  Luma_Y410,
+  Luma_10LE32,
+  Luma_10LE40,
+  Luma_UYVP,
   // Bayer mosaic, 8 bits, named by its top-left 2x2 block
   Bayer_BGGR,
   Bayer_GBRG,
@@ -84,9 +137,15 @@ struct LayoutInfo {
   int group_pixels;  // pixels stored together in...
   int group_bytes;   // ...this many bytes of each plane read
   int r, g, b;       // 8-bit RGB: byte offset (packed) or plane index (planar)
+  // The bytes from a group's start that its first k pixels are read from,
+  // k < group_pixels (a row may end inside a group: GStreamer's UYVP rows
+  // of odd widths stop at the last pixel's bytes).
+  static constexpr int kMaxGroupPixels = 8;
+  int partial_bytes[kMaxGroupPixels];
   // Bytes of each plane read that a row of width pixels covers.
   size_t row_bytes(int width) const {
-    return (static_cast<size_t>(width) + group_pixels - 1) / group_pixels * group_bytes;
+    return static_cast<size_t>(width) / group_pixels * group_bytes +
+           partial_bytes[width % group_pixels];
   }
 };
 
