@@ -8,7 +8,7 @@
 //    without num-buffers) is stopped once every cudagray in it has converted
 //    CUDAGRAY_CHECK_FRAMES frames (default 30), with EOS first under -e;
 //    one without cudagray runs until SIGINT/SIGTERM (a background sender);
-//  - a hardware decoder this machine lacks (nvh264dec, nvh265dec) is
+//  - a hardware decoder this machine lacks (nvh264dec, nvh265dec, nvjpegdec) is
 //    replaced by a software one; a display sink without a display by
 //    fakesink sync=true;
 //  - a pipeline reading from a network host other than this one, or from a
@@ -44,6 +44,7 @@ bool has_factory(const char *name) {
 const std::vector<std::pair<std::string, std::vector<const char *>>> kHardware = {
     {"nvh264dec", {"avdec_h264", "openh264dec"}},
     {"nvh265dec", {"avdec_h265", "libde265dec"}},
+    {"nvjpegdec", {"jpegdec"}},
     {"nvv4l2decoder", {"decodebin"}},
 };
 const std::vector<std::string> kDisplaySinks = {"autovideosink", "xvimagesink", "ximagesink",
