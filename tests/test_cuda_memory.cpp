@@ -251,6 +251,16 @@ TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
   EXPECT_GT(formats_tested, 0);
 }
 
+// Every gray frame an appsink gives until EOS (or 10 s without one).
+static std::vector<GrayImage> pull_all_gray(GstElement *sink, int width, int height) {
+  std::vector<GrayImage> frames;
+  while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
+    frames.push_back(gray_of(gst_sample_get_buffer(s), width, height));
+    gst_sample_unref(s);
+  }
+  return frames;
+}
+
 // NVDEC's NV12 in CUDA memory: gray equals a CPU decode of the same stream
 // (H.264 decoding is exact) expanded on the CPU. One pipeline, the encoded
 // stream teed to both decoders.
@@ -268,15 +278,8 @@ TEST(CudaMemory, Nvh264decOutputEqualsCpuDecode) {
   ASSERT_NE(pipeline, nullptr);
   GstElement *gpu_out = by_name(pipeline, "gpu_out"), *cpu_out = by_name(pipeline, "cpu_out");
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  auto pull_all = [](GstElement *sink) {
-    std::vector<GrayImage> frames;
-    while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
-      frames.push_back(gray_of(gst_sample_get_buffer(s), 320, 240));
-      gst_sample_unref(s);
-    }
-    return frames;
-  };
-  const std::vector<GrayImage> gpu = pull_all(gpu_out), cpu = pull_all(cpu_out);
+  const std::vector<GrayImage> gpu = pull_all_gray(gpu_out, 320, 240),
+                               cpu = pull_all_gray(cpu_out, 320, 240);
   GstBus *bus = gst_element_get_bus(pipeline);
   EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "");
   gst_object_unref(bus);
@@ -315,15 +318,8 @@ TEST(CudaMemory, NvjpegdecFramesReadInPlaceEqualTheirDownload) {
   ASSERT_NE(pipeline, nullptr);
   GstElement *gpu_out = by_name(pipeline, "gpu_out"), *cpu_out = by_name(pipeline, "cpu_out");
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  auto pull_all = [&](GstElement *sink) {
-    std::vector<GrayImage> frames;
-    while (GstSample *s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND)) {
-      frames.push_back(gray_of(gst_sample_get_buffer(s), kWidth, kHeight));
-      gst_sample_unref(s);
-    }
-    return frames;
-  };
-  const std::vector<GrayImage> gpu = pull_all(gpu_out), cpu = pull_all(cpu_out);
+  const std::vector<GrayImage> gpu = pull_all_gray(gpu_out, kWidth, kHeight),
+                               cpu = pull_all_gray(cpu_out, kWidth, kHeight);
   GstBus *bus = gst_element_get_bus(pipeline);
   EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "");
   gst_object_unref(bus);
