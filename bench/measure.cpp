@@ -73,16 +73,18 @@ PageableFrames::PageableFrames(size_t count, size_t bytes, uint64_t seed)
 
 size_t frame_bytes(PixelLayout layout, const FrameSize &size) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
-  return info.row_bytes(size.width) * size.height * info.planes;
+  return info.plane_bytes(size.width, size.height, info.tight_stride(size.width, size.height)) *
+         info.planes;
 }
 
 cudagray::InputFrame frame_at(PixelLayout layout, const FrameSize &size, const uint8_t *base) {
   const cudagray::LayoutInfo &info = cudagray::layout_info(layout);
   cudagray::InputFrame frame{};
-  const size_t row = info.row_bytes(size.width);
+  const size_t stride = info.tight_stride(size.width, size.height);
+  const size_t plane = info.plane_bytes(size.width, size.height, stride);
   for (int p = 0; p < info.planes; ++p) {
-    frame.plane[p] = base + p * row * size.height;
-    frame.stride[p] = row;
+    frame.plane[p] = base + p * plane;
+    frame.stride[p] = stride;
   }
   return frame;
 }

@@ -61,10 +61,12 @@ float elapsed_us(const EventOwner &from, const EventOwner &to) {
 }
 
 // The strips a frame of c is cut into. A Bayer pixel reads the rows around
-// it, a resampled one the rows its taps read: those frames stay whole.
+// it, a resampled one the rows its taps read, a tiled row is spread over its
+// tiles: those frames stay whole.
 int strip_count(const Conversion &c) {
   const LayoutInfo &info = layout_info(c.layout);
-  if (c.max_in_flight > 1 || info.family == LayoutFamily::Bayer || c.resamples()) return 1;
+  if (c.max_in_flight > 1 || info.family == LayoutFamily::Bayer || info.tiled() || c.resamples())
+    return 1;
   const size_t in_bytes = info.row_bytes(c.in_width) * c.in_height * info.planes;
   return static_cast<int>(std::clamp<size_t>((in_bytes + kStripBytes - 1) / kStripBytes, 1,
                                              std::min(kMaxStrips, c.in_height)));
@@ -74,6 +76,7 @@ int strip_count(const Conversion &c) {
 struct Slot {
   // none while inputs (device_in) or outputs (device_out) are on the device
   DeviceMemory device_in, device_out;
+  size_t in_plane_bytes = 0;             // each input plane's room in device_in and staging_in
   PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory
   // timed, recorded on timed frames only
   EventOwner upload_start, upload_end, kernel_start, kernel_end, download_start, download_end;
@@ -136,11 +139,17 @@ class CudaBackend final : public Backend {
       out_row_bytes_ = static_cast<size_t>(c.out_width) * (c.out_depth / 8);
       in_pitch_ = align_up(row_bytes_, kPitchAlignment);
       out_pitch_ = align_up(out_row_bytes_, kPitchAlignment);
-      plane_bytes_ = in_pitch_ * c.in_height;
+      // tiled: as many tiles as cover the frame; a frame whose tile stride
+      // names more makes room for them when it comes (make_room)
+      plane_bytes_ = info_->tiled()
+                         ? info_->plane_bytes(c.in_width, c.in_height,
+                                              info_->tight_stride(c.in_width, c.in_height))
+                         : in_pitch_ * c.in_height;
       strips_ = strip_count(c);
       slots_.resize(std::max(1, c.max_in_flight));
       for (Slot &s : slots_) {
         if (!c.inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
+        s.in_plane_bytes = plane_bytes_;
         if (!c.outputs_on_device) s.device_out = make_device_memory(out_pitch_ * c.out_height);
         for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
                               &s.download_start, &s.download_end})
@@ -188,14 +197,16 @@ class CudaBackend final : public Backend {
       s.in_staged = !in.on_device && !planes_pinned(in);
       s.out = out;
       s.out_staged = !out.on_device && !is_pinned(out.data);
+      const InputRows rows = input_rows(in);
+      if (!in.on_device) make_room(s, rows.pitch * rows.count);
       allocate_staging(s);
       const uint8_t *source[3];
       size_t source_pitch[3];
       for (int p = 0; p < info_->planes; ++p) {
         source[p] = in.plane[p];
-        source_pitch[p] = in.stride[p];
+        source_pitch[p] = rows.source_pitch(in, p);
       }
-      if (s.in_staged) stage_input(s, in, source, source_pitch);
+      if (s.in_staged) stage_input(s, in, rows, source, source_pitch);
       const GrayFrame download_to = s.out_staged ? slot_gray(s.staging_out.get()) : out;
 
       const CudaQueueing queueing;
@@ -211,6 +222,8 @@ class CudaBackend final : public Backend {
       const int strip_rows = (in_height + strips_ - 1) / strips_;
       auto strip_start = [&](int i) { return i * strip_rows; };
       auto strip_height = [&](int i) { return std::min(strip_rows, in_height - i * strip_rows); };
+      // the rows of the planes each strip uploads (tiled: one strip, rows of tiles)
+      auto strip_copied_rows = [&](int i) { return strips_ == 1 ? rows.count : strip_height(i); };
       auto strip_out_rows = [&](int i) {
         return strips_ == 1 ? conversion_.out_height : strip_height(i);
       };
@@ -231,9 +244,9 @@ class CudaBackend final : public Backend {
         for (int i = 0; i < strips_; ++i) {
           for (int p = 0; p < info_->planes; ++p)
             CUDAGRAY_CHECK(cudaMemcpy2DAsync(
-                device_in + p * plane_bytes_ + strip_start(i) * in_pitch_, in_pitch_,
-                source[p] + strip_start(i) * source_pitch[p], source_pitch[p], row_bytes_,
-                strip_height(i), cudaMemcpyHostToDevice, up));
+                device_in + p * s.in_plane_bytes + strip_start(i) * rows.pitch, rows.pitch,
+                source[p] + strip_start(i) * source_pitch[p], source_pitch[p], rows.bytes,
+                strip_copied_rows(i), cudaMemcpyHostToDevice, up));
           if (i == strips_ - 1) record_if_timed(s.upload_end, up);
           CUDAGRAY_CHECK(cudaEventRecord(s.strip_uploaded[i].get(), up));
         }
@@ -250,9 +263,10 @@ class CudaBackend final : public Backend {
         }
         InputFrame strip{};
         for (int p = 0; p < info_->planes; ++p) {
-          strip.plane[p] = in.on_device ? source[p] + strip_start(i) * source_pitch[p]
-                                        : device_in + p * plane_bytes_ + strip_start(i) * in_pitch_;
-          strip.stride[p] = in.on_device ? source_pitch[p] : in_pitch_;
+          strip.plane[p] = in.on_device
+                               ? in.plane[p] + strip_start(i) * in.stride[p]
+                               : device_in + p * s.in_plane_bytes + strip_start(i) * rows.pitch;
+          strip.stride[p] = in.on_device ? in.stride[p] : rows.stride;
         }
         if (!in.on_device) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.strip_uploaded[i].get(), 0));
         if (wait_for_producer) CUDAGRAY_CHECK(cudaStreamWaitEvent(work, s.input_written.get(), 0));
@@ -362,6 +376,36 @@ class CudaBackend final : public Backend {
     return true;
   }
 
+  // How a frame's input planes are copied to the device: count rows of
+  // bytes each, pitch apart there, read by the kernels with stride. A tiled
+  // plane is its rows of tiles, whole and contiguous in the frame too, read
+  // with the frame's own tile stride.
+  struct InputRows {
+    size_t bytes, pitch, stride;
+    int count;
+    bool tiled;
+    size_t source_pitch(const InputFrame &in, int plane) const {
+      return tiled ? bytes : in.stride[plane];
+    }
+  };
+  InputRows input_rows(const InputFrame &in) const {
+    if (!info_->tiled()) return {row_bytes_, in_pitch_, in_pitch_, conversion_.in_height, false};
+    const size_t tiles = static_cast<size_t>(x_tiles_of(in.stride[0])) * info_->tile_bytes;
+    return {tiles, tiles, in.stride[0], static_cast<int>(y_tiles_of(in.stride[0])), true};
+  }
+
+  // Room for input planes of bytes each in slot s's device (and staging)
+  // buffers: a tiled frame whose tile stride names more tiles than the last
+  // gets it, once.
+  void make_room(Slot &s, size_t bytes) {
+    if (bytes <= s.in_plane_bytes) return;
+    const CudaResourceChange change;
+    s.device_in.reset();
+    s.staging_in.reset();
+    s.device_in = make_device_memory(bytes * info_->planes);
+    s.in_plane_bytes = bytes;
+  }
+
   // Pinned staging for pageable input or output, made when a frame first
   // needs it: whether upstream and downstream hand over pinned memory (the
   // element's pools) shows only in their frames.
@@ -370,22 +414,23 @@ class CudaBackend final : public Backend {
     const bool staging_out = s.out_staged && !s.staging_out.get();
     if (!(staging_in || staging_out)) return;
     const CudaResourceChange change;
-    if (staging_in) s.staging_in = make_pinned_memory(plane_bytes_ * info_->planes);
+    if (staging_in) s.staging_in = make_pinned_memory(s.in_plane_bytes * info_->planes);
     if (staging_out) s.staging_out = make_pinned_memory(out_pitch_ * conversion_.out_height);
   }
 
   // Copies pageable input into slot s's pinned staging buffer, from where
   // the upload reads each plane (source, pitch).
-  void stage_input(Slot &s, const InputFrame &in, const uint8_t *source[3], size_t pitch[3]) {
+  void stage_input(Slot &s, const InputFrame &in, const InputRows &rows, const uint8_t *source[3],
+                   size_t pitch[3]) {
     auto *staging = static_cast<uint8_t *>(s.staging_in.get());
     for (int p = 0; p < info_->planes; ++p) {
-      source[p] = staging + p * plane_bytes_;
-      pitch[p] = in_pitch_;
+      source[p] = staging + p * s.in_plane_bytes;
+      pitch[p] = rows.pitch;
     }
     // Split over threads: one core's memcpy is well below what DMA takes.
     for (int p = 0; p < info_->planes; ++p)
-      copy_rows(in.plane[p], in.stride[p], staging + p * plane_bytes_, in_pitch_, row_bytes_,
-                conversion_.in_height);
+      copy_rows(in.plane[p], rows.source_pitch(in, p), staging + p * s.in_plane_bytes, rows.pitch,
+                rows.bytes, rows.count);
   }
 
   const CudaContextSwitch context_;  // first made, last gone

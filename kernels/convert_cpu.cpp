@@ -71,22 +71,29 @@ CUDAGRAY_ALWAYS_INLINE void pixels_body(const SourceFrame &in, const GrayFrame &
                                         int y0, int y1) {
   const int width = in.width;  // a store could alias in.width: read it once
   for (int y = y0; y < y1; ++y) {
-    RowBytes src;
-    for (int p = 0; p < Layout::kPlanes; ++p) src.row[p] = in.plane[p] + y * in.stride[p];
     Out *__restrict dst = reinterpret_cast<Out *>(out.data + (y - y0) * out.stride);
-    constexpr int G = Layout::kGroupPixels;
-    if constexpr (G == 1) {
-      for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
+    if constexpr (kTiled<Layout>) {  // each pixel read where its tile keeps it
+      for (int x = 0; x < width; ++x)
+        dst[x] = static_cast<Out>(op(Layout::pixel_at(in.plane[0], in.stride[0], x, y)));
     } else {
-      // group by group (v210: 6 pixels in 16 bytes), so that each pixel's
-      // place in its group is a constant; the ragged end pixel by pixel
-      const int groups = width / G;
-      for (int g = 0; g < groups; ++g) {
-        RowBytes group = src;
-        for (int p = 0; p < Layout::kPlanes; ++p) group.row[p] += g * Layout::kGroupBytes;
-        for (int k = 0; k < G; ++k) dst[g * G + k] = static_cast<Out>(op(Layout::pixel(group, k)));
+      RowBytes src;
+      for (int p = 0; p < Layout::kPlanes; ++p) src.row[p] = in.plane[p] + y * in.stride[p];
+      constexpr int G = Layout::kGroupPixels;
+      if constexpr (G == 1) {
+        for (int x = 0; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
+      } else {
+        // group by group (v210: 6 pixels in 16 bytes), so that each pixel's
+        // place in its group is a constant; the ragged end pixel by pixel
+        const int groups = width / G;
+        for (int g = 0; g < groups; ++g) {
+          RowBytes group = src;
+          for (int p = 0; p < Layout::kPlanes; ++p) group.row[p] += g * Layout::kGroupBytes;
+          for (int k = 0; k < G; ++k)
+            dst[g * G + k] = static_cast<Out>(op(Layout::pixel(group, k)));
+        }
+        for (int x = groups * G; x < width; ++x)
+          dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
       }
-      for (int x = groups * G; x < width; ++x) dst[x] = static_cast<Out>(op(Layout::pixel(src, x)));
     }
   }
 }

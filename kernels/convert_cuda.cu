@@ -130,26 +130,29 @@ __global__ void convert_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
                 "a wide chunk is whole 16-byte loads and whole words of gray");
   int row, x0;
   if (!chunk_of_thread<Chunk>(height, chunks, &row, &x0)) return;
-  // where the chunk starts in each plane (x0 is a whole number of groups)
-  const size_t at = static_cast<size_t>(x0 / Layout::kGroupPixels) * Layout::kGroupBytes;
-  const uint8_t *const start[3] = {in0 + row * pitch0 + at, in1 + row * pitch1 + at,
-                                   in2 + row * pitch2 + at};
   Out *dst = reinterpret_cast<Out *>(out + row * out_pitch) + x0;
-  if constexpr (Chunk > 1) {
-    if (x0 + Chunk <= width) {
-      const auto bytes = load_chunk<kPlanes, kChunkBytes>(start);
-      constexpr int kPerWord = 4 / sizeof(Out);
-      uint32_t gray[Chunk / kPerWord];
+  if constexpr (kTiled<Layout>) {  // pixel by pixel, each where its tile keeps it
+    for (int x = 0; x < min(Chunk, width - x0); ++x)
+      dst[x] = static_cast<Out>(op(Layout::pixel_at(in0, pitch0, x0 + x, row)));
+  } else {
+    // where the chunk starts in each plane (x0 is a whole number of groups)
+    const size_t at = static_cast<size_t>(x0 / Layout::kGroupPixels) * Layout::kGroupBytes;
+    const uint8_t *const start[3] = {in0 + row * pitch0 + at, in1 + row * pitch1 + at,
+                                     in2 + row * pitch2 + at};
+    if constexpr (Chunk > 1) {
+      if (x0 + Chunk <= width) {
+        const auto bytes = load_chunk<kPlanes, kChunkBytes>(start);
+        constexpr int kPerWord = 4 / sizeof(Out);
+        uint32_t gray[Chunk / kPerWord];
 #pragma unroll
-      for (int k = 0; k < Chunk / kPerWord; ++k) gray[k] = 0;
+        for (int k = 0; k < Chunk / kPerWord; ++k) gray[k] = 0;
 #pragma unroll
-      for (int p = 0; p < Chunk; ++p)
-        gray[p / kPerWord] |= op(Layout::pixel(bytes, p)) << (p % kPerWord * 8 * sizeof(Out));
-      store_words(reinterpret_cast<uint32_t *>(dst), gray);
-      return;
+        for (int p = 0; p < Chunk; ++p)
+          gray[p / kPerWord] |= op(Layout::pixel(bytes, p)) << (p % kPerWord * 8 * sizeof(Out));
+        store_words(reinterpret_cast<uint32_t *>(dst), gray);
+        return;
+      }
     }
-  }
-  {
     // the bytes start at the group holding pixel x0, which is pixel
     // x0 % kGroupPixels of it
     const MemoryBytes bytes{{start[0], start[1], start[2]}};
@@ -168,7 +171,9 @@ bool rows_aligned(const void *p, size_t pitch, size_t bytes) {
 // loads may (Bayer: its vector rows).
 template <class Layout, class Frame>
 bool reads_wide(const Frame &in) {
-  if constexpr (Layout::kFamily == LayoutFamily::Bayer)
+  if constexpr (kTiled<Layout>)  // a tile's rows are apart: no run of a row is whole loads
+    return false;
+  else if constexpr (Layout::kFamily == LayoutFamily::Bayer)
     return rows_aligned(in.plane[0], in.stride[0], kBayerRun * Layout::kGroupBytes);
   bool wide = true;
   for (int p = 0; p < Layout::kPlanes; ++p)
@@ -192,7 +197,9 @@ void launch(const SourceFrame &in, const GrayFrame &out, Op op, cudaStream_t str
         in.plane[0], in.stride[0], in.plane[1], in.stride[1], in.plane[2], in.stride[2], out.data,
         out.stride, in.width, in.height, chunks, op);
   };
-  if (wide)
+  if constexpr (kTiled<Layout>)
+    go(std::integral_constant<int, 1>{});
+  else if (wide)
     go(std::integral_constant<int, kWidePixels<Layout>>{});
   else
     go(std::integral_constant<int, 1>{});
@@ -318,6 +325,8 @@ __device__ __forceinline__ uint32_t source_gray(const Planes &p, const Conversio
   if constexpr (Layout::kFamily == LayoutFamily::Bayer) {
     const MosaicRows m{p.data[0], p.pitch[0], c.in_width, c.in_height};
     return op(bayer_colour<Layout>(m, sx, sy, c.sample_bits));
+  } else if constexpr (kTiled<Layout>) {
+    return op(Layout::pixel_at(p.data[0], p.pitch[0], sx, sy));
   } else {
     const MemoryBytes row{
         {p.data[0] + sy * p.pitch[0], p.data[1] + sy * p.pitch[1], p.data[2] + sy * p.pitch[2]}};
@@ -364,9 +373,12 @@ __global__ void sample_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
 // The gray at 16 bits (op) of the run of kRunPixels<Layout> pixels of row y
 // from column x0 (a multiple of it), handed to put(k, g) for each pixel k
 // of the run inside the row, read as the same-size kernels read it: wide
-// (16-byte loads; Bayer: vector rows) where `wide` says the rows allow it.
+// (16-byte loads; Bayer: vector rows) where `wide` says the rows allow it;
+// tiled rows pixel by pixel, 8 a run.
 template <class Layout>
-constexpr int kRunPixels = Layout::kFamily == LayoutFamily::Bayer ? kBayerRun : kWidePixels<Layout>;
+constexpr int kRunPixels = Layout::kFamily == LayoutFamily::Bayer ? kBayerRun
+                           : kTiled<Layout>                       ? 8
+                                                                  : kWidePixels<Layout>;
 
 template <class Layout, class Op, class Put>
 __device__ __forceinline__ void run_gray(const Planes &p, const Conversion &c, bool wide, int x0,
@@ -380,6 +392,8 @@ __device__ __forceinline__ void run_gray(const Planes &p, const Conversion &c, b
 #pragma unroll
     for (int k = 0; k < kRun; ++k)
       if (k < n) put(k, op(colours[k]));
+  } else if constexpr (kTiled<Layout>) {
+    for (int k = 0; k < n; ++k) put(k, op(Layout::pixel_at(p.data[0], p.pitch[0], x0 + k, y)));
   } else {
     const size_t at = static_cast<size_t>(x0 / Layout::kGroupPixels) * Layout::kGroupBytes;
     const uint8_t *const start[3] = {p.data[0] + y * p.pitch[0] + at,

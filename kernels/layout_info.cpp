@@ -18,15 +18,20 @@ struct ReadExtent {
   }
 };
 
-// The bytes of a group that its first k pixels read, for each k.
+// The bytes of a group that its first k pixels read, for each k (tiled
+// layouts: of their lines).
 template <class L>
 void find_partial_bytes(LayoutInfo *info) {
-  static_assert(L::kGroupPixels <= LayoutInfo::kMaxGroupPixels, "a group of too many pixels");
-  const ReadExtent read;
-  info->partial_bytes[0] = 0;
-  for (int k = 1; k < L::kGroupPixels; ++k) {
-    L::pixel(read, k - 1);
-    info->partial_bytes[k] = read.end;
+  if constexpr (kTiled<L>) {
+    find_partial_bytes<typename L::Line>(info);
+  } else {
+    static_assert(L::kGroupPixels <= LayoutInfo::kMaxGroupPixels, "a group of too many pixels");
+    const ReadExtent read;
+    info->partial_bytes[0] = 0;
+    for (int k = 1; k < L::kGroupPixels; ++k) {
+      L::pixel(read, k - 1);
+      info->partial_bytes[k] = read.end;
+    }
   }
 }
 
@@ -101,6 +106,15 @@ struct LayoutTable {
                                                     "Luma_10LE32",
                                                     "Luma_10LE40",
                                                     "Luma_UYVP",
+                                                    "Luma_4L4",
+                                                    "Luma_32L32",
+                                                    "Luma_16L32",
+                                                    "Luma_8L128",
+                                                    "Luma_64Z32",
+                                                    "Luma_10LE40_4L4",
+                                                    "Luma_10BE_8L128",
+                                                    "Luma_MT2110T",
+                                                    "Luma_MT2110R",
                                                     "Bayer_BGGR",
                                                     "Bayer_GBRG",
                                                     "Bayer_GRBG",
@@ -116,8 +130,21 @@ struct LayoutTable {
     for (int i = 0; i < kLayoutCount; ++i) {
       info[i] = dispatch_layout(static_cast<PixelLayout>(i), [](auto l) {
         using L = decltype(l);
-        LayoutInfo info{nullptr,        L::kFamily, L::kDepth, L::kPlanes, L::kGroupPixels,
-                        L::kGroupBytes, L::r,       L::g,      L::b,       {}};
+        using T = Tiling<L>;
+        LayoutInfo info{nullptr,
+                        L::kFamily,
+                        L::kDepth,
+                        L::kPlanes,
+                        L::kGroupPixels,
+                        L::kGroupBytes,
+                        L::r,
+                        L::g,
+                        L::b,
+                        {},
+                        T::kRows,
+                        T::kRowBytes,
+                        T::kBytes,
+                        T::kXTilesMultiple};
         if constexpr (L::kFamily != LayoutFamily::Bayer) find_partial_bytes<L>(&info);
         return info;
       });

@@ -5,16 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
-
-#if defined(__CUDACC__)
-#define CUDAGRAY_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define CUDAGRAY_HOST_DEVICE inline
-#endif
 
 namespace cudagray {
 
@@ -319,6 +314,110 @@ struct BayerLayout {
   static constexpr bool kBigEndian = BigEndian;
 };
 
+// Tiled planes (GStreamer's tiled formats). The rows of a frame, as they
+// would be stored untiled ("lines"), are cut into tiles of TileRows lines of
+// TileRowBytes bytes, each tile stored whole (TileRows * TileRowBytes
+// bytes), tiles one after another in rows of x_tiles tiles, in linear order
+// or, for 64x32 tiles, in Z-flip order; the frame's stride is GStreamer's
+// tile stride (tile_stride, frame.h). Line describes a line's pixels, and is
+// read through TiledLine, which finds each of its bytes in its tile. A
+// tiled layout is read by pixel_at(plane, stride, x, y) and not row by row:
+// its rows are not stride apart.
+enum class TileOrder { Linear, ZFlipZ2x2 };
+
+// The index of tile (tx, ty) among all of a plane's, as GStreamer's
+// gst_video_tile_get_index numbers them: Z-flip pairs rows of tiles and
+// runs through each pair in blocks of 2x2 tiles, Z, flipped Z, Z...; an
+// odd last row of tiles is linear.
+template <TileOrder Order>
+CUDAGRAY_HOST_DEVICE size_t tile_index(unsigned tx, unsigned ty, unsigned x_tiles,
+                                       unsigned y_tiles) {
+  if constexpr (Order == TileOrder::Linear) {
+    return static_cast<size_t>(ty) * x_tiles + tx;
+  } else {
+    size_t index = static_cast<size_t>(ty & ~1u) * x_tiles + tx;
+    if (ty & 1)
+      index += 2 + (tx & ~3u);
+    else if ((y_tiles & 1) == 0 || ty != y_tiles - 1)
+      index += (tx + 2) & ~3u;
+    return index;
+  }
+}
+
+// Line y of a tiled plane as a byte source: byte i of the line, found in its
+// tile.
+template <int TileRowBytes, int TileRows, TileOrder Order>
+struct TiledLine {
+  const uint8_t *plane;
+  unsigned x_tiles, y_tiles, ty, row;
+  CUDAGRAY_HOST_DEVICE TiledLine(const uint8_t *p, size_t stride, int y)
+      : plane(p),
+        x_tiles(x_tiles_of(stride)),
+        y_tiles(y_tiles_of(stride)),
+        ty(static_cast<unsigned>(y) / TileRows),
+        row(static_cast<unsigned>(y) % TileRows) {}
+  CUDAGRAY_HOST_DEVICE uint32_t at(int, int i) const {
+    const unsigned tx = static_cast<unsigned>(i) / TileRowBytes;
+    return plane[tile_index<Order>(tx, ty, x_tiles, y_tiles) * (TileRows * TileRowBytes) +
+                 row * TileRowBytes + static_cast<unsigned>(i) % TileRowBytes];
+  }
+};
+
+template <class LineLayout, int TileRowBytes, int TileRows, TileOrder Order = TileOrder::Linear>
+struct TiledLayout {
+  using Line = LineLayout;
+  static constexpr LayoutFamily kFamily = Line::kFamily;
+  static constexpr int kDepth = Line::kDepth, kPlanes = 1;
+  static constexpr int kGroupPixels = Line::kGroupPixels, kGroupBytes = Line::kGroupBytes;
+  static constexpr int r = -1, g = -1, b = -1;
+  static constexpr int kTileRows = TileRows, kTileRowBytes = TileRowBytes;
+  static constexpr int kTileBytes = TileRows * TileRowBytes;
+  // Z-flip runs through pairs of columns of tiles
+  static constexpr int kXTilesMultiple = Order == TileOrder::ZFlipZ2x2 ? 2 : 1;
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel_at(const uint8_t *plane, size_t stride, int x, int y) {
+    return Line::pixel(TiledLine<TileRowBytes, TileRows, Order>(plane, stride, y), x);
+  }
+};
+
+// Mediatek's 10-bit tiles (MT2110T, MT2110R): 16x32 pixels in 640 bytes,
+// in linear order, each tile 8 blocks of 4 rows, each block 16 bytes of the
+// rows' 2 low bits then 64 bytes of their 8 high bits, row by row. The low
+// bits of pixel x of row r of a block: byte x, bits 2r (Raster false), or
+// byte 4r + x / 4, bits 2 (x % 4) (Raster true). Its lines are counted by
+// the bytes of their high bits.
+template <bool Raster>
+struct Mt2110Layout {
+  using Line = LumaLayout<>;
+  static constexpr LayoutFamily kFamily = LayoutFamily::Luma;
+  static constexpr int kDepth = 10, kPlanes = 1, kGroupPixels = 1, kGroupBytes = 1;
+  static constexpr int r = -1, g = -1, b = -1;
+  static constexpr int kTileRows = 32, kTileRowBytes = 16, kTileBytes = 640, kXTilesMultiple = 1;
+  CUDAGRAY_HOST_DEVICE static uint32_t pixel_at(const uint8_t *plane, size_t stride, int x, int y) {
+    const size_t tile =
+        tile_index<TileOrder::Linear>(x / 16, y / 32, x_tiles_of(stride), y_tiles_of(stride));
+    const uint8_t *block = plane + tile * kTileBytes + y % 32 / 4 * 80;
+    const int column = x % 16, row = y % 4;
+    const uint32_t low =
+        Raster ? block[4 * row + column / 4] >> (2 * (column % 4)) : block[column] >> (2 * row);
+    return static_cast<uint32_t>(block[16 + 16 * row + column]) << 2 | (low & 3);
+  }
+};
+
+// Whether a layout is tiled, and how (tiled layouts say so with kTileBytes).
+template <class Layout, class = void>
+struct Tiling {
+  static constexpr bool kTiled = false;
+  static constexpr int kRows = 0, kRowBytes = 0, kBytes = 0, kXTilesMultiple = 0;
+};
+template <class Layout>
+struct Tiling<Layout, std::void_t<decltype(Layout::kTileBytes)>> {
+  static constexpr bool kTiled = true;
+  static constexpr int kRows = Layout::kTileRows, kRowBytes = Layout::kTileRowBytes;
+  static constexpr int kBytes = Layout::kTileBytes, kXTilesMultiple = Layout::kXTilesMultiple;
+};
+template <class Layout>
+constexpr bool kTiled = Tiling<Layout>::kTiled;
+
 // Calls f with the layout's compile-time description; the single table that
 // says how each layout is read.
 template <class F>
@@ -392,6 +491,17 @@ decltype(auto) dispatch_layout(PixelLayout layout, F &&f) {
     case PixelLayout::Luma_10LE32: return f(Luma10BitsLayout<3, 4, 0, 10>{});
     case PixelLayout::Luma_10LE40: return f(Luma10BitsLayout<4, 5, 0, 10>{});
     case PixelLayout::Luma_UYVP: return f(Luma10BitsLayout<2, 5, 10, 20, true>{});
+    case PixelLayout::Luma_4L4: return f(TiledLayout<LumaLayout<>, 4, 4>{});
+    case PixelLayout::Luma_32L32: return f(TiledLayout<LumaLayout<>, 32, 32>{});
+    case PixelLayout::Luma_16L32: return f(TiledLayout<LumaLayout<>, 16, 32>{});
+    case PixelLayout::Luma_8L128: return f(TiledLayout<LumaLayout<>, 8, 128>{});
+    case PixelLayout::Luma_64Z32:
+      return f(TiledLayout<LumaLayout<>, 64, 32, TileOrder::ZFlipZ2x2>{});
+    case PixelLayout::Luma_10LE40_4L4: return f(TiledLayout<Luma10BitsLayout<4, 5, 0, 10>, 5, 4>{});
+    case PixelLayout::Luma_10BE_8L128:
+      return f(TiledLayout<Luma10BitsLayout<4, 5, 0, 10, true>, 8, 128>{});
+    case PixelLayout::Luma_MT2110T: return f(Mt2110Layout<false>{});
+    case PixelLayout::Luma_MT2110R: return f(Mt2110Layout<true>{});
     case PixelLayout::Bayer_BGGR: return f(BayerLayout<1, 1>{});
     case PixelLayout::Bayer_GBRG: return f(BayerLayout<0, 1>{});
     case PixelLayout::Bayer_GRBG: return f(BayerLayout<1, 0>{});

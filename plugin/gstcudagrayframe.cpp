@@ -80,13 +80,18 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
   for (guint p = 0; p < n_planes && !text; p++) {
     const gsize offset = meta ? meta->offset[p] : GST_VIDEO_INFO_PLANE_OFFSET(info, p);
     const gint stride = meta ? meta->stride[p] : GST_VIDEO_INFO_PLANE_STRIDE(info, p);
-    const guint64 span = (guint64)MAX(stride, 0) * (height - 1) + row_bytes;
-    if (stride < 0)
+    const guint64 span = layout_desc.plane_bytes(width, height, (gsize)MAX(stride, 0));
+    if (layout_desc.tiled() && !layout_desc.tiles_cover(width, height, (gsize)MAX(stride, 0)))
+      text = g_strdup_printf(
+          "plane %u's tiles (%u by %u of them, stride %d) do not cover its "
+          "%dx%d pixels in the format's order",
+          p, GST_VIDEO_TILE_X_TILES(stride), GST_VIDEO_TILE_Y_TILES(stride), stride, width, height);
+    else if (stride < 0)
       text = g_strdup_printf(
           "plane %u has a negative stride (%d): cudagray "
           "takes rows top to bottom only",
           p, stride);
-    else if ((guint64)stride < row_bytes)
+    else if (!layout_desc.tiled() && (guint64)stride < row_bytes)
       text = g_strdup_printf(
           "plane %u has a stride of %d bytes, shorter "
           "than its %" G_GUINT64_FORMAT "-byte rows",

@@ -108,6 +108,17 @@ inline TestFrame random_frame(PixelLayout layout, int width, int height, Rows ro
   f.planes = info.planes;
   const size_t row_bytes = info.row_bytes(width);
   size_t end = 0;
+  if (info.tiled()) {  // one plane of as many tiles as cover it, or (padded) more
+    const size_t tight = info.tight_stride(width, height);
+    const bool more = rows == Rows::Padded;
+    f.offset[0] = rows == Rows::Aligned16 ? 16 * random_int(0, 2) : random_int(0, 40);
+    f.stride[0] =
+        tile_stride(x_tiles_of(tight) + (more ? random_int(0, 2) : 0) * info.x_tiles_multiple,
+                    y_tiles_of(tight) + (more ? random_int(0, 1) : 0));
+    f.bytes.resize(f.offset[0] + info.plane_bytes(width, height, f.stride[0]));
+    fill_random(f.bytes);
+    return f;
+  }
   for (int p = 0; p < info.planes; ++p) {
     switch (rows) {
       case Rows::Tight:

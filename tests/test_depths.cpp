@@ -116,6 +116,20 @@ Spot spot(PixelLayout layout, int x, int channel) {
     // bits of the big-endian word at byte 1, Y1 the low 10 of the one at byte 3
     case PixelLayout::Luma_UYVP:
       return {0, 5 * (ux / 2) + (x % 2 ? 3 : 1), 2, true, x % 2 ? 0 : 4, 10};
+    // tiled: where the code lies in its line, before the line is cut into
+    // tiles (line_byte finds each byte in its tile)
+    case PixelLayout::Luma_4L4:
+    case PixelLayout::Luma_32L32:
+    case PixelLayout::Luma_16L32:
+    case PixelLayout::Luma_8L128:
+    case PixelLayout::Luma_64Z32:
+    case PixelLayout::Luma_MT2110T:  // its 8 high bits: code_bits adds the 2 low ones
+    case PixelLayout::Luma_MT2110R: return {0, ux, 1, false, 0, 8};
+    case PixelLayout::Luma_10LE40_4L4: return spot(PixelLayout::Luma_10LE40, x, channel);
+    case PixelLayout::Luma_10BE_8L128: {  // a line of 10-bit codes from its top bit on
+      const int bit = 10 * x % 8;
+      return {0, 10 * ux / 8, 2, true, 6 - bit, 10};
+    }
     default: {  // 8-bit RGB, named by where R, G and B are: "xBGR", "GBR" (planes)
       const bool planar = name == "RGBP" || name == "BGRP" || name == "GBR";
       const int at = static_cast<int>(name.find("RGB"[channel]));
@@ -126,36 +140,115 @@ Spot spot(PixelLayout layout, int x, int channel) {
 }
 
 // Bits of a channel's codes.
-int channel_bits(PixelLayout layout, int channel) { return spot(layout, 0, channel).bits; }
-
-uint32_t read_word(const uint8_t *p, int bytes, bool big_endian) {
-  uint32_t w = 0;
-  for (int i = 0; i < bytes; ++i) w |= uint32_t{p[big_endian ? bytes - 1 - i : i]} << (8 * i);
-  return w;
+int channel_bits(PixelLayout layout, int channel) {
+  const bool mt2110 = layout == PixelLayout::Luma_MT2110T || layout == PixelLayout::Luma_MT2110R;
+  return mt2110 ? 10 : spot(layout, 0, channel).bits;
 }
 
-void write_word(uint8_t *p, int bytes, bool big_endian, uint32_t w) {
-  for (int i = 0; i < bytes; ++i) p[big_endian ? bytes - 1 - i : i] = (w >> (8 * i)) & 0xFF;
+// Tiles: the bytes of a tile's row, its rows, and whether tiles are in
+// Z-flip order (0: the layout is not tiled).
+struct Tile {
+  int row_bytes, rows;
+  bool z_flip;
+};
+Tile tile_of(PixelLayout layout) {
+  switch (layout) {
+    case PixelLayout::Luma_4L4: return {4, 4, false};
+    case PixelLayout::Luma_32L32: return {32, 32, false};
+    case PixelLayout::Luma_16L32: return {16, 32, false};
+    case PixelLayout::Luma_8L128: return {8, 128, false};
+    case PixelLayout::Luma_64Z32: return {64, 32, true};
+    case PixelLayout::Luma_10LE40_4L4: return {5, 4, false};
+    case PixelLayout::Luma_10BE_8L128: return {8, 128, false};
+    case PixelLayout::Luma_MT2110T:
+    case PixelLayout::Luma_MT2110R: return {16, 32, false};
+    default: return {0, 0, false};
+  }
 }
 
-uint8_t *row_of(TestFrame &f, int plane, int y) {
-  return f.bytes.data() + f.offset[plane] + y * f.stride[plane];
+// Where byte i of row y of a plane lies among f's bytes. Tiled: tiles of
+// Tile::rows rows of Tile::row_bytes bytes, in rows of tiles (as many as
+// the stride's low 16 bits say; its high 16 bits count the rows of tiles),
+// in linear order, or in Z-flip order: rows of tiles in pairs, each pair
+// in blocks of 2 by 2 tiles taken in a Z, then a mirrored Z, and so on (an
+// odd last row of tiles linear). MT2110: tiles of 640 bytes, 8 blocks of
+// 4 rows of 16 pixels, each block 16 bytes of 2-bit low parts then the
+// rows of 8-bit high parts.
+size_t line_byte(const TestFrame &f, int plane, int y, size_t i) {
+  const Tile t = tile_of(f.layout);
+  if (t.rows == 0) return f.offset[plane] + y * f.stride[plane] + i;
+  const size_t x_tiles = f.stride[0] & 0xFFFF, y_tiles = f.stride[0] >> 16;
+  const size_t tx = i / t.row_bytes, ty = y / t.rows;
+  size_t tile = ty * x_tiles + tx;
+  if (t.z_flip) {
+    const size_t pair = ty / 2 * 2 * x_tiles, block = tx / 4 * 8, in_block = tx % 4;
+    const bool linear_last_row = y_tiles % 2 == 1 && ty == y_tiles - 1;
+    const size_t order[2][4] = {{0, 1, 6, 7}, {2, 3, 4, 5}};  // tiles of 4 columns, both rows
+    tile = linear_last_row ? pair + tx : pair + block + order[ty % 2][in_block];
+  }
+  if (f.layout == PixelLayout::Luma_MT2110T || f.layout == PixelLayout::Luma_MT2110R)
+    return f.offset[0] + tile * 640 + y % 32 / 4 * 80 + 16 + y % 4 * 16 + i % 16;
+  return f.offset[0] + tile * t.row_bytes * t.rows + y % t.rows * t.row_bytes + i % t.row_bytes;
+}
+
+// Where each bit of a code lies: bit j of the code is bit bit[j] of byte
+// byte[j] of f's bytes.
+struct CodeBits {
+  int count;
+  size_t byte[16];
+  int bit[16];
+};
+
+CodeBits code_bits(const TestFrame &f, int x, int y, int channel) {
+  CodeBits c{};
+  const Spot s = spot(f.layout, x, channel);
+  int j = 0;
+  if (f.layout == PixelLayout::Luma_MT2110T || f.layout == PixelLayout::Luma_MT2110R) {
+    // the 2 low bits, in the block's first 16 bytes: in byte x, bits 2r and
+    // 2r + 1 for row r of the block (T); in byte 4r + x / 4, bits 2 (x % 4)
+    // and up (R)
+    const size_t high = line_byte(f, 0, y, x), row = y % 4, column = x % 16;
+    const size_t block = high - 16 - row * 16 - column;
+    const bool raster = f.layout == PixelLayout::Luma_MT2110R;
+    for (; j < 2; ++j) {
+      c.byte[j] = block + (raster ? 4 * row + column / 4 : column);
+      c.bit[j] = static_cast<int>(raster ? 2 * (column % 4) : 2 * row) + j;
+    }
+  }
+  size_t word[4];  // the word's bytes, least significant first
+  for (int k = 0; k < s.word_bytes; ++k)
+    word[k] = line_byte(f, s.plane, y, s.byte + (s.big_endian ? s.word_bytes - 1 - k : k));
+  for (int k = 0; k < s.bits; ++k, ++j) {
+    c.byte[j] = word[(s.shift + k) / 8];
+    c.bit[j] = (s.shift + k) % 8;
+  }
+  c.count = j;
+  return c;
 }
 
 uint32_t code_at(const TestFrame &f, int x, int y, int channel) {
   const Spot s = spot(f.layout, x, channel);
-  const uint8_t *row = f.bytes.data() + f.offset[s.plane] + y * f.stride[s.plane];
-  return (read_word(row + s.byte, s.word_bytes, s.big_endian) >> s.shift) & ((1u << s.bits) - 1);
+  if (tile_of(f.layout).rows == 0) {  // a word in the row
+    const uint8_t *p = f.bytes.data() + f.offset[s.plane] + y * f.stride[s.plane] + s.byte;
+    uint32_t word = 0;
+    for (int i = 0; i < s.word_bytes; ++i)
+      word |= uint32_t{p[s.big_endian ? s.word_bytes - 1 - i : i]} << (8 * i);
+    return (word >> s.shift) & ((1u << s.bits) - 1);
+  }
+  const CodeBits c = code_bits(f, x, y, channel);
+  uint32_t code = 0;
+  for (int j = 0; j < c.count; ++j) code |= uint32_t{(f.bytes[c.byte[j]] >> c.bit[j]) & 1u} << j;
+  return code;
 }
 
-// Writes code into its bits, leaving the word's other bits as they were
-// (random: the kernels must ignore them).
+// Writes code into its bits, leaving the other bits as they were (random:
+// the kernels must ignore them).
 void set_code(TestFrame &f, int x, int y, int channel, uint32_t code) {
-  const Spot s = spot(f.layout, x, channel);
-  uint8_t *p = row_of(f, s.plane, y) + s.byte;
-  const uint32_t mask = ((1u << s.bits) - 1) << s.shift;
-  write_word(p, s.word_bytes, s.big_endian,
-             (read_word(p, s.word_bytes, s.big_endian) & ~mask) | (code << s.shift));
+  const CodeBits c = code_bits(f, x, y, channel);
+  for (int j = 0; j < c.count; ++j) {
+    uint8_t &byte = f.bytes[c.byte[j]];
+    byte = static_cast<uint8_t>((byte & ~(1u << c.bit[j])) | ((code >> j) & 1u) << c.bit[j]);
+  }
 }
 
 // The documented formula. A d-bit code to 16 bits: its bits repeated (5

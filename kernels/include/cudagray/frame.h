@@ -6,6 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 
+// Functions both the CPU and the GPU call (nvcc compiles them for both).
+#if defined(__CUDACC__)
+#define CUDAGRAY_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define CUDAGRAY_HOST_DEVICE inline
+#endif
+
 namespace cudagray {
 
 // How the kernels read a frame: one enumerator per way of storing the
@@ -108,6 +115,24 @@ enum class PixelLayout {
   Luma_10LE32,
   Luma_10LE40,
   Luma_UYVP,
+  // Luma of tiled planes (GStreamer's tiled formats): the rows cut into
+  // tiles stored one after another, in rows of tiles; an InputFrame's stride
+  // for them is GStreamer's tile stride (tile_stride below). 8 bits in 4x4,
+  // 32x32, 16x32 and 8x128 tiles in linear order and in 64x32 tiles in
+  // Z-flip order (NV12_64Z32); 10 bits, 4 pixels in 5 bytes, in 4x4 tiles
+  // of 5-byte rows (NV12_10LE40_4L4) and from the most significant bit in
+  // 8x128-byte tiles (NV12_10BE_8L128); Mediatek's 16x32 tiles of 8-bit
+  // codes and their 2 low bits apart, those in 4x4 blocks (MT2110T) or in
+  // rows (MT2110R)
+  Luma_4L4,
+  Luma_32L32,
+  Luma_16L32,
+  Luma_8L128,
+  Luma_64Z32,
+  Luma_10LE40_4L4,
+  Luma_10BE_8L128,
+  Luma_MT2110T,
+  Luma_MT2110R,
   // Bayer mosaic, 8 bits, named by its top-left 2x2 block
   Bayer_BGGR,
   Bayer_GBRG,
@@ -129,6 +154,16 @@ constexpr int kLayoutCount = static_cast<int>(PixelLayout::Bayer16BE_RGGB) + 1;
 
 enum class LayoutFamily { Rgb, Luma, Bayer };
 
+// A tiled plane's stride, as GStreamer's GST_VIDEO_TILE_MAKE_STRIDE makes it:
+// tiles a row of tiles in the low 16 bits, rows of tiles above.
+constexpr size_t tile_stride(unsigned x_tiles, unsigned y_tiles) {
+  return static_cast<size_t>(y_tiles) << 16 | x_tiles;
+}
+constexpr CUDAGRAY_HOST_DEVICE unsigned x_tiles_of(size_t stride) { return stride & 0xFFFF; }
+constexpr CUDAGRAY_HOST_DEVICE unsigned y_tiles_of(size_t stride) {
+  return (stride >> 16) & 0xFFFF;
+}
+
 struct LayoutInfo {
   const char *name;
   LayoutFamily family;
@@ -142,10 +177,38 @@ struct LayoutInfo {
   // of odd widths stop at the last pixel's bytes).
   static constexpr int kMaxGroupPixels = 8;
   int partial_bytes[kMaxGroupPixels];
-  // Bytes of each plane read that a row of width pixels covers.
+  // Tiled layouts: the rows a tile holds, the bytes of each of its rows and
+  // its size, and what the tiles a row of tiles has must be a multiple of
+  // (Z-flip order: 2); 0 for the others.
+  int tile_rows, tile_row_bytes, tile_bytes, x_tiles_multiple;
+  // Bytes of each plane read that a row of width pixels covers (tiled: of
+  // the row as it is before it is cut into tiles).
   size_t row_bytes(int width) const {
     return static_cast<size_t>(width) / group_pixels * group_bytes +
            partial_bytes[width % group_pixels];
+  }
+  bool tiled() const { return tile_bytes != 0; }
+  // The bytes of a plane read from its start, for a frame of width x height
+  // pixels with rows stride apart (tiled: every tile the tile stride names).
+  size_t plane_bytes(int width, int height, size_t stride) const {
+    if (tiled()) return static_cast<size_t>(x_tiles_of(stride)) * y_tiles_of(stride) * tile_bytes;
+    return stride * (height - 1) + row_bytes(width);
+  }
+  // The least stride of a plane of width x height pixels: its rows' bytes
+  // (tiled: the tile stride of as many tiles as cover it).
+  size_t tight_stride(int width, int height) const {
+    if (!tiled()) return row_bytes(width);
+    const size_t multiple = static_cast<size_t>(tile_row_bytes) * x_tiles_multiple;
+    return tile_stride(
+        static_cast<unsigned>((row_bytes(width) + multiple - 1) / multiple * x_tiles_multiple),
+        static_cast<unsigned>((height + tile_rows - 1) / tile_rows));
+  }
+  // Whether a tiled plane's tiles cover a frame of width x height pixels
+  // (and every tile a pixel's index names is one of them).
+  bool tiles_cover(int width, int height, size_t stride) const {
+    return static_cast<size_t>(x_tiles_of(stride)) * tile_row_bytes >= row_bytes(width) &&
+           static_cast<size_t>(y_tiles_of(stride)) * tile_rows >= static_cast<size_t>(height) &&
+           x_tiles_of(stride) % x_tiles_multiple == 0;
   }
 };
 
