@@ -593,13 +593,18 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
 /* GstBaseTransform's sink pad functions, which cudagray's wrap. */
 static GstPadChainFunction base_sink_chain;
 static GstPadEventFunction base_sink_event;
+static GstPadQueryFunction base_sink_query;
 
 /* The streaming thread inside the element with the stream lock held (a
- * buffer, a serialized event): a renegotiation the output task asks for
- * meanwhile is served before the stream lock is let go. */
+ * buffer, a serialized event or query): a renegotiation the output task asks for
+ * meanwhile is served before the stream lock is let go; one the task
+ * serves itself is waited for on the way in. */
 static GstFlowReturn gst_cuda_gray_sink_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
   GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
-  output.streaming_thread_enters();
+  if (!output.streaming_thread_enters()) {
+    gst_buffer_unref(buffer);
+    return GST_FLOW_FLUSHING;
+  }
   const GstFlowReturn ret = base_sink_chain(pad, parent, buffer);
   output.streaming_thread_leaves();
   return ret;
@@ -608,8 +613,20 @@ static GstFlowReturn gst_cuda_gray_sink_chain(GstPad *pad, GstObject *parent, Gs
 static gboolean gst_cuda_gray_sink_pad_event(GstPad *pad, GstObject *parent, GstEvent *event) {
   if (!GST_EVENT_IS_SERIALIZED(event)) return base_sink_event(pad, parent, event);
   GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
-  output.streaming_thread_enters();
+  if (!output.streaming_thread_enters()) {
+    gst_event_unref(event);
+    return FALSE;
+  }
   const gboolean ret = base_sink_event(pad, parent, event);
+  output.streaming_thread_leaves();
+  return ret;
+}
+
+static gboolean gst_cuda_gray_sink_pad_query(GstPad *pad, GstObject *parent, GstQuery *query) {
+  if (!GST_QUERY_IS_SERIALIZED(query)) return base_sink_query(pad, parent, query);
+  GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
+  if (!output.streaming_thread_enters()) return FALSE;
+  const gboolean ret = base_sink_query(pad, parent, query);
   output.streaming_thread_leaves();
   return ret;
 }
@@ -624,8 +641,10 @@ static void gst_cuda_gray_init(GstCudaGray *self) {
   GstPad *sinkpad = GST_BASE_TRANSFORM_SINK_PAD(self);
   base_sink_chain = GST_PAD_CHAINFUNC(sinkpad);
   base_sink_event = GST_PAD_EVENTFUNC(sinkpad);
+  base_sink_query = GST_PAD_QUERYFUNC(sinkpad);
   gst_pad_set_chain_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_chain));
   gst_pad_set_event_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_pad_event));
+  gst_pad_set_query_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_pad_query));
   /* transform_caps lists converted formats first: keep that order */
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
   /* like videoconvert: frames already late at the sink are not converted */

@@ -152,24 +152,34 @@ void GstCudaGrayOutput::serve_renegotiation() {
 }
 
 /* The output task's side of a refusal: a streaming thread inside the
- * element's chain function serves it, from the wait it is in or on its way
- * out; when none is, the task serves it itself under the stream lock. */
+ * element serves it, from the wait it is in or on its way out; once none
+ * is, the task takes the stream lock and serves it itself, and a streaming
+ * thread that enters meanwhile lets the lock go until it is done. So a
+ * refused frame never waits for the next buffer, not even when the
+ * streaming thread still held the lock for a moment after leaving. */
 void GstCudaGrayOutput::wait_for_renegotiation() {
+  if (!queue_.task_to_serve()) return;
   GRecMutex *stream_lock = GST_PAD_GET_STREAM_LOCK(sinkpad_);
-  guint64 passes;
-  while (queue_.needs_server(&passes)) {
-    if (g_rec_mutex_trylock(stream_lock)) {
-      serve_renegotiation();
-      g_rec_mutex_unlock(stream_lock);
-      return;
-    }
-    /* a thread holding it outside the chain function (an event, a query)
-     * leaves, or enters the chain function and serves it there */
-    queue_.wait_for_renegotiation(passes);
-  }
+  g_rec_mutex_lock(stream_lock);
+  serve_renegotiation();
+  g_rec_mutex_unlock(stream_lock);
+  queue_.task_served();
 }
 
-void GstCudaGrayOutput::streaming_thread_enters() { queue_.streaming_thread_enters(); }
+/* At the top of the sink pad's functions nothing of the element's is under
+ * way yet, so the stream lock can be let go there for the task. A flush
+ * that started meanwhile came after the data that waited: FALSE, and the
+ * data is dropped, as the pad drops what comes while it flushes. */
+gboolean GstCudaGrayOutput::streaming_thread_enters() {
+  guint64 flushes;
+  while (queue_.streaming_thread_enters(&flushes)) {
+    GST_PAD_STREAM_UNLOCK(sinkpad_);
+    const gboolean flushed = queue_.wait_for_task_to_serve(flushes);
+    GST_PAD_STREAM_LOCK(sinkpad_);
+    if (flushed) return FALSE;
+  }
+  return TRUE;
+}
 
 void GstCudaGrayOutput::streaming_thread_leaves() {
   if (queue_.streaming_thread_leaves()) serve_renegotiation();

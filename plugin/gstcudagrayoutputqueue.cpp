@@ -174,35 +174,41 @@ void GstCudaGrayOutputQueue::put_back_converted(std::deque<GstCudaGrayOutputItem
   changed_.notify_all();
 }
 
-/* Only a refusal waits for the streaming thread's passes: waking the
- * output task at every buffer cost 3.5 us a frame (CUDA memory in and
- * out, 1080p, H100). */
-void GstCudaGrayOutputQueue::streaming_thread_enters() {
+gboolean GstCudaGrayOutputQueue::streaming_thread_enters(guint64 *flushes) {
   std::lock_guard<std::mutex> hold(lock_);
+  *flushes = flushes_;
+  if (task_takes_stream_lock_ && !flushing_) return TRUE;
   streaming_inside_ = true;
-  streaming_passes_++;
-  if (renegotiating_) changed_.notify_all();
+  return FALSE;
 }
 
+/* Only a refusal wakes the output task here: waking it at every buffer
+ * cost 3.5 us a frame (CUDA memory in and out, 1080p, H100). */
 gboolean GstCudaGrayOutputQueue::streaming_thread_leaves() {
   std::lock_guard<std::mutex> hold(lock_);
   streaming_inside_ = false;
-  streaming_passes_++;
   if (renegotiating_) changed_.notify_all();
   return renegotiating_ && !serving_ && !flushing_;
 }
 
-gboolean GstCudaGrayOutputQueue::needs_server(guint64 *passes) {
-  std::lock_guard<std::mutex> hold(lock_);
-  *passes = streaming_passes_;
-  return renegotiating_ && !serving_ && !flushing_ && !streaming_inside_;
+gboolean GstCudaGrayOutputQueue::wait_for_task_to_serve(guint64 flushes) {
+  std::unique_lock<std::mutex> hold(lock_);
+  changed_.wait(hold, [&] { return !task_takes_stream_lock_ || flushes_ != flushes; });
+  return flushes_ != flushes;
 }
 
-void GstCudaGrayOutputQueue::wait_for_renegotiation(guint64 passes) {
+gboolean GstCudaGrayOutputQueue::task_to_serve() {
   std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait(hold, [&] {
-    return !renegotiating_ || serving_ || flushing_ || streaming_passes_ != passes;
-  });
+  changed_.wait(hold,
+                [&] { return !renegotiating_ || serving_ || flushing_ || !streaming_inside_; });
+  task_takes_stream_lock_ = renegotiating_ && !serving_ && !flushing_;
+  return task_takes_stream_lock_;
+}
+
+void GstCudaGrayOutputQueue::task_served() {
+  std::lock_guard<std::mutex> hold(lock_);
+  task_takes_stream_lock_ = false;
+  changed_.notify_all();
 }
 
 gboolean GstCudaGrayOutputQueue::resume_after_relink() {
@@ -231,6 +237,7 @@ gboolean GstCudaGrayOutputQueue::flushing() {
 
 void GstCudaGrayOutputQueue::set_flushing(gboolean flushing) {
   std::lock_guard<std::mutex> hold(lock_);
+  if (flushing && !flushing_) flushes_++;
   flushing_ = flushing;
   changed_.notify_all();
 }

@@ -113,18 +113,25 @@ class GstCudaGrayOutputQueue {
   gboolean renegotiation_pending();
   gboolean take_refused(std::deque<GstCudaGrayOutputItem> *items);
   void put_back_converted(std::deque<GstCudaGrayOutputItem> &&items, GstFlowReturn ret);
-  /* The streaming thread enters and leaves the element's chain function
-   * (the sink pad's stream lock held); leaving, TRUE when a renegotiation
-   * waits to be served, which it then serves. */
-  void streaming_thread_enters();
+  /* The streaming thread enters and leaves the element's sink pad
+   * functions (chain, serialized events; the sink pad's stream lock held).
+   * Entering: FALSE when it may go on; TRUE when the output task waits for
+   * the stream lock to serve a renegotiation, and the thread must let the
+   * lock go until it is served (wait_for_task_to_serve, given *flushes,
+   * the flushes started so far), then ask again.
+   * Leaving: TRUE when a renegotiation waits to be served, which it then
+   * serves. wait_for_task_to_serve: TRUE when a flush started since
+   * entering, which the data of the thread that waited came before. */
+  gboolean streaming_thread_enters(guint64 *flushes);
   gboolean streaming_thread_leaves();
-  /* Output task: TRUE when a renegotiation waits for a thread to serve it
-   * and no streaming thread is inside the chain function to do it; *passes
-   * counts the streaming thread's entries and exits so far. */
-  gboolean needs_server(guint64 *passes);
-  /* Output task: waits until the renegotiation was served, a flush, or the
-   * streaming thread entered or left since passes. */
-  void wait_for_renegotiation(guint64 passes);
+  gboolean wait_for_task_to_serve(guint64 flushes);
+  /* Output task: waits until no streaming thread is inside to serve the
+   * renegotiation (which it would from the wait it is in or on its way
+   * out); TRUE when it is still to be served: the task then takes the
+   * stream lock, serves it (take_refused) and says it is done
+   * (task_served). FALSE after a flush or when another thread served it. */
+  gboolean task_to_serve();
+  void task_served();
   /* Downstream asked for a renegotiation: a NOT_LINKED output (its src pad
    * was unlinked) is linked again, and pushes again, as gstqueue forgets
    * its NOT_LINKED on a RECONFIGURE. TRUE when it did. */
@@ -159,10 +166,11 @@ class GstCudaGrayOutputQueue {
   bool pushing_ = false;
   bool pushing_frame_ = false;
   bool flushing_ = false;
+  guint64 flushes_ = 0;        /* flush starts so far */
   bool renegotiating_ = false; /* refused items wait to be converted again */
   GThread *serving_ = NULL;    /* the thread converting them again */
   bool streaming_inside_ = false;
-  guint64 streaming_passes_ = 0;
+  bool task_takes_stream_lock_ = false; /* see task_to_serve */
   GstFlowReturn output_flow_ = GST_FLOW_OK;
   bool upstream_told_ = false;
   bool eos_queued_ = false;

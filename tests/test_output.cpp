@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -285,6 +286,98 @@ TEST_P(Output, ReconfigureKeepsEveryFrame) {
     SCOPED_TRACE("RECONFIGURE every " + std::to_string(every) + " frames");
     renegotiate(element(), output_caps(), every, Change::kReconfigure);
   }
+}
+
+// Frames the output task holds, refused while the sink pad's stream lock is
+// held outside the element (as the streaming thread holds it a moment
+// after the chain function returned; here the test holds it), then let go
+// with no buffer after: the frames are converted again for the new caps and
+// go out. They waited for the next buffer or event. GRAY8 passed through
+// leaves the frames to the output task on every backend and depth.
+TEST_P(Output, FramesRefusedWhileTheStreamLockIsHeldGoOutOnceItIsLetGo) {
+  const Pipeline pipeline("appsrc name=src format=time caps=\"" +
+                          caps_string("GRAY8", kWidth, kHeight) + "\" ! " + element() +
+                          " ! capsfilter name=filter caps=video/x-raw,format=GRAY8" +
+                          " ! appsink name=sink sync=false");
+  GstElement *gray = pipeline.by_name("gray");
+  struct Seen {
+    std::mutex lock;
+    std::condition_variable changed;
+    int blocked = 0, refused = 0;
+    bool wait_for(const int &count) {
+      std::unique_lock<std::mutex> hold(lock);
+      return changed.wait_for(hold, std::chrono::seconds(20), [&] { return count > 0; });
+    }
+    void count(int &what) {
+      std::lock_guard<std::mutex> hold(lock);
+      what++;
+      changed.notify_all();
+    }
+  } seen;
+  GstPad *gray_src = gst_element_get_static_pad(gray, "src");
+  const gulong block = gst_pad_add_probe(
+      gray_src, GstPadProbeType(GST_PAD_PROBE_TYPE_BLOCK | GST_PAD_PROBE_TYPE_BUFFER),
+      [](GstPad *, GstPadProbeInfo *, gpointer data) {
+        Seen *s = static_cast<Seen *>(data);
+        s->count(s->blocked);
+        return GST_PAD_PROBE_OK;
+      },
+      &seen, nullptr);
+  ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+  std::vector<TestFrame> frames;
+  for (int i = 0; i < 2; ++i) {
+    frames.push_back(random_frame(PixelLayout::Luma, kWidth, kHeight));
+    ASSERT_EQ(pipeline.push("src", timed(gray8_buffer(frames.back()), i)), GST_FLOW_OK);
+  }
+  ASSERT_TRUE(seen.wait_for(seen.blocked)) << "the first frame never reached cudagray's src pad";
+  // Taken once the streaming thread has left the chain function with the
+  // second frame queued (passed through, it does not wait there).
+  GstPad *gray_sink = gst_element_get_static_pad(gray, "sink");
+  GST_PAD_STREAM_LOCK(gray_sink);
+  // Downstream now takes GRAY16 only, and refuses the first frame it is
+  // given (NOT_NEGOTIATED, as a sink pad that no longer accepts the caps).
+  GstElement *filter = pipeline.by_name("filter");
+  GstCaps *gray16 = gst_caps_from_string("video/x-raw,format=GRAY16_LE");
+  g_object_set(filter, "caps", gray16, nullptr);
+  gst_caps_unref(gray16);
+  GstPad *filter_sink = gst_element_get_static_pad(filter, "sink");
+  gst_pad_add_probe(
+      filter_sink, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+        Seen *s = static_cast<Seen *>(data);
+        if (s->refused > 0) return GST_PAD_PROBE_REMOVE;
+        gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+        GST_PAD_PROBE_INFO_DATA(info) = nullptr;
+        GST_PAD_PROBE_INFO_FLOW_RETURN(info) = GST_FLOW_NOT_NEGOTIATED;
+        s->count(s->refused);
+        return GST_PAD_PROBE_HANDLED;
+      },
+      &seen, nullptr);
+  gst_object_unref(filter_sink);
+  gst_pad_remove_probe(gray_src, block);
+  const bool refused = seen.wait_for(seen.refused);
+  GST_PAD_STREAM_UNLOCK(gray_sink);
+  ASSERT_TRUE(refused) << "downstream never refused the first frame";
+  std::vector<GstSample *> samples;
+  while (samples.size() < frames.size())
+    if (GstSample *sample = pipeline.pull("sink", 20 * GST_SECOND))
+      samples.push_back(sample);
+    else
+      break;
+  EXPECT_EQ(samples.size(), frames.size()) << "frames out before the next buffer or event";
+  for (size_t i = 0; i < samples.size(); ++i) {
+    GstBuffer *buf = gst_sample_get_buffer(samples[i]);
+    EXPECT_EQ(format_and_memory(gst_sample_get_caps(samples[i])), "GRAY16_LE");
+    EXPECT_EQ(GST_BUFFER_PTS(buf), i * kFrame);
+    EXPECT_TRUE(
+        same_pixels(gray_of(buf, kWidth, kHeight, 16), expected_gray(frames[i], Input::kGray8, 16)))
+        << "frame " << i;
+    gst_sample_unref(samples[i]);
+  }
+  pipeline.end_of_stream("src");
+  EXPECT_EQ(pipeline.wait_end(20 * GST_SECOND), GST_MESSAGE_EOS);
+  gst_object_unref(gray_sink);
+  gst_object_unref(gray_src);
 }
 
 // Runs body on a thread of its own; FALSE when it has not returned within
