@@ -114,8 +114,8 @@ class GstCudaGrayOutput {
    * timestamp + jitter is late; it is counted and a QoS message posted. */
   gboolean drop_late(GstBuffer *input);
 
-  /* The sink pad's chain function or a serialized event runs (the stream
-   * lock held): a renegotiation that the output task asked for meanwhile is
+  /* The sink pad's chain function, a serialized event or a serialized
+   * query runs (the stream lock held): a renegotiation that the output task asked for meanwhile is
    * served on the way out; one the task serves itself is waited for on the
    * way in, with the stream lock let go (FALSE: a flush started meanwhile,
    * and what came is dropped). */

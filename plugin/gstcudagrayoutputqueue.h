@@ -114,7 +114,8 @@ class GstCudaGrayOutputQueue {
   gboolean take_refused(std::deque<GstCudaGrayOutputItem> *items);
   void put_back_converted(std::deque<GstCudaGrayOutputItem> &&items, GstFlowReturn ret);
   /* The streaming thread enters and leaves the element's sink pad
-   * functions (chain, serialized events; the sink pad's stream lock held).
+   * functions (chain, serialized events and queries; the sink pad's
+   * stream lock held).
    * Entering: FALSE when it may go on; TRUE when the output task waits for
    * the stream lock to serve a renegotiation, and the thread must let the
    * lock go until it is served (wait_for_task_to_serve, given *flushes,

@@ -303,10 +303,10 @@ TEST_P(Output, FramesRefusedWhileTheStreamLockIsHeldGoOutOnceItIsLetGo) {
   struct Seen {
     std::mutex lock;
     std::condition_variable changed;
-    int blocked = 0, refused = 0;
-    bool wait_for(const int &count) {
+    int entered = 0, blocked = 0, refused = 0;
+    bool wait_for(const int &count, int at_least = 1) {
       std::unique_lock<std::mutex> hold(lock);
-      return changed.wait_for(hold, std::chrono::seconds(20), [&] { return count > 0; });
+      return changed.wait_for(hold, std::chrono::seconds(20), [&] { return count >= at_least; });
     }
     void count(int &what) {
       std::lock_guard<std::mutex> hold(lock);
@@ -314,6 +314,15 @@ TEST_P(Output, FramesRefusedWhileTheStreamLockIsHeldGoOutOnceItIsLetGo) {
       changed.notify_all();
     }
   } seen;
+  GstPad *gray_sink = gst_element_get_static_pad(gray, "sink");
+  gst_pad_add_probe(
+      gray_sink, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *, GstPadProbeInfo *, gpointer data) {
+        Seen *s = static_cast<Seen *>(data);
+        s->count(s->entered);
+        return GST_PAD_PROBE_OK;
+      },
+      &seen, nullptr);
   GstPad *gray_src = gst_element_get_static_pad(gray, "src");
   const gulong block = gst_pad_add_probe(
       gray_src, GstPadProbeType(GST_PAD_PROBE_TYPE_BLOCK | GST_PAD_PROBE_TYPE_BUFFER),
@@ -330,9 +339,10 @@ TEST_P(Output, FramesRefusedWhileTheStreamLockIsHeldGoOutOnceItIsLetGo) {
     ASSERT_EQ(pipeline.push("src", timed(gray8_buffer(frames.back()), i)), GST_FLOW_OK);
   }
   ASSERT_TRUE(seen.wait_for(seen.blocked)) << "the first frame never reached cudagray's src pad";
+  ASSERT_TRUE(seen.wait_for(seen.entered, 2)) << "the second frame never reached cudagray";
   // Taken once the streaming thread has left the chain function with the
-  // second frame queued (passed through, it does not wait there).
-  GstPad *gray_sink = gst_element_get_static_pad(gray, "sink");
+  // second frame queued (passed through, it does not wait there): no
+  // buffer comes after.
   GST_PAD_STREAM_LOCK(gray_sink);
   // Downstream now takes GRAY16 only, and refuses the first frame it is
   // given (NOT_NEGOTIATED, as a sink pad that no longer accepts the caps).
