@@ -391,12 +391,24 @@ class GstCudaGrayOutputAnswers final : public GstCudaGrayOutputClient {
   /* Every conversion still running finishes, the source pad renegotiates
    * (set_caps sizes the backend, GstBaseTransform decides the new pool),
    * and each refused frame or buffer takes the way in again from its input
-   * for the new caps, keeping its DISCONT flag. */
+   * for the new caps, keeping its DISCONT flag. There can be more of them
+   * than the backend takes at once (buffers passed through, now converted,
+   * or a smaller max-inflight): the oldest conversion is then waited for
+   * here, in order, to make room. */
   GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) override {
     if (!self_->converter->finish_all()) return GST_FLOW_ERROR;
     if (!renegotiate(self_)) return GST_FLOW_NOT_NEGOTIATED;
+    auto oldest = items.begin();
     for (GstCudaGrayOutputItem &item : items) {
       if (!item.is_frame()) continue;
+      if (self_->converter->full()) {
+        while (!oldest->converting() || oldest->finished()) ++oldest;
+        if (!finish_oldest()) {
+          self_->converter->discard_all();
+          return GST_FLOW_ERROR;
+        }
+        oldest->set_finished();
+      }
       bool discont;
       GstBuffer *input = item.take_input(&discont);
       const GstFlowReturn ret = start_frame(self_, input, discont, &item);

@@ -111,6 +111,10 @@ gboolean GstCudaGrayConverter::finish_all() {
   return TRUE;
 }
 
+gboolean GstCudaGrayConverter::full() const {
+  return backend_ && backend_->in_flight() >= max_in_flight_;
+}
+
 void GstCudaGrayConverter::discard_all() {
   if (backend_) backend_->discard_all();
 }

@@ -85,6 +85,9 @@ class GstCudaGrayConverter {
   gboolean finish_oldest();
   /* Waits for every conversion queued; FALSE after posting the error. */
   gboolean finish_all();
+  /* Whether as many conversions are queued as the backend was sized for:
+   * the next must wait for the oldest to finish. */
+  gboolean full() const;
   /* Forgets the conversions queued, once the GPU let go of their buffers. */
   void discard_all();
   /* The backend's figures, and how many frames are in flight. */

@@ -95,12 +95,16 @@ void GstCudaGrayOutput::push_serialized(GstEvent *event) {
  * soon as it is queued, flagged so that downstream waits. */
 GstFlowReturn GstCudaGrayOutput::push_converted(GstCudaGrayOutputItem &item) {
   GstCudaGrayFrame &frame = item.frame();
-  if (frame.output().consumer_stream) {
+  if (frame.output().consumer_stream && !item.finished()) {
     const GstFlowReturn ret = push_buffer(frame.release_output());
     return client_->finish_oldest() ? ret : GST_FLOW_ERROR;
   }
-  if (!client_->finish_oldest()) return GST_FLOW_ERROR; /* the frame unrefs its output */
+  if (!finish(item)) return GST_FLOW_ERROR; /* the frame unrefs its output */
   return push_buffer(frame.release_output());
+}
+
+gboolean GstCudaGrayOutput::finish(const GstCudaGrayOutputItem &item) {
+  return item.finished() || client_->finish_oldest();
 }
 
 GstCudaGrayDownstreamState GstCudaGrayOutput::downstream() {
@@ -125,7 +129,7 @@ GstFlowReturn GstCudaGrayOutput::push_item(GstCudaGrayOutputItem &item, gboolean
     return GST_FLOW_OK;
   }
   if (item.converting() && stopped) {
-    client_->finish_oldest();
+    finish(item);
     return GST_FLOW_OK;
   }
   if (stopped) return GST_FLOW_OK;

@@ -137,6 +137,8 @@ class GstCudaGrayOutput {
   GstFlowReturn push_buffer(GstBuffer *buffer);
   void push_serialized(GstEvent *event);
   GstFlowReturn push_converted(GstCudaGrayOutputItem &item);
+  /* Waits for a frame's conversion, unless it was waited for already. */
+  gboolean finish(const GstCudaGrayOutputItem &item);
   GstFlowReturn push_item(GstCudaGrayOutputItem &item, gboolean *refused);
 
   void serve_renegotiation();

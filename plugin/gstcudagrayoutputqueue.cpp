@@ -27,6 +27,7 @@ GstCudaGrayOutputItem &GstCudaGrayOutputItem::operator=(GstCudaGrayOutputItem &&
     frame_ = std::move(other.frame_);
     buffer_ = std::exchange(other.buffer_, nullptr);
     event_ = std::exchange(other.event_, nullptr);
+    finished_ = std::exchange(other.finished_, false);
   }
   return *this;
 }
@@ -37,6 +38,7 @@ void GstCudaGrayOutputItem::clear() {
   frame_.reset();
   gst_clear_buffer(&buffer_);
   gst_clear_event(&event_);
+  finished_ = false;
 }
 
 GstBuffer *GstCudaGrayOutputItem::take_buffer() { return std::exchange(buffer_, nullptr); }

@@ -34,6 +34,12 @@ class GstCudaGrayOutputItem {
   ~GstCudaGrayOutputItem();
 
   bool converting() const { return frame_ != nullptr; }
+  /* A frame whose conversion was waited for before its turn to leave (see
+   * set_finished): the backend holds it no more. */
+  bool finished() const { return finished_; }
+  /* Marks a frame whose conversion the backend's finish_oldest waited for
+   * already, so that it is not waited for again when it leaves. */
+  void set_finished() { finished_ = true; }
   bool is_event() const { return event_ != NULL; }
   /* a frame or a buffer: what max-inflight counts */
   bool is_frame() const { return frame_ || buffer_ != NULL; }
@@ -55,6 +61,7 @@ class GstCudaGrayOutputItem {
   std::unique_ptr<GstCudaGrayFrame> frame_;
   GstBuffer *buffer_ = NULL;
   GstEvent *event_ = NULL;
+  bool finished_ = false;
 };
 
 /* What wait_for_room and drain return while frames that downstream refused

@@ -333,16 +333,19 @@ TEST_P(Output, FramesRefusedWhileTheStreamLockIsHeldGoOutOnceItIsLetGo) {
       },
       &seen, nullptr);
   ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+  // More than max-inflight 1 and 4 take at once: converted again, some
+  // wait for others to finish.
   std::vector<TestFrame> frames;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 6; ++i) {
     frames.push_back(random_frame(PixelLayout::Luma, kWidth, kHeight));
     ASSERT_EQ(pipeline.push("src", timed(gray8_buffer(frames.back()), i)), GST_FLOW_OK);
   }
   ASSERT_TRUE(seen.wait_for(seen.blocked)) << "the first frame never reached cudagray's src pad";
-  ASSERT_TRUE(seen.wait_for(seen.entered, 2)) << "the second frame never reached cudagray";
+  ASSERT_TRUE(seen.wait_for(seen.entered, (int)frames.size()))
+      << "the last frame never reached cudagray";
   // Taken once the streaming thread has left the chain function with the
-  // second frame queued (passed through, it does not wait there): no
-  // buffer comes after.
+  // last frame queued (passed through, it does not wait there): no buffer
+  // comes after.
   GST_PAD_STREAM_LOCK(gray_sink);
   // Downstream now takes GRAY16 only, and refuses the first frame it is
   // given (NOT_NEGOTIATED, as a sink pad that no longer accepts the caps).
