@@ -257,32 +257,76 @@ __device__ __forceinline__ void store_bayer_run(const Rgb (&c)[kBayerRun], Out *
   }
 }
 
+// Whether the runs from column x0 have both neighbours of each of their
+// columns inside the row, and rows that vector loads can read.
+__device__ __forceinline__ bool inner_bayer_columns(const MosaicRows &m, int x0, bool vector_rows) {
+  return vector_rows && x0 >= kBayerRun && x0 + kBayerRun + 2 <= m.width;
+}
+
+// The colours gray is taken from of an inner run of row y, from the row
+// passes of the rows above it, its own and below it.
+template <class Layout>
+__device__ __forceinline__ void inner_run_colours(const RowColours (&above)[kBayerRun],
+                                                  const RowColours (&here)[kBayerRun],
+                                                  const RowColours (&below)[kBayerRun], int y,
+                                                  int sample_bits, Rgb (&c)[kBayerRun]) {
+  // a warp is one row: the row's kind, a branch that does not diverge
+  auto demosaic_run = [&](bool chroma_row) {
+#pragma unroll
+    for (int k = 0; k < kBayerRun; ++k)
+      c[k] = bayer_gray_colour<Layout>(
+          demosaic_in_row<Layout>(above[k], here[k], below[k], k, chroma_row), sample_bits);
+  };
+  if (chroma_first<Layout>(y))
+    demosaic_run(true);
+  else
+    demosaic_run(false);
+}
+
 // The colours gray is taken from of the run of row y from x0 (a multiple
 // of kBayerRun), as many as the row has.
 template <class Layout>
 __device__ __forceinline__ void bayer_run_colours(const MosaicRows &m, int x0, int y,
                                                   int sample_bits, bool vector_rows,
                                                   Rgb (&c)[kBayerRun]) {
-  if (vector_rows && x0 >= kBayerRun && x0 + kBayerRun + 2 <= m.width && y >= 1 &&
-      y + 1 < m.height) {
+  if (inner_bayer_columns(m, x0, vector_rows) && y >= 1 && y + 1 < m.height) {
     RowColours above[kBayerRun], here[kBayerRun], below[kBayerRun];
     inner_row_pass<Layout>(m, x0, y - 1, above);
     inner_row_pass<Layout>(m, x0, y, here);
     inner_row_pass<Layout>(m, x0, y + 1, below);
-    // a warp is one row: the row's kind, a branch that does not diverge
-    auto demosaic_run = [&](bool chroma_row) {
-#pragma unroll
-      for (int k = 0; k < kBayerRun; ++k)
-        c[k] = bayer_gray_colour<Layout>(
-            demosaic_in_row<Layout>(above[k], here[k], below[k], k, chroma_row), sample_bits);
-    };
-    if (chroma_first<Layout>(y))
-      demosaic_run(true);
-    else
-      demosaic_run(false);
+    inner_run_colours<Layout>(above, here, below, y, sample_bits, c);
   } else {
     bayer_colours<Layout, kBayerRun>(m, x0, y, sample_bits, c);
   }
+}
+
+// The gray (op) of the inner runs from column x0 of rows [top, bottom) of
+// the frame, each handed to put(y, gray) (y the row, gray its kBayerRun
+// pixels'), the rows' passes made once each as the window of three moves
+// down. false, and nothing done, where a row's neighbours or the columns'
+// are not all inside the frame: then bayer_run_colours does each row.
+template <class Layout, class Op, class Put>
+__device__ __forceinline__ bool inner_bayer_rows_gray(const MosaicRows &m, int x0, int top,
+                                                      int bottom, int sample_bits, bool vector_rows,
+                                                      Op op, Put put) {
+  if (!inner_bayer_columns(m, x0, vector_rows) || top < 1 || bottom >= m.height) return false;
+  RowColours above[kBayerRun], here[kBayerRun], below[kBayerRun];
+  inner_row_pass<Layout>(m, x0, top - 1, above);
+  inner_row_pass<Layout>(m, x0, top, here);
+  for (int y = top; y < bottom; ++y) {
+    inner_row_pass<Layout>(m, x0, y + 1, below);
+    Rgb colours[kBayerRun];
+    inner_run_colours<Layout>(above, here, below, y, sample_bits, colours);
+    uint32_t gray[kBayerRun];
+#pragma unroll
+    for (int k = 0; k < kBayerRun; ++k) {
+      gray[k] = op(colours[k]);
+      above[k] = here[k];
+      here[k] = below[k];
+    }
+    put(y, gray);
+  }
+  return true;
 }
 
 template <class Layout, class Op>
@@ -349,24 +393,40 @@ __device__ __forceinline__ bool in_rect(const Rect &r, int x, int y) {
 }
 
 // Nearest and bilinear: a thread per output pixel, resample() over the gray
-// of the one to four source pixels its taps read.
+// of the one to four source pixels its taps read. A block's column and row
+// taps are worked out once, into shared memory: their divisions cost more
+// than the rest of a luma pixel.
+constexpr int kSampleColumns = 32, kSampleRows = 8;
+
 template <class Layout, class Op>
-__global__ void sample_kernel(const uint8_t *__restrict__ in0, size_t pitch0,
-                              const uint8_t *__restrict__ in1, size_t pitch1,
-                              const uint8_t *__restrict__ in2, size_t pitch2,
-                              uint8_t *__restrict__ out, size_t out_pitch, Conversion c, Op op) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+__global__ void __launch_bounds__(kSampleColumns *kSampleRows)
+    sample_kernel(const uint8_t *__restrict__ in0, size_t pitch0, const uint8_t *__restrict__ in1,
+                  size_t pitch1, const uint8_t *__restrict__ in2, size_t pitch2,
+                  uint8_t *__restrict__ out, size_t out_pitch, Conversion c, QuotientRounder round,
+                  Op op) {
+  __shared__ AxisTaps column_taps[kSampleColumns], row_taps[kSampleRows];
+  const Rect crop = c.crop, dest = c.dest;
+  const int t = threadIdx.y * kSampleColumns + threadIdx.x;
+  // a column or row outside the picture takes its nearest picture one's taps
+  if (t < kSampleColumns) {
+    const int x = min(max(int(blockIdx.x) * kSampleColumns + t - dest.x, 0), dest.width - 1);
+    column_taps[t] = axis_taps(c.method, crop.width, dest.width, x);
+  } else if (t < kSampleColumns + kSampleRows) {
+    const int r = t - kSampleColumns;
+    const int y = min(max(int(blockIdx.y) * kSampleRows + r - dest.y, 0), dest.height - 1);
+    row_taps[r] = axis_taps(c.method, crop.height, dest.height, y);
+  }
+  __syncthreads();
+  const int x = blockIdx.x * kSampleColumns + threadIdx.x;
+  const int y = blockIdx.y * kSampleRows + threadIdx.y;
   if (x >= c.out_width || y >= c.out_height) return;
   const Planes planes{{in0, in1, in2}, {pitch0, pitch1, pitch2}};
-  const Rect crop = c.crop, dest = c.dest;
   uint32_t g = 0;
-  if (in_rect(dest, x, y)) {
-    const AxisTaps tx = axis_taps(c.method, crop.width, dest.width, x - dest.x);
-    const AxisTaps ty = axis_taps(c.method, crop.height, dest.height, y - dest.y);
-    g = resample(tx, ty, [&](int i, int j) {
-      return source_gray<Layout>(planes, c, op, crop.x + i, crop.y + j);
-    });
-  }
+  if (in_rect(dest, x, y))
+    g = resample(
+        column_taps[threadIdx.x], row_taps[threadIdx.y],
+        [&](int i, int j) { return source_gray<Layout>(planes, c, op, crop.x + i, crop.y + j); },
+        round);
   store_resampled(out, out_pitch, c.out_depth, x, y, g);
 }
 
@@ -496,14 +556,27 @@ __global__ void __launch_bounds__(kAreaThreads)
         const AxisTaps ty = taps(crop.height, dest.height, py0 + r);
         const AreaWeights wy(ty);
         uint32_t v[kRun] = {};  // at most 65535 * Dy < 2^31
-                                // unrolled so that the loads of several rows are in flight at once
-                                // (measured on an H100: not for Bayer, whose runs read three rows
-                                // each and whose registers then run out)
+        bool summed = false;
+        if constexpr (Layout::kFamily == LayoutFamily::Bayer)
+          summed = inner_bayer_rows_gray<Layout>(MosaicRows{in0, pitch0, c.in_width, c.in_height},
+                                                 x0, crop.y + ty.first,
+                                                 crop.y + ty.first + ty.count, c.sample_bits, wide,
+                                                 op, [&](int y, const uint32_t(&gray)[kRun]) {
+                                                   const uint32_t w = wy(y - crop.y);
+#pragma unroll
+                                                   for (int k = 0; k < kRun; ++k)
+                                                     v[k] += w * gray[k];
+                                                 });
+        if (!summed) {
+          // unrolled so that the loads of several rows are in flight at once
+          // (measured on an H100: not for Bayer, whose runs read three rows
+          // each and whose registers then run out)
 #pragma unroll(kRowsInFlight)
-        for (int j = ty.first; j < ty.first + ty.count; ++j) {
-          const uint32_t w = wy(j);
-          run_gray<Layout>(planes, c, wide, x0, crop.y + j, op,
-                           [&](int k, uint32_t g) { v[k] += w * g; });
+          for (int j = ty.first; j < ty.first + ty.count; ++j) {
+            const uint32_t w = wy(j);
+            run_gray<Layout>(planes, c, wide, x0, crop.y + j, op,
+                             [&](int k, uint32_t g) { v[k] += w * g; });
+          }
         }
         store_shared(down + r * band_columns + (x0 - a0), v);
       }
@@ -556,11 +629,11 @@ void launch_resample(const Conversion &c, const InputFrame &in, const GrayFrame 
             out.data, out.stride, c, band_columns, reads_wide<Layout>(in),
             QuotientRounder(uint64_t(c.crop.width) * c.crop.height), op);
   } else {
-    const dim3 block(32, 8);
-    const dim3 grid((c.out_width + block.x - 1) / block.x, (c.out_height + block.y - 1) / block.y);
-    sample_kernel<Layout><<<grid, block, 0, stream>>>(in.plane[0], in.stride[0], in.plane[1],
-                                                      in.stride[1], in.plane[2], in.stride[2],
-                                                      out.data, out.stride, c, op);
+    const dim3 grid((c.out_width + kSampleColumns - 1) / kSampleColumns,
+                    (c.out_height + kSampleRows - 1) / kSampleRows);
+    sample_kernel<Layout><<<grid, dim3(kSampleColumns, kSampleRows), 0, stream>>>(
+        in.plane[0], in.stride[0], in.plane[1], in.stride[1], in.plane[2], in.stride[2], out.data,
+        out.stride, c, sample_rounder(c), op);
   }
 }
 

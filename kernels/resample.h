@@ -109,16 +109,26 @@ struct DoubleRounder {
   uint32_t operator()(double sum) const { return static_cast<uint32_t>((sum + bias) * inverse); }
 };
 
-// G of the output pixel whose taps are tx and ty, gray(i, j) giving g.
+// G of the output pixel whose taps are tx and ty, gray(i, j) giving g;
+// round is round_quotient by tx.denominator * ty.denominator (the same for
+// every pixel of a frame: see sample_rounder).
 template <class Gray16>
-CUDAGRAY_HOST_DEVICE uint32_t resample(const AxisTaps &tx, const AxisTaps &ty, const Gray16 &gray) {
+CUDAGRAY_HOST_DEVICE uint32_t resample(const AxisTaps &tx, const AxisTaps &ty, const Gray16 &gray,
+                                       const QuotientRounder &round) {
   uint64_t sum = 0;
   for (int j = 0; j < ty.count; ++j) {
     uint32_t row = 0;  // at most 65535 * Dx < 2^31
     for (int i = 0; i < tx.count; ++i) row += tx.weight(i) * gray(tx.first + i, ty.first + j);
     sum += uint64_t{row} * ty.weight(j);
   }
-  return round_quotient(sum, uint64_t{tx.denominator} * ty.denominator);
+  return round(sum);
+}
+
+// The rounding of nearest and bilinear, whose denominators do not depend
+// on the output coordinate.
+inline QuotientRounder sample_rounder(const Conversion &c) {
+  return QuotientRounder(uint64_t{axis_taps(c.method, c.crop.width, c.dest.width, 0).denominator} *
+                         axis_taps(c.method, c.crop.height, c.dest.height, 0).denominator);
 }
 
 }  // namespace cudagray
