@@ -1026,8 +1026,7 @@ void convert_cpu(const Conversion &c, const InputFrame &frame, const GrayFrame &
   const Rect crop = c.crop, dest = c.dest;
   ColumnTaps &across = scratch().across;
   build_column_taps(c.method, crop.width, dest.width, &across);
-  const DoubleRounder round(uint64_t{axis_taps(c.method, crop.width, dest.width, 0).denominator} *
-                            axis_taps(c.method, crop.height, dest.height, 0).denominator);
+  const DoubleRounder round(resample_denominator(c));
   // chunks of output rows whose source rows add up to about kPixelsPerChunk
   const long source_pixels_per_row =
       static_cast<long>(in.width) * std::max(1, crop.height / dest.height);

@@ -630,13 +630,13 @@ void launch_resample(const Conversion &c, const InputFrame &in, const GrayFrame 
         <<<grid, kAreaThreads, kAreaRows * band_columns * sizeof(uint32_t), stream>>>(
             in.plane[0], in.stride[0], in.plane[1], in.stride[1], in.plane[2], in.stride[2],
             out.data, out.stride, c, band_columns, reads_wide<Layout>(in),
-            QuotientRounder(uint64_t(c.crop.width) * c.crop.height), op);
+            QuotientRounder(resample_denominator(c)), op);
   } else {
     const dim3 grid((c.out_width + kSampleColumns - 1) / kSampleColumns,
                     (c.out_height + kSampleRows - 1) / kSampleRows);
     sample_kernel<Layout><<<grid, dim3(kSampleColumns, kSampleRows), 0, stream>>>(
         in.plane[0], in.stride[0], in.plane[1], in.stride[1], in.plane[2], in.stride[2], out.data,
-        out.stride, c, sample_rounder(c), op);
+        out.stride, c, QuotientRounder(resample_denominator(c)), op);
   }
 }
 

@@ -110,8 +110,8 @@ struct DoubleRounder {
 };
 
 // G of the output pixel whose taps are tx and ty, gray(i, j) giving g;
-// round is round_quotient by tx.denominator * ty.denominator (the same for
-// every pixel of a frame: see sample_rounder).
+// round is round_quotient by tx.denominator * ty.denominator, which is
+// resample_denominator(c) for every pixel of a frame.
 template <class Gray16>
 CUDAGRAY_HOST_DEVICE uint32_t resample(const AxisTaps &tx, const AxisTaps &ty, const Gray16 &gray,
                                        const QuotientRounder &round) {
@@ -124,11 +124,11 @@ CUDAGRAY_HOST_DEVICE uint32_t resample(const AxisTaps &tx, const AxisTaps &ty, c
   return round(sum);
 }
 
-// The rounding of nearest and bilinear, whose denominators do not depend
-// on the output coordinate.
-inline QuotientRounder sample_rounder(const Conversion &c) {
-  return QuotientRounder(uint64_t{axis_taps(c.method, c.crop.width, c.dest.width, 0).denominator} *
-                         axis_taps(c.method, c.crop.height, c.dest.height, 0).denominator);
+// Dx Dy of conversion c: every method's denominators are the same for
+// every output coordinate (2 out for bilinear, 1 for nearest, in for area).
+inline uint64_t resample_denominator(const Conversion &c) {
+  return uint64_t{axis_taps(c.method, c.crop.width, c.dest.width, 0).denominator} *
+         axis_taps(c.method, c.crop.height, c.dest.height, 0).denominator;
 }
 
 }  // namespace cudagray
