@@ -22,8 +22,11 @@ nvh264dec:
 where the upload is torch.from_numpy(array).cuda(). Each reader reads
 --warmup frames, then every reader together --frames more: the figures are
 from that window alone (start-up, warm-up and closing count in none): frames
-a second of all readers together, and the CPU time of the whole process
-(time.process_time: every thread, GStreamer's included) per frame. The
+a second of all readers together, the CPU time of the whole process
+(time.process_time: every thread, GStreamer's included) per frame, and the
+CPU time of the reading threads alone (time.thread_time: what the Python
+code calling the reader spends, the decoding pipeline's threads left out)
+per frame. The
 reference is gst-launch-1.0 running the cudagray-cuda pipeline into
 fakesink, N processes at once; its rate is taken from files of two lengths,
 (long - short) frames / (long - short) seconds, so that its start-up counts
@@ -223,7 +226,7 @@ def child(args):
     warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     started, done = threading.Barrier(args.readers + 1), threading.Barrier(args.readers + 1)
     measured = threading.Event()
-    failures = []
+    failures, reading_cpu = [], []
     try:
         open_frames = opener(args)
     except Unavailable as error:
@@ -238,8 +241,10 @@ def child(args):
                 next(frames)
             started.wait()
             held = None  # as a program holds its frame: each until the next
+            cpu = time.thread_time()
             for _ in range(args.frames):
                 held = next(frames)
+            reading_cpu.append(time.thread_time() - cpu)
             done.wait()
             del held
             measured.wait()
@@ -268,7 +273,8 @@ def child(args):
             torch.cuda.synchronize()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         frames = args.frames * args.readers
-        result.update(frames=frames, seconds=wall, fps=frames / wall, cpu_us=cpu / frames * 1e6)
+        result.update(frames=frames, seconds=wall, fps=frames / wall, cpu_us=cpu / frames * 1e6,
+                      reader_cpu_us=sum(reading_cpu) / frames * 1e6)
     except threading.BrokenBarrierError:
         pass
     finally:
@@ -365,17 +371,21 @@ def report(rows, reference):
     upload = "torch.from_numpy(array).cuda()" if ARGS.until == "torch" else "none (--until numpy)"
     print(f"\n== {ARGS.decoder} {ARGS.width}x{ARGS.height} H.264 -> {ARGS.out_size} GRAY8; "
           f"{ARGS.frames} frames a reader after {ARGS.warmup} of warm-up; the upload: {upload} ==")
-    columns = "{:<30} {:>7} {:>9} {:>12} {:>12} {:>14}"
-    print(columns.format("path", "readers", "fps", "x gst-launch", "CPU us/frame", "CPU x PyGObject"))
+    columns = "{:<30} {:>7} {:>9} {:>12} {:>12} {:>14} {:>15} {:>14}"
+    print(columns.format("path", "readers", "fps", "x gst-launch", "CPU us/frame", "CPU x PyGObject",
+                         "reader us/frame", "reader x PyG."))
     for readers, named in sorted(by_readers.items()):
         base = named.get(reference, {}).get("fps")
-        peer_cpu = named.get(PYGOBJECT_PEER, {}).get("cpu_us")
+        peer = named.get(PYGOBJECT_PEER, {})
         for name, row in named.items():
             if "status" in row:
                 print(f"{name:<30} {readers:>7} {row['status']}")
                 continue
+            reader_cpu = row.get("reader_cpu_us")  # none in gst-launch's rows
             print(columns.format(name, readers, f"{row['fps']:.1f}", ratio(row["fps"], base),
-                                 f"{row['cpu_us']:.1f}", ratio(row["cpu_us"], peer_cpu)))
+                                 f"{row['cpu_us']:.1f}", ratio(row["cpu_us"], peer.get("cpu_us")),
+                                 "-" if reader_cpu is None else f"{reader_cpu:.1f}",
+                                 ratio(reader_cpu, peer.get("reader_cpu_us"))))
     print("\nRows:")
     for name, label in dict((row["path"], row["label"]) for row in rows).items():
         print(f"  {name:<28} {label}")
@@ -398,7 +408,7 @@ def report(rows, reference):
 
 
 def write_csv(path, rows):
-    fields = ["path", "readers", "frames", "seconds", "fps", "cpu_us", "status", "label"]
+    fields = ["path", "readers", "frames", "seconds", "fps", "cpu_us", "reader_cpu_us", "status", "label"]
     with open(path, "w", newline="") as out:
         writer = csv.DictWriter(out, fields, extrasaction="ignore")
         writer.writeheader()

@@ -70,9 +70,6 @@ bool raise_bus_error(Reader *reader) {
   return true;
 }
 
-/* The next frame; NULL without an exception (StopIteration) at the end of
- * the stream and once the reader is closed, also when it is closed while
- * this waits, by another thread or a signal handler. */
 /* Hands the warnings on the bus to Python's warnings module as
  * cudagray.Warning, named by the element that posted them; false with the
  * exception set when a filter made one an error. */
@@ -97,6 +94,9 @@ bool warn_bus_warnings(Reader *reader) {
   return true;
 }
 
+/* The next frame; NULL without an exception (StopIteration) at the end of
+ * the stream and once the reader is closed, also when it is closed while
+ * this waits, by another thread or a signal handler. */
 PyObject *reader_next(PyObject *self) {
   Reader *reader = as_reader(self);
   release_consumed_frames();
