@@ -18,13 +18,19 @@ std::string script(const char *name) {
   return std::string(root ? root : ".") + "/pipelines/" + name;
 }
 
+// How long a pull may wait for the next frame. A pull returns at once at
+// the end of the stream, so this only bounds a decode that stalled: a GPU
+// machine running the suite's binaries side by side took more than 10 s
+// to the first frame of decodebin.
+constexpr GstClockTime kFrameWait = 120 * GST_SECOND;
+
 // Every decoded frame of a file, as raw video in `caps`.
 std::vector<GstSample *> decode(const std::string &path, const char *caps) {
   const Pipeline pipeline("filesrc location=\"" + path + "\" ! decodebin ! videoconvert ! " + caps +
                           " ! appsink name=out sync=false max-buffers=0");
   pipeline.play();
   std::vector<GstSample *> samples;
-  while (GstSample *s = pipeline.pull("out", 10 * GST_SECOND)) samples.push_back(s);
+  while (GstSample *s = pipeline.pull("out", kFrameWait)) samples.push_back(s);
   return samples;
 }
 
@@ -67,7 +73,7 @@ TEST(FilePipeline, DefaultInputGivesGrayVideoAndPng) {
       "videotestsrc pattern=smpte horizontal-speed=4 num-buffers=1 ! "
       "video/x-raw,format=RGB,width=640,height=480 ! appsink name=out");
   src.play();
-  GstSample *first = src.pull("out", 10 * GST_SECOND);
+  GstSample *first = src.pull("out", kFrameWait);
   ASSERT_NE(first, nullptr);
   GstMapInfo map;
   gst_buffer_map(gst_sample_get_buffer(first), &map, GST_MAP_READ);
