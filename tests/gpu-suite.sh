@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Every GoogleTest binary of a build, for a GPU machine (where the CUDA cases
-# run instead of skipping): one line per binary, each skip with its reason,
-# and a last line "N passed, N failed, N skipped".
+# run instead of skipping): one line per binary (or shard), each skip with
+# its reason, and a last line "N passed, N failed, N skipped".
 #
-#   tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]
+#   tests/gpu-suite.sh [-j JOBS] BUILD_DIR LOG_DIR [TEST_NAME...]
 #
 # TEST_NAME picks binaries (default: every tests/test_* program that speaks
 # gtest, the examples aside, which need Python's gi; meson's tests/*.p object
 # folders are not programs). On a machine without GStreamer,
-# source a GStreamer bundle's env.sh first. Each binary gets 590 s. Configure
-# BUILD_DIR as CI does (-Dfault-injection=enabled), or the fault cases skip.
+# source a GStreamer bundle's env.sh first. Each binary (or shard) gets
+# 590 s. Configure BUILD_DIR as CI does (-Dfault-injection=enabled), or the
+# fault cases skip.
+#
+# -j JOBS cuts every binary into JOBS shards (GoogleTest's
+# GTEST_TOTAL_SHARDS) and runs JOBS shards at once, so that the suite fits
+# a machine's time limit (one binary after the other, it takes about half
+# an hour on an H100 host). Binaries that read the whole device's free
+# memory (reliability, faults) run afterwards, alone and whole.
+# Stream-ordered allocation's decoder cases run as one more shard.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=$(cd "${1:?usage: tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]}" && pwd)
-LOGS=${2:?usage: tests/gpu-suite.sh BUILD_DIR LOG_DIR [TEST_NAME...]}
+cd "$(dirname "$0")/.." || exit 1
+usage="usage: tests/gpu-suite.sh [-j JOBS] BUILD_DIR LOG_DIR [TEST_NAME...]"
+jobs=1
+if [ "${1:-}" = -j ]; then
+  jobs=${2:?$usage}
+  [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 2; }
+  shift 2
+fi
+BUILD=$(cd "${1:?$usage}" && pwd)
+LOGS=${2:?$usage}
 shift 2
 mkdir -p "$LOGS"
 LOGS=$(cd "$LOGS" && pwd)
@@ -27,37 +42,69 @@ if [ ${#names[@]} -eq 0 ]; then
     [ -f "$t" ] && [ -x "$t" ] && [ "$n" != examples ] && [ "$n" != fuzz_corpus ] && names+=("$n")
   done
 fi
-# Stopped itself (a timeout around the suite), it stops the binary running:
-# one left behind would share the GPU with whatever runs next.
-child=
-trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 143' TERM INT
-run() {  # LOG COMMAND...: runs it as the one child, returns its status
-  local log=$1
-  shift
-  "$@" >"$log" 2>&1 &
+alone=()   # read the device's free memory: nothing else may allocate meanwhile
+shared=()
+for n in "${names[@]}"; do
+  case $n in reliability | faults) alone+=("$n") ;; *) shared+=("$n") ;; esac
+done
+
+# One report: NAME is the report's name (its .log and .xml), then the
+# environment and arguments of the binary's run. Stopped itself (a timeout
+# around the suite), it stops the binary: one left behind would share the
+# GPU with whatever runs next.
+report() {
+  local name=$1 binary=$2
+  shift 2
+  local start child
+  start=$(date +%s)
+  trap '[ -n "${child:-}" ] && kill "$child" 2>/dev/null; exit 143' TERM INT
+  env "$@" timeout 590 "$BUILD/tests/test_$binary" --gtest_output="xml:$LOGS/$name.xml" \
+    >"$LOGS/$name.log" 2>&1 &
   child=$!
   wait "$child"
-  local status=$?
-  child=
-  return $status
+  echo "test_$binary${name#"$binary"}: exit $? in $(($(date +%s) - start)) s"
 }
-for n in "${names[@]}"; do
-  start=$(date +%s)
-  run "$LOGS/$n.log" timeout 590 "$BUILD/tests/test_$n" --gtest_output="xml:$LOGS/$n.xml"
-  echo "test_$n: exit $? in $(($(date +%s) - start)) s"
+
+# The shards, JOBS at a time: each runs in a subshell of its own, whose
+# pid is kept so that a stop reaches it.
+reports=()
+running=()
+trap 'kill "${running[@]}" 2>/dev/null; exit 143' TERM INT
+start_report() {
+  if [ ${#running[@]} -ge "$jobs" ]; then
+    wait -n
+    local alive=()
+    for pid in "${running[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+    running=("${alive[@]}")
+  fi
+  reports+=("$1")
+  report "$@" &
+  running+=($!)
+}
+for n in "${shared[@]}"; do
+  if [ "$jobs" -eq 1 ]; then
+    start_report "$n" "$n"
+  else
+    for ((i = 0; i < jobs; i++)); do
+      start_report "$n.shard$i" "$n" GTEST_TOTAL_SHARDS="$jobs" GTEST_SHARD_INDEX="$i"
+    done
+  fi
+  # 1.24+ decoders allocate stream-ordered when asked: the parallel decode
+  # again that way (the element must read after the decoder's stream there too)
+  if [ "$n" = cuda_memory ]; then
+    start_report cuda_memory_stream_ordered cuda_memory GST_CUDA_ENABLE_STREAM_ORDERED_ALLOC=1 \
+      GTEST_FILTER='*ParallelDecoders*'
+  fi
 done
-# 1.24+ decoders allocate stream-ordered when asked: the parallel decode
-# again that way (the element must read after the decoder's stream there too)
-for n in "${names[@]}"; do
-  [ "$n" = cuda_memory ] || continue
-  start=$(date +%s)
-  run "$LOGS/cuda_memory_stream_ordered.log" env GST_CUDA_ENABLE_STREAM_ORDERED_ALLOC=1 \
-    timeout 590 "$BUILD/tests/test_cuda_memory" --gtest_filter='*ParallelDecoders*' \
-    --gtest_output="xml:$LOGS/cuda_memory_stream_ordered.xml"
-  echo "test_cuda_memory (stream-ordered allocation): exit $? in $(($(date +%s) - start)) s"
-  names+=(cuda_memory_stream_ordered)
+wait
+running=()
+for n in "${alone[@]}"; do
+  reports+=("$n")
+  report "$n" "$n" &
+  running=($!)
+  wait
 done
-python3 - "$LOGS" "${names[@]}" <<'PY'
+python3 - "$LOGS" "${reports[@]}" <<'PY'
 import sys, os, xml.etree.ElementTree as ET
 logs, names = sys.argv[1], sys.argv[2:]
 passed = failed = skipped = 0
