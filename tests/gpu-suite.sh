@@ -98,12 +98,9 @@ for n in "${shared[@]}"; do
 done
 wait
 running=()
-for n in "${alone[@]}"; do
-  reports+=("$n")
-  report "$n" "$n" &
-  running=($!)
-  wait
-done
+jobs=1  # one at a time from here
+for n in "${alone[@]}"; do start_report "$n" "$n"; done
+wait
 python3 - "$LOGS" "${reports[@]}" <<'PY'
 import sys, os, xml.etree.ElementTree as ET
 logs, names = sys.argv[1], sys.argv[2:]
