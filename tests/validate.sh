@@ -91,7 +91,10 @@ export GST_VALIDATE_PLUGIN_PATH=$libdir/gstreamer-1.0/validate
 export GST_PLUGIN_PATH_1_0=${GST_PLUGIN_PATH_1_0:-$build/plugin}
 mkdir -p "$build/gst-validate"
 export GST_REGISTRY_1_0=$build/gst-validate/registry.bin
-unset GST_VALIDATE GST_VALIDATE_CONFIG GST_VALIDATE_OVERRIDE GST_VALIDATE_SCENARIO GST_VALIDATE_FILE
+unset GST_VALIDATE_CONFIG GST_VALIDATE_OVERRIDE GST_VALIDATE_SCENARIO GST_VALIDATE_FILE
+# 1.26 makes criticals fatal by default (gst-validate aborts, status 238, before
+# the scenario's end); 1.22 does not. Both run every scenario to its end:
+export GST_VALIDATE=print_issues
 # The standard scenarios run (the same files in 1.22 and 1.26).
 scenarios=(seek_forward seek_backward seek_with_stop pause_resume fast_forward reverse_playback
   scrub_forward_seeking change_state_intensive)
@@ -178,7 +181,7 @@ validate() {
 # finished RUN: whether gst-validate ran the scenario to its end: status 0,
 # or 18 (its status when it found a critical issue, which is compared);
 # anything else (it timed out, crashed, never reported, or could not run
-# the pipeline) fails the line
+# the pipeline) is said, and fails the line when it is cudagray's run
 finished() {
   local status
   status=$(cat "$tmp/runs/$1.status")
@@ -208,7 +211,12 @@ for case in "${cases[@]}"; do
     wait
     for backend in "${backends[@]}"; do
       line="$backend: $scenario, $name: cudagray raises no issue videoconvert does not"
-      if ! { finished "$slug-control" && finished "$slug-$backend"; } >"$tmp/log"; then
+      # A control that did not finish (1.26.2's videoconvertscale once ended
+      # fast_forward with NOT NEGOTIATED from qtdemux and bailed out) is still
+      # compared with what it reported: fewer control issues only make the
+      # comparison stricter.
+      control_ended=$(finished "$slug-control") || true
+      if ! finished "$slug-$backend" >"$tmp/log"; then
         for run in control "$backend"; do
           echo "$slug-$run.log, its end:"
           tail -n 15 "$tmp/runs/$slug-$run.log"
@@ -217,9 +225,11 @@ for case in "${cases[@]}"; do
       elif "$python" "$reports" compare "$tmp/runs/$slug-$backend.issues" "$tmp/runs/$slug-control.issues" \
           >"$tmp/log" 2>&1; then
         result OK "$line"
+        [[ -z $control_ended ]] || echo "# $control_ended"
         cat "$tmp/log"  # the control's own issues, as comments
       else
         { echo "cudagray's pipeline: $(decoded "$scenario") ! ${tested//BACKEND/$backend} ! $sink"
+          [[ -z $control_ended ]] || echo "$control_ended"
           echo "issues the control does not raise:"; } | cat - "$tmp/log" >"$tmp/log2"
         result FAIL "$line" "$tmp/log2"
       fi

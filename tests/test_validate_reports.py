@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""validate_reports.py's comparison: what makes a GstValidate line fail."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validate_reports.py")
+
+
+def report(issue, on, teardown=False, level="critical"):
+    return {"type": "report", "issue-id": issue, "level": level, "detected-on": on,
+            "summary": "s", "details": "d", "teardown": teardown}
+
+
+class Compare(unittest.TestCase):
+    def compare(self, tested, control):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, reports in (("tested", tested), ("control", control)):
+                paths.append(os.path.join(tmp, name))
+                with open(paths[-1], "w") as out:
+                    out.writelines(json.dumps(r) + "\n" for r in reports)
+            run = subprocess.run([sys.executable, REPORTS, "compare", *paths],
+                                 capture_output=True, text=True)
+        return run.returncode, run.stdout
+
+    def test_an_issue_the_control_also_raises_passes(self):
+        # the elements under test (named test*) are one place
+        status, out = self.compare([report("event::eos-has-wrong-seqnum", "test:src")],
+                                   [report("event::eos-has-wrong-seqnum", "testcaps:src")])
+        self.assertEqual((status, out), (0, "# control also: critical event::eos-has-wrong-seqnum on test:src\n"))
+        status, _ = self.compare([report("event::eos-has-wrong-seqnum", "test:src")],
+                                 [report("event::eos-has-wrong-seqnum", "sink:sink")])
+        self.assertEqual(status, 1)
+
+    def test_an_issue_only_cudagray_raises_fails(self):
+        status, out = self.compare([report("runtime::not-negotiated", "pipeline0")], [])
+        self.assertEqual(status, 1)
+        self.assertIn("runtime::not-negotiated on pipeline0", out)
+
+    def test_not_negotiated_in_teardown_is_set_apart(self):
+        status, out = self.compare([report("runtime::not-negotiated", "pipeline0", teardown=True)], [])
+        self.assertEqual(status, 0, out)
+        self.assertEqual(out, "# set apart, in teardown: critical runtime::not-negotiated on pipeline0 (d)\n")
+
+    def test_other_issues_in_teardown_count(self):
+        status, _ = self.compare([report("buffer::not-expected-one", "test:src", teardown=True)], [])
+        self.assertEqual(status, 1)
+
+    def test_ignored_levels_do_not_count(self):
+        status, out = self.compare([report("runtime::not-negotiated", "pipeline0", level="expected")], [])
+        self.assertEqual((status, out), (0, ""))
+
+
+class Run(unittest.TestCase):
+    """run marks what GstValidate sent after the stop action began: a fake
+    gst-validate-1.0 speaking the launcher's protocol."""
+
+    def test_reports_after_stop_are_teardown(self):
+        fake = r'''
+import json, os, socket, struct
+host, port = os.environ["GST_VALIDATE_SERVER"][len("tcp://"):].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+def send(m):
+    data = json.dumps(m).encode()
+    s.sendall(struct.pack(">I", len(data)) + data)
+send({"uuid": os.environ["GST_VALIDATE_UUID"], "started": True})
+r = {"type": "report", "issue-id": "runtime::not-negotiated", "level": "critical",
+     "detected-on": "pipeline0", "summary": "s", "details": "d"}
+send(r)
+send({"type": "action", "action-type": "stop"})
+send(r)
+s.close()
+'''
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "issues")
+            status = subprocess.run([sys.executable, REPORTS, "run", out, sys.executable, "-c", fake]).returncode
+            self.assertEqual(status, 0)
+            with open(out) as f:
+                self.assertEqual([json.loads(line)["teardown"] for line in f], [False, True])
+
+
+if __name__ == "__main__":
+    unittest.main()
