@@ -17,7 +17,7 @@ if ! "$python" -c 'import mesonpy, venv, ensurepip' 2>"$tmp/why"; then
   echo "1..0 # SKIP $python lacks meson-python or venv (python3-mesonpy, python3-venv): $(tail -1 "$tmp/why")"
   exit 0
 fi
-echo 1..3
+echo 1..4
 # a copy of the checkout without its build folders: pip builds in the source
 mkdir "$tmp/source"
 tar -C "$source" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$tmp/source" -xf -
@@ -38,6 +38,17 @@ check "venv from $python" "$python" -m venv --system-site-packages "$tmp/venv"
 # kernels would add minutes of nvcc to every CI run
 check "pip install ." "$tmp/venv/bin/pip" install --no-index --no-build-isolation \
   --config-settings=setup-args=-Dcuda=disabled "$tmp/source"
+# native code (the module, the plugin) in platlib: a wheel tagged for this
+# platform and Python, never py3-none-any (pip would take such a wheel for
+# any machine)
+check "a wheel for this platform, not pure Python" "$tmp/venv/bin/python" -c '
+import glob, sys
+[wheel] = glob.glob(sys.prefix + "/lib/python3*/site-packages/cudagray-*.dist-info/WHEEL")
+fields = dict(line.split(": ", 1) for line in open(wheel).read().splitlines() if ": " in line)
+print(fields)
+assert fields["Root-Is-Purelib"] == "false", fields
+assert not fields["Tag"].endswith("-any"), fields
+'
 # RGB (0x40, 0x80, 0xc0) with weights 1/4, 1/2, 1/4: gray 16 + 64 + 48 = 128
 check "frames from the installed module, equal to the formula" \
   env -u GST_PLUGIN_PATH -u GST_PLUGIN_PATH_1_0 -u PYTHONPATH \
