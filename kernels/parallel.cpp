@@ -2,6 +2,8 @@
 // The thread pool behind parallel_rows.
 #include "parallel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -39,7 +41,11 @@ class RowPool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (static_cast<int>(threads_.size()) < helpers)  // started on first need
-        threads_.emplace_back([this, seen = generation_] { work(seen); });
+        threads_.emplace_back([this, seen = generation_] {
+          // named, not the name of the thread that happened to start it
+          pthread_setname_np(pthread_self(), "cudagray-rows");
+          work(seen);
+        });
       fn_ = fn;
       context_ = context;
       chunks_ = chunks;
