@@ -343,6 +343,35 @@ double gpu_mib_used(const std::vector<int> &devices) {
 #endif
 }
 
+// Where the process's CPU time went between two thread_cpu_times() taken
+// seconds apart while frames arrived, as a note: the busiest threads' CPU
+// time a frame, and how much of the span each was on a CPU (a thread near
+// 100 % bounds the rate).
+std::string thread_cpu_note(const std::map<long, harness::ThreadCpu> &before,
+                            const std::map<long, harness::ThreadCpu> &after, long frames,
+                            double seconds) {
+  if (frames <= 0 || seconds <= 0) return "";
+  std::vector<std::pair<double, std::string>> used;  // CPU seconds, name
+  double total = 0;
+  for (const auto &[tid, t] : after) {
+    const auto was = before.find(tid);
+    const double spent = t.seconds - (was == before.end() ? 0 : was->second.seconds);
+    total += spent;
+    used.emplace_back(spent, t.name);
+  }
+  std::sort(used.rbegin(), used.rend());
+  std::vector<std::string> busiest;
+  char text[96];
+  for (size_t i = 0; i < std::min<size_t>(4, used.size()); ++i) {
+    std::snprintf(text, sizeof text, "%s %.1f us (%.0f %%)", used[i].second.c_str(),
+                  1e6 * used[i].first / frames, 100 * used[i].first / seconds);
+    busiest.push_back(text);
+  }
+  std::snprintf(text, sizeof text, "CPU a frame in the window: %.1f us (busiest threads: ",
+                1e6 * total / frames);
+  return text + join(busiest, ", ") + ")";
+}
+
 // One pipeline of a run: its frames, the pipeline, and the thread pushing
 // into it, stopped and joined however the row ends. Pool frames go back
 // before the pipeline goes.
@@ -499,6 +528,8 @@ void time_pipelines(const Run &run, const Options &options, Row &row) {
     from = std::max(from, c.warm_at);
   }
   const long base = arrivals();  // once all are warm: at least min_frames more are measured
+  const auto cpu_before = harness::thread_cpu_times();
+  const Clock::time_point cpu_from = Clock::now();
   row.load.gpu_mib = (gpu_mib_used(run.devices) - gpu_before) / count;
   row.load.process_threads = harness::proc_entries("task");
   row.load.threads = static_cast<double>(row.load.process_threads - threads_before - count) / count;
@@ -508,6 +539,9 @@ void time_pipelines(const Run &run, const Options &options, Row &row) {
     std::this_thread::sleep_for(10ms);
     throw_if_failed();
   }
+  const std::string cpu_note =
+      thread_cpu_note(cpu_before, harness::thread_cpu_times(), arrivals() - base,
+                      std::chrono::duration<double>(Clock::now() - cpu_from).count());
   for (auto &s : streams) s->join();
   throw_if_failed();
 
@@ -530,7 +564,7 @@ void time_pipelines(const Run &run, const Options &options, Row &row) {
   if (row.group == "latency") take_median(row, latency_us);
   const Stream &first = *streams[0];
   row.note = join({row.note, first.note + (row.load.streams > 0 ? " per stream" : ""), run.note,
-                   stats_note(first.pipeline->dut()), first.pipeline->warnings_note()});
+                   stats_note(first.pipeline->dut()), cpu_note, first.pipeline->warnings_note()});
 }
 
 }  // namespace bench
