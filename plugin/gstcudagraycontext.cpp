@@ -112,9 +112,19 @@ gboolean gst_cuda_gray_context_query(GstCudaGrayContext *context, GstQuery *quer
          gst_cuda_handle_context_query(context->element, query, context->cuda);
 }
 
+/* GStreamer 1.22 loads libcuda's symbols without a lock: a thread that
+ * loads while another already has (and goes on to call them) sets each one to
+ * NULL for a moment, and a call then aborts (seen in CuDeviceGet with eight
+ * elements starting in eight threads). cudagray's elements load it once, the
+ * others waiting for that. */
+static gboolean load_cuda_library() {
+  static const gboolean loaded = gst_cuda_load_library();
+  return loaded;
+}
+
 gboolean gst_cuda_gray_context_open(GstCudaGrayContext *context, gint device_id, std::string *why) {
   if (!cudagray::cuda_device_exists(device_id, why)) return FALSE;
-  if (!gst_cuda_load_library()) {
+  if (!load_cuda_library()) {
     *why = "GStreamer could not load the CUDA driver library (libcuda.so.1)";
     return FALSE;
   }

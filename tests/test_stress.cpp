@@ -7,11 +7,17 @@
 // CUDAGRAY_STRESS_SCALE multiplies the counts (10 for a long soak, 0.1 under
 // valgrind). Figures are printed as "figure: ..." lines for
 // docs/reliability.md.
+#include <unistd.h>
+
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "probes.h"
+#include "shell.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -186,6 +192,54 @@ TEST_P(Stress, EightElementsInEightThreads) {
   }
   std::printf("figure: 8 threads backend=%s: 8 x %ld frames, %ld delivered, %ld differ, %.1f s\n",
               backend().c_str(), n, delivered, mismatched, seconds_since(start));
+}
+
+// Elements starting at once in a process whose GStreamer has not loaded
+// libcuda yet: GStreamer 1.22's loader takes no lock, and a second first
+// load set the symbols to NULL while the first thread called them (an abort
+// in CuDeviceGet, seen once in EightElementsInEightThreads). The case runs
+// itself again in 20 child processes, where CUDAGRAY_FRESH_PROCESS is set:
+// 16 threads each make a pipeline, wait until all have, and set it PLAYING
+// at once; each must convert its 2 frames to EOS, and every child exit 0.
+TEST(FreshProcess, CudaElementsStartingAtOnce) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kThreads = 16;
+  if (std::getenv("CUDAGRAY_FRESH_PROCESS")) {
+    std::mutex lock;
+    std::condition_variable all_made;
+    int made = 0;
+    bool eos[kThreads] = {};
+    BusLog logs[kThreads];
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        Pipeline p("videotestsrc num-buffers=2 ! video/x-raw,format=RGBx,width=64,height=" +
+                   std::to_string(48 + 2 * t) + " ! cudagray backend=cuda ! fakesink");
+        {
+          std::unique_lock<std::mutex> hold(lock);
+          if (++made == kThreads) all_made.notify_all();
+          all_made.wait(hold, [&] { return made == kThreads; });
+        }
+        gst_element_set_state(p.get(), GST_STATE_PLAYING);
+        eos[t] = p.wait_end(60 * GST_SECOND, &logs[t]) == GST_MESSAGE_EOS;
+        gst_element_set_state(p.get(), GST_STATE_NULL);
+      });
+    for (std::thread &t : threads) t.join();
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_TRUE(eos[t]) << "thread " << t << describe(logs[t].errors);
+    return;
+  }
+  char self[4096];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(length, 0);
+  self[length] = 0;
+  for (int child = 0; child < 20; ++child) {
+    std::string output;
+    const int status = shell(std::string("CUDAGRAY_FRESH_PROCESS=1 '") + self +
+                                 "' --gtest_filter=FreshProcess.CudaElementsStartingAtOnce",
+                             &output);
+    ASSERT_EQ(status, 0) << "child " << child << ":\n" << output;
+  }
 }
 
 // One source, a tee, two cudagray branches (different formats downstream of
