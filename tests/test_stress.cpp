@@ -3,7 +3,8 @@
 // frames through one element, 8 elements in 8 threads at once and a tee with
 // two cudagray branches, every frame counted and checked against the CPU
 // reference, and open files, threads and memory compared before and after.
-// Each runs on the CPU backend here and on CUDA where there is a GPU.
+// Each runs on the CPU backend here and on CUDA where there is a GPU. And
+// CUDA elements starting at once in fresh processes.
 // CUDAGRAY_STRESS_SCALE multiplies the counts (10 for a long soak, 0.1 under
 // valgrind). Figures are printed as "figure: ..." lines for
 // docs/reliability.md.
