@@ -367,8 +367,8 @@ std::string thread_cpu_note(const std::map<long, harness::ThreadCpu> &before,
                   1e6 * used[i].first / frames, 100 * used[i].first / seconds);
     busiest.push_back(text);
   }
-  std::snprintf(text, sizeof text, "CPU a frame in the window: %.1f us (busiest threads: ",
-                1e6 * total / frames);
+  std::snprintf(text, sizeof text,
+                "CPU a frame in the window: %.1f us (busiest threads: ", 1e6 * total / frames);
   return text + join(busiest, ", ") + ")";
 }
 
