@@ -11,9 +11,9 @@ import unittest
 REPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validate_reports.py")
 
 
-def report(issue, on, teardown=False, level="critical"):
+def report(issue, on, teardown=False, level="critical", rate=1.0):
     return {"type": "report", "issue-id": issue, "level": level, "detected-on": on,
-            "summary": "s", "details": "d", "teardown": teardown}
+            "summary": "s", "details": "d", "teardown": teardown, "rate": rate}
 
 
 class Compare(unittest.TestCase):
@@ -51,14 +51,31 @@ class Compare(unittest.TestCase):
         status, _ = self.compare([report("buffer::not-expected-one", "test:src", teardown=True)], [])
         self.assertEqual(status, 1)
 
+    def test_ending_early_faster_than_real_time_is_set_apart(self):
+        ended_early = report("scenario::action-ended-early", "fast_forward", level="warning", rate=32.0)
+        status, out = self.compare([ended_early], [])
+        self.assertEqual(status, 0, out)
+        self.assertEqual(out, "# set apart, at rate 32: warning scenario::action-ended-early on fast_forward (d)\n")
+
+    def test_ending_early_at_real_time_counts(self):
+        for rate in (1.0, -1.0):
+            status, out = self.compare([report("scenario::action-ended-early", "pause_resume", rate=rate)], [])
+            self.assertEqual(status, 1, out)
+            self.assertIn("scenario::action-ended-early on pause_resume", out)
+
+    def test_other_issues_faster_than_real_time_count(self):
+        status, _ = self.compare([report("buffer::not-expected-one", "test:src", rate=32.0)], [])
+        self.assertEqual(status, 1)
+
     def test_ignored_levels_do_not_count(self):
         status, out = self.compare([report("runtime::not-negotiated", "pipeline0", level="expected")], [])
         self.assertEqual((status, out), (0, ""))
 
 
 class Run(unittest.TestCase):
-    """run marks what GstValidate sent after the stop action began: a fake
-    gst-validate-1.0 speaking the launcher's protocol."""
+    """run marks what GstValidate sent after the stop action began, and the
+    rate of the last seek: a fake gst-validate-1.0 speaking the launcher's
+    protocol, its messages as GstValidate 1.22 and 1.26 send them."""
 
     def test_reports_after_stop_are_teardown(self):
         fake = r'''
@@ -72,7 +89,14 @@ send({"uuid": os.environ["GST_VALIDATE_UUID"], "started": True})
 r = {"type": "report", "issue-id": "runtime::not-negotiated", "level": "critical",
      "detected-on": "pipeline0", "summary": "s", "details": "d"}
 send(r)
-send({"type": "action", "action-type": "stop"})
+send({"type": "action", "action-type": "seek", "playback-time": 4000000000,
+      "args": "seek, name=(string)Fast-forward-seek, playback-time=(guint64)4000000000, "
+              "rate=(double)32, start=(double)0, flags=(string)accurate+flush;"})
+send(r)
+send({"type": "action", "action-type": "seek", "args": "seek, start=(double)2;"})
+send(r)
+send({"type": "action", "action-type": "stop", "playback-time": 7700000000,
+      "args": "stop, playback-time=(guint64)7700000000;"})
 send(r)
 s.close()
 '''
@@ -81,7 +105,8 @@ s.close()
             status = subprocess.run([sys.executable, REPORTS, "run", out, sys.executable, "-c", fake]).returncode
             self.assertEqual(status, 0)
             with open(out) as f:
-                self.assertEqual([json.loads(line)["teardown"] for line in f], [False, True])
+                marks = [(r["teardown"], r["rate"]) for r in map(json.loads, f)]
+            self.assertEqual(marks, [(False, 1.0), (False, 32.0), (False, 1.0), (True, 1.0)])
 
 
 if __name__ == "__main__":
