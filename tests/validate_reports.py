@@ -73,11 +73,12 @@ def run(reports, command):
         teardown = False
         rate = 1.0
         for message in messages:
-            if message.get("type") == "action" and message.get("action-type") == "stop":
-                teardown = True
-            if message.get("type") == "action" and message.get("action-type") == "seek":
-                rate = seek_rate(message.get("args", ""))
-            if message.get("type") == "report":
+            if message.get("type") == "action":
+                if message.get("action-type") == "stop":
+                    teardown = True
+                elif message.get("action-type") == "seek":
+                    rate = seek_rate(message.get("args", ""))
+            elif message.get("type") == "report":
                 print(json.dumps(dict(message, teardown=teardown, rate=rate)), file=out)
     if not any(message.get("started") for message in messages):
         print(f"GstValidate never connected to {env['GST_VALIDATE_SERVER']}: its issues are unknown",
@@ -97,9 +98,8 @@ def set_apart(report):
     """Why an issue is neither compared nor counted, or None."""
     if report["teardown"] and report["issue-id"] == "runtime::not-negotiated":
         return "in teardown"
-    rate = report.get("rate", 1.0)
-    if report["issue-id"] == "scenario::action-ended-early" and abs(rate) > 1:
-        return f"at rate {rate:g}"
+    if report["issue-id"] == "scenario::action-ended-early" and abs(report["rate"]) > 1:
+        return f"at rate {report['rate']:g}"
     return None
 
 
