@@ -67,6 +67,22 @@ class Compare(unittest.TestCase):
         status, _ = self.compare([report("buffer::not-expected-one", "test:src", rate=32.0)], [])
         self.assertEqual(status, 1)
 
+    def test_qtdemux_eos_with_its_own_seqnum_is_set_apart(self):
+        wrong_seqnum = report("event::eos-has-wrong-seqnum", "demux:video_0", level="issue")
+        status, out = self.compare([wrong_seqnum], [])
+        self.assertEqual(status, 0, out)
+        self.assertEqual(out, "# set apart, qtdemux's own EOS: issue event::eos-has-wrong-seqnum on demux:video_0 (d)\n")
+
+    def test_a_wrong_eos_seqnum_first_seen_past_the_demuxer_counts(self):
+        for place in ("test:src", "test:sink", "dec:src", "sink:sink"):
+            status, out = self.compare([report("event::eos-has-wrong-seqnum", place, level="issue")], [])
+            self.assertEqual(status, 1, place)
+            self.assertIn(f"event::eos-has-wrong-seqnum on {place}", out)
+
+    def test_other_issues_on_the_demuxer_count(self):
+        status, _ = self.compare([report("event::segment-has-wrong-seqnum", "demux:video_0")], [])
+        self.assertEqual(status, 1)
+
     def test_ignored_levels_do_not_count(self):
         status, out = self.compare([report("runtime::not-negotiated", "pipeline0", level="expected")], [])
         self.assertEqual((status, out), (0, ""))

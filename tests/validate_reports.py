@@ -26,6 +26,17 @@
       the machine's scheduling (videoconvert, the control, ended early in 2
       of 6 runs on a loaded machine and cudagray in 1 of 3 suite runs);
       at rate 1 the window is 300 ms and ending early there still counts.
+      And an EOS whose seqnum is not its segment's when first seen on the
+      demuxer's pad (demux:*): qtdemux 1.26.2 gives the EOS it pushes at the
+      end of the file or of pause_resume's `eos` action a seqnum of its own,
+      and whether it pushes it before the scenario's `stop` depends on how
+      far upstream runs ahead of the sink: with a `queue` before videoconvert
+      in 26 of 26 runs of pause_resume (the EOS made in qtdemux's streaming
+      thread before the `eos` action), with videoconvert alone in none of
+      52, with cudagray, whose output task lets the streaming thread pull
+      again while a frame waits for the sink, in 1 of 30 on one core. An
+      EOS whose seqnum changed at cudagray is first seen on its pads, and
+      counts.
 
 The socket is gst-validate-launcher's channel, the same in GStreamer 1.22
 and 1.26: each message a 32-bit big-endian length and a JSON object; an
@@ -100,6 +111,8 @@ def set_apart(report):
         return "in teardown"
     if report["issue-id"] == "scenario::action-ended-early" and abs(report["rate"]) > 1:
         return f"at rate {report['rate']:g}"
+    if report["issue-id"] == "event::eos-has-wrong-seqnum" and report["detected-on"].startswith("demux:"):
+        return "qtdemux's own EOS"
     return None
 
 
