@@ -217,12 +217,29 @@ struct Expectations {
   std::mutex lock;
   std::map<GstClockTime, Source> by_pts;
   std::set<std::string> formats_in;
+  std::set<guint32> seqnums_in;  // of the events that came in
   GstClockTime first_pts = GST_CLOCK_TIME_NONE;
 
   void attach(GstElement *converter) {
     GstPad *pad = gst_element_get_static_pad(converter, "sink");
     gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, this, nullptr);
+    gst_pad_add_probe(
+        pad, GstPadProbeType(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM | GST_PAD_PROBE_TYPE_EVENT_FLUSH),
+        on_event, this, nullptr);
     gst_object_unref(pad);
+  }
+  static GstPadProbeReturn on_event(GstPad *, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<Expectations *>(data);
+    std::lock_guard<std::mutex> hold(self->lock);
+    self->seqnums_in.insert(gst_event_get_seqnum(GST_PAD_PROBE_INFO_EVENT(info)));
+    return GST_PAD_PROBE_OK;
+  }
+  // Whether an event out carries the seqnum of one that came in (an event
+  // made from another keeps its seqnum: GstValidate checks EOS, segments
+  // and flushes for it).
+  bool seqnum_came_in(guint32 seqnum) {
+    std::lock_guard<std::mutex> hold(lock);
+    return seqnums_in.count(seqnum) > 0;
   }
   static GstPadProbeReturn on_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     auto *self = static_cast<Expectations *>(data);
@@ -346,6 +363,7 @@ struct FrameLog {
       case GST_EVENT_FLUSH_STOP: item = "flush-stop"; break;
       default: return GST_PAD_PROBE_OK;
     }
+    if (!self->expected.seqnum_came_in(gst_event_get_seqnum(event))) item += " with a new seqnum";
     std::lock_guard<std::mutex> hold(self->lock);
     self->items.push_back(item);
     self->changed.notify_all();
