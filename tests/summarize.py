@@ -38,24 +38,22 @@ def count(junit):
 
 def failed_tap_cases(testlog):
     """Each failed test program's "not ok" lines and the "#" lines after them."""
-    for line in open(testlog):
-        test = json.loads(line)
-        if test["result"] not in ("FAIL", "TIMEOUT", "ERROR"):
-            continue
+    with open(testlog) as tests:
+        failed = [test for test in map(json.loads, tests) if test["result"] in ("FAIL", "TIMEOUT", "ERROR")]
+    for test in failed:
         shown = None  # "#" lines of the current failed case, None outside one
         for out in (test.get("stdout") or "").splitlines():
             if out.startswith("not ok"):
                 shown = 0
             elif shown is not None and out.startswith("#"):
                 shown += 1
-                if shown > SHOWN_LINES:
-                    if shown == SHOWN_LINES + 1:
-                        yield f"{test['name']}: # ... (the rest in meson-logs/testlog.txt)"
-                    continue
             else:
                 shown = None
                 continue
-            yield f"{test['name']}: {out}"
+            if shown <= SHOWN_LINES:
+                yield f"{test['name']}: {out}"
+            elif shown == SHOWN_LINES + 1:
+                yield f"{test['name']}: # ... (the rest in meson-logs/testlog.txt)"
 
 
 def main(junit, testlog, features):

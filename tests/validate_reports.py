@@ -35,8 +35,9 @@
       thread before the `eos` action), with videoconvert alone in none of
       52, with cudagray, whose output task lets the streaming thread pull
       again while a frame waits for the sink, in 1 of 30 on one core. An
-      EOS whose seqnum changed at cudagray is first seen on its pads, and
-      counts.
+      EOS whose seqnum first goes wrong at cudagray is first seen on its
+      pads, and counts; that cudagray keeps the seqnums of what it forwards
+      is the contract test's to check.
 
 The socket is gst-validate-launcher's channel, the same in GStreamer 1.22
 and 1.26: each message a 32-bit big-endian length and a JSON object; an
