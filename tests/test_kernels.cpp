@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // The CPU reference against the documented formula; weights; the formula
 // and stats pieces the backends share.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -358,14 +359,82 @@ TEST(Stats, TimesAreOverTimedFramesOnly) {
   EXPECT_DOUBLE_EQ(s.download_us_mean, 8);
 }
 
-// The CPU converts each frame as it is submitted: it asks for nothing.
-TEST(CpuBackend, NeedsOneFrameInFlightAndNoPinnedMemory) {
+// The CPU backend keeps frames in flight as the CUDA backend does (the same
+// max-inflight meaning), in host memory alone.
+TEST(CpuBackend, FramesInFlightAsOnCudaAndNoPinnedMemory) {
   const BackendNeeds needs = make_cpu_backend()->needs();
-  EXPECT_EQ(needs.auto_in_flight, 1);
-  EXPECT_EQ(needs.max_in_flight, 1);
+  EXPECT_EQ(needs.auto_in_flight, 4);
+  EXPECT_EQ(needs.max_in_flight, 16);
   EXPECT_FALSE(needs.pinned_host_memory);
   EXPECT_FALSE(needs.reads_device_memory);
   EXPECT_FALSE(needs.writes_device_memory);
+}
+
+// Frames submitted up to max_in_flight complete later, in order, each
+// equal to convert_cpu's result; one more is refused until the oldest is
+// finished.
+TEST(CpuBackend, FramesCompleteInOrderAsConvertedAlone) {
+  constexpr int kInFlight = 5;
+  const Weights w = standard_weights(Matrix::BT601);
+  std::vector<TestFrame> frames;
+  std::vector<GrayImage> expected, out;
+  for (int i = 0; i < 3 * kInFlight; ++i) {
+    frames.push_back(random_frame(PixelLayout::RGB, 641, 481));
+    expected.emplace_back(641, 481, 7);
+    out.emplace_back(641, 481, 7);
+    convert_cpu(frames[i].conversion(8), frames[i].view(), expected[i].frame(), w, 1);
+  }
+  auto backend = make_cpu_backend();
+  std::string error;
+  Conversion c = frames[0].conversion(8);
+  c.max_in_flight = kInFlight;
+  ASSERT_TRUE(backend->configure(c, &error)) << error;
+  size_t submitted = 0, finished = 0;
+  for (; submitted < static_cast<size_t>(kInFlight); ++submitted)
+    ASSERT_TRUE(backend->submit(frames[submitted].view(), out[submitted].frame(), w, &error));
+  EXPECT_EQ(backend->in_flight(), kInFlight);
+  EXPECT_FALSE(backend->submit(frames[submitted].view(), out[submitted].frame(), w, &error));
+  EXPECT_EQ(error, "too many frames in flight");
+  while (finished < frames.size()) {
+    ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+    EXPECT_TRUE(same_pixels(out[finished], expected[finished])) << "frame " << finished;
+    ++finished;
+    if (submitted == frames.size()) continue;
+    ASSERT_TRUE(backend->submit(frames[submitted].view(), out[submitted].frame(), w, &error));
+    ++submitted;
+  }
+  EXPECT_EQ(backend->in_flight(), 0);
+  EXPECT_FALSE(backend->finish_oldest(&error));
+  EXPECT_EQ(error, "no frame in flight");
+  EXPECT_EQ(backend->stats().frames, frames.size());
+}
+
+// discard_all forgets what is in flight once the worker let go of it: the
+// backend then takes a full max_in_flight again, and a frame started before
+// is either untouched or whole, never half written.
+TEST(CpuBackend, DiscardAllLetsGoAndStartsAfresh) {
+  const Weights w = standard_weights(Matrix::BT709);
+  const TestFrame f = random_frame(PixelLayout::BGRx, 1280, 720);
+  GrayImage expected(f.width, f.height);
+  convert_cpu(f.conversion(8), f.view(), expected.frame(), w, 1);
+  auto backend = make_cpu_backend();
+  std::string error;
+  Conversion c = f.conversion(8);
+  c.max_in_flight = 16;
+  ASSERT_TRUE(backend->configure(c, &error)) << error;
+  std::vector<GrayImage> out(16, GrayImage(f.width, f.height));
+  for (int round = 0; round < 3; ++round) {
+    for (GrayImage &o : out) std::fill(o.bytes.begin(), o.bytes.end(), 0);
+    for (GrayImage &o : out) ASSERT_TRUE(backend->submit(f.view(), o.frame(), w, &error)) << error;
+    backend->discard_all();
+    EXPECT_EQ(backend->in_flight(), 0);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const bool untouched =
+          std::all_of(out[i].bytes.begin(), out[i].bytes.end(), [](uint8_t b) { return b == 0; });
+      EXPECT_TRUE(untouched || same_pixels(out[i], expected))
+          << "round " << round << " frame " << i;
+    }
+  }
 }
 
 // ------------------------------------------------ Bayer: the CPU's row passes
