@@ -509,12 +509,12 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
  * through the crop into the picture between the bars, others scaled as
  * videoconvertscale does (dropped when the picture moves, which a scale
  * cannot say); any other tag (colorspace, memory) is about what changed,
- * and the meta is dropped, as is a crop meta: the output is the crop. */
+ * and the meta is dropped, as is a crop meta applied: the output is the
+ * crop. */
 static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,
                                              GstMeta *meta, GstBuffer *inbuf) {
   static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
                                                GST_META_TAG_VIDEO_ORIENTATION_STR, NULL};
-  if (meta->info->api == GST_VIDEO_CROP_META_API_TYPE) return FALSE;
   const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
   for (const gchar *const *tag = tags; tag && *tag; tag++)
     if (!g_strv_contains(geometry_tags, *tag)) return FALSE;

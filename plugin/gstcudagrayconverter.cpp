@@ -187,6 +187,11 @@ gboolean GstCudaGrayConverter::copy_geometry_meta(GstBuffer *outbuf, GstMeta *me
   cudagray::Rect crop;
   std::string why;
   if (!gst_cuda_gray_frame_geometry(inbuf, &in_info_, &width, &height, &crop, &why)) return FALSE;
+  /* a crop applied is gone: the output is the crop; one that only marks a
+   * region of a frame of the caps' size goes on, as through videoconvert */
+  const gboolean crop_applied =
+      width != GST_VIDEO_INFO_WIDTH(&in_info_) || height != GST_VIDEO_INFO_HEIGHT(&in_info_);
+  if (meta->info->api == GST_VIDEO_CROP_META_API_TYPE && crop_applied) return FALSE;
   const cudagray::Conversion &c = described_;
   if (meta->info->api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) {
     place_region(outbuf, reinterpret_cast<GstVideoRegionOfInterestMeta *>(meta), crop, c.dest);

@@ -76,7 +76,7 @@ GstFlowReturn GstCudaGrayOutput::push_buffer(GstBuffer *buffer) {
 /* Pushes a serialized event in its place. An EOS goes out whatever the
  * output's flow (downstream ends the stream only when it gets one); when the
  * output stopped with an error upstream never got, it is posted first. */
-void GstCudaGrayOutput::push_serialized(GstEvent *event) {
+gboolean GstCudaGrayOutput::push_serialized(GstEvent *event) {
   const GstEventType type = GST_EVENT_TYPE(event);
   if (type == GST_EVENT_SEGMENT) {
     std::lock_guard<std::mutex> hold(state_lock_);
@@ -86,8 +86,9 @@ void GstCudaGrayOutput::push_serialized(GstEvent *event) {
   GstFlowReturn unreported;
   if (type == GST_EVENT_EOS && queue_.take_unreported_failure(&unreported))
     GST_ELEMENT_FLOW_ERROR(element_, unreported);
-  if (!gst_pad_push_event(srcpad_, event))
-    GST_DEBUG_OBJECT(element_, "downstream refused %s", gst_event_type_get_name(type));
+  const gboolean taken = gst_pad_push_event(srcpad_, event);
+  if (!taken) GST_DEBUG_OBJECT(element_, "downstream refused %s", gst_event_type_get_name(type));
+  return taken;
 }
 
 /* Pushes a converted frame as soon as its conversion is done, or, when its
@@ -245,8 +246,33 @@ GstFlowReturn GstCudaGrayOutput::push_frame(GstCudaGrayOutputItem &&item) {
   return ret;
 }
 
+/* EOS leaves from the streaming thread that brought it, once every frame
+ * before it is out, as from a synchronous filter: a pad probe that takes
+ * the element down on EOS (the dynamic-pipeline element swap) then runs on
+ * upstream's thread, not on the output task, which cannot join itself. */
+gboolean GstCudaGrayOutput::push_eos(GstEvent *event) {
+  if (drain() == GST_FLOW_FLUSHING) {
+    GST_DEBUG_OBJECT(element_, "EOS dropped: flushing");
+    gst_event_unref(event);
+    return FALSE;
+  }
+  queue_.eos_arrived();
+  return push_serialized(event);
+}
+
 gboolean GstCudaGrayOutput::push_event(GstEvent *event) {
   const GstEventType type = GST_EVENT_TYPE(event);
+  if (type == GST_EVENT_EOS) return push_eos(event);
+  /* a new stream or segment after downstream's EOS is pushed to again, as
+   * gstqueue does; other events after a failed push are refused, as
+   * gstqueue refuses them (a sticky one stays on the source pad) */
+  if (type == GST_EVENT_STREAM_START || type == GST_EVENT_SEGMENT) queue_.forget_eos();
+  if (queue_.flow() != GST_FLOW_OK && !GST_EVENT_IS_STICKY(event)) {
+    GST_DEBUG_OBJECT(element_, "%s refused: output stopped (%s)", gst_event_type_get_name(type),
+                     gst_flow_get_name(queue_.flow()));
+    gst_event_unref(event);
+    return FALSE;
+  }
   if (type == GST_EVENT_SEGMENT) { /* for QoS, as GstBaseTransform keeps it */
     gst_event_copy_segment(event, &trans_->segment);
     trans_->have_segment = TRUE;

@@ -101,7 +101,8 @@ class GstCudaGrayOutput {
   /* Hands over a frame whose conversion was queued, or a buffer ready as it
    * is (passthrough): OK, or why upstream must stop. */
   GstFlowReturn push_frame(GstCudaGrayOutputItem &&item);
-  /* A serialized event, in its place after what came before it. */
+  /* A serialized event, in its place after what came before it; an EOS is
+   * pushed on the calling thread once everything before it has left. */
   gboolean push_event(GstEvent *event);
   /* Waits until everything held has left; serves a renegotiation meanwhile
    * (inside one, returns at once: the frames held wait for the caps being
@@ -135,7 +136,8 @@ class GstCudaGrayOutput {
  private:
   static void loop(GstCudaGrayOutput *self);
   GstFlowReturn push_buffer(GstBuffer *buffer);
-  void push_serialized(GstEvent *event);
+  gboolean push_serialized(GstEvent *event);
+  gboolean push_eos(GstEvent *event);
   GstFlowReturn push_converted(GstCudaGrayOutputItem &item);
   /* Waits for a frame's conversion, unless it was waited for already. */
   gboolean finish(const GstCudaGrayOutputItem &item);

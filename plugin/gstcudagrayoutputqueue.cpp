@@ -83,7 +83,6 @@ GstFlowReturn GstCudaGrayOutputQueue::push(GstCudaGrayOutputItem &&item) {
     items_.push_back(std::move(item));
     return GST_FLOW_FLUSHING;
   }
-  if (item.is_event() && GST_EVENT_TYPE(item.event()) == GST_EVENT_EOS) eos_queued_ = true;
   if (item.is_frame()) frames_held_++;
   items_.push_back(std::move(item));
   changed_.notify_all();
@@ -222,9 +221,22 @@ gboolean GstCudaGrayOutputQueue::resume_after_relink() {
   return TRUE;
 }
 
+void GstCudaGrayOutputQueue::eos_arrived() {
+  std::lock_guard<std::mutex> hold(lock_);
+  eos_arrived_ = true;
+}
+
+void GstCudaGrayOutputQueue::forget_eos() {
+  std::lock_guard<std::mutex> hold(lock_);
+  if (output_flow_ != GST_FLOW_EOS) return;
+  output_flow_ = GST_FLOW_OK;
+  upstream_told_ = eos_arrived_ = failure_reported_ = false;
+  changed_.notify_all();
+}
+
 gboolean GstCudaGrayOutputQueue::take_unreported_failure(GstFlowReturn *ret) {
   std::lock_guard<std::mutex> hold(lock_);
-  if (failure_reported_ || upstream_told_ || !eos_queued_ || flushing_ ||
+  if (failure_reported_ || upstream_told_ || !eos_arrived_ || flushing_ ||
       (output_flow_ != GST_FLOW_NOT_LINKED && output_flow_ != GST_FLOW_NOT_NEGOTIATED))
     return FALSE;
   failure_reported_ = true;
@@ -272,7 +284,7 @@ void GstCudaGrayOutputQueue::reset() {
   discard_all(NULL);
   std::lock_guard<std::mutex> hold(lock_);
   output_flow_ = GST_FLOW_OK;
-  upstream_told_ = eos_queued_ = failure_reported_ = false;
+  upstream_told_ = eos_arrived_ = failure_reported_ = false;
   flushing_ = false;
 }
 

@@ -145,6 +145,12 @@ class GstCudaGrayOutputQueue {
    * its NOT_LINKED on a RECONFIGURE. TRUE when it did. */
   gboolean resume_after_relink();
 
+  /* Streaming thread: an EOS came (pushed on that thread, not queued). */
+  void eos_arrived();
+  /* Streaming thread: a new stream or segment came; an output stopped by
+   * downstream's EOS pushes again, as gstqueue does. */
+  void forget_eos();
+
   /* Either thread: TRUE once, for the thread that must post the error of a
    * failed push (NOT_LINKED or NOT_NEGOTIATED, in *ret) that upstream never
    * got from wait_for_room: the output stopped and an EOS came, so no
@@ -181,6 +187,6 @@ class GstCudaGrayOutputQueue {
   bool task_takes_stream_lock_ = false; /* see task_to_serve */
   GstFlowReturn output_flow_ = GST_FLOW_OK;
   bool upstream_told_ = false;
-  bool eos_queued_ = false;
+  bool eos_arrived_ = false;
   bool failure_reported_ = false;
 };

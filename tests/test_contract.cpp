@@ -75,6 +75,15 @@ struct Converter {
     }
     return converter + " ! capsfilter name=convout caps=\"" + caps + "\"";
   }
+  // A new instance of the slot's converter (the control where sizes do
+  // not change), to put in the place of another.
+  GstElement *make() const {
+    if (is_control()) return gst_element_factory_make("videoconvert", nullptr);
+    GstElement *element = gst_element_factory_make("cudagray", nullptr);
+    gst_util_set_object_arg(G_OBJECT(element), "backend", backend.c_str());
+    g_object_set(element, "max-inflight", static_cast<guint>(max_inflight), nullptr);
+    return element;
+  }
   // How far from the formula a pixel from 8-bit RGB may be, below and
   // above: cudagray is the formula; videoconvert's GRAY8 truncates its 8-bit
   // weights, so is the same or 1 below (docs/formats.md, "Compared with
@@ -926,6 +935,131 @@ Outcome eos_from_downstream_first(const Converter &c) {
   return outcome;
 }
 
+// The dynamic-pipeline element swap of GStreamer's documentation: a BLOCK
+// probe on the pad before the converter sends EOS into it; once the EOS
+// reaches the converter's source pad (an event probe there), the probe sets
+// the converter to NULL, removes it and links a new one in its place, and
+// drops the EOS. Ten swaps with frames flowing in between, then EOS: every
+// frame that went into a converter comes out, once.
+struct ElementSwap {
+  Run &run;
+  const Converter &converter;
+  GstElement *current, *before, *after;
+  std::mutex lock;
+  std::condition_variable changed;
+  int swaps = 0;
+
+  ElementSwap(Run &r, const Converter &c)
+      : run(r),
+        converter(c),
+        current(r.element("convin")),
+        before(r.element("feed")),
+        after(r.element("convout")) {}
+  // Starts a swap from the streaming thread; true once it is done.
+  bool swap() {
+    const int done = swaps;
+    GstPad *pad = gst_element_get_static_pad(before, "src");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM, on_blocked, this, nullptr);
+    gst_object_unref(pad);
+    std::unique_lock<std::mutex> hold(lock);
+    return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                            [&] { return swaps > done; });
+  }
+  static GstPadProbeReturn on_blocked(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    auto *self = static_cast<ElementSwap *>(data);
+    gst_pad_remove_probe(pad, GST_PAD_PROBE_INFO_ID(info));
+    GstPad *src = gst_element_get_static_pad(self->current, "src");
+    gst_pad_add_probe(
+        src, GstPadProbeType(GST_PAD_PROBE_TYPE_BLOCK | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+        on_event, self, nullptr);
+    gst_object_unref(src);
+    GstPad *sink = gst_element_get_static_pad(self->current, "sink");
+    gst_pad_send_event(sink, gst_event_new_eos());
+    gst_object_unref(sink);
+    return GST_PAD_PROBE_OK;
+  }
+  static GstPadProbeReturn on_event(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_DATA(info)) != GST_EVENT_EOS) return GST_PAD_PROBE_PASS;
+    auto *self = static_cast<ElementSwap *>(data);
+    gst_pad_remove_probe(pad, GST_PAD_PROBE_INFO_ID(info));
+    GstElement *bin = self->run.pipeline.get();
+    gst_element_set_state(self->current, GST_STATE_NULL);
+    gst_bin_remove(GST_BIN(bin), self->current);
+    GstElement *next = self->converter.make();
+    self->run.in.attach(next);
+    gst_bin_add(GST_BIN(bin), next);
+    const bool linked = gst_element_link_many(self->before, next, self->after, nullptr);
+    EXPECT_TRUE(linked) << "the new converter could not be linked";
+    gst_element_sync_state_with_parent(next);
+    std::lock_guard<std::mutex> hold(self->lock);
+    self->current = next;
+    ++self->swaps;
+    self->changed.notify_all();
+    return GST_PAD_PROBE_DROP;
+  }
+};
+
+Outcome element_swap_from_eos_probe(const Converter &c) {
+  Run run(c, "videotestsrc name=src pattern=ball ! " + frame_caps("BGRx") +
+                 " ! identity name=feed ! " + c.slot(c.gray_caps("GRAY8")) +
+                 " ! fakesink name=sink sync=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  ElementSwap swapper(run, c);
+  int swaps = 0;
+  for (; swaps < 10; ++swaps) {
+    if (!run.out.wait_count(run.out.count() + 5) || !swapper.swap()) break;
+  }
+  outcome.note("swaps, each after frames came out", swaps);
+  gst_element_send_event(run.element("src"), gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  {
+    std::lock_guard<std::mutex> hold(run.in.lock);
+    outcome.note("frames in that never came out", static_cast<long>(run.in.by_pts.size()));
+  }
+  {
+    std::lock_guard<std::mutex> hold(run.out.lock);
+    long next = 0;
+    for (long index : run.out.indices) next += index == next;
+    outcome.note("frames out from the first, in order, each once",
+                 yes_no(next == static_cast<long>(run.out.indices.size())));
+  }
+  run.report(outcome);
+  return outcome;
+}
+
+// An appsink taking one sample (drop=false max-buffers=1) that the
+// application leaves unpulled while the short stream's EOS arrives: every
+// frame comes out, then the EOS, once the application pulls.
+Outcome appsink_blocked_while_eos_arrives(const Converter &c) {
+  Run run(c, "videotestsrc num-buffers=3 pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) +
+                 " ! appsink name=sink sync=false max-buffers=1 drop=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  // one queued in the appsink, the next waiting in its render
+  outcome.note("the appsink stood full", yes_no(run.out.wait_count(2)));
+  outcome.note("frames pulled", pull_all(run));
+  outcome.note("at the sink", run.out.sequence());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  run.report(outcome);
+  return outcome;
+}
+
+// Downstream fails (identity error-after) with frames in flight: its error,
+// and upstream's, as through the control; nothing after it at the sink.
+Outcome error_from_downstream(const Converter &c) {
+  Run run(c, "videotestsrc num-buffers=300 pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) +
+                 " ! identity error-after=10 ! fakesink name=sink sync=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("ended", yes_no(run.bus.wait_end()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
 // PAUSED, PLAYING and READY in turn with frames in flight (a sink that
 // syncs keeps them held); in PLAYING until a new frame has come each time.
 Outcome state_cycles(const Converter &c) {
@@ -1199,6 +1333,9 @@ const std::vector<Scenario> &scenarios() {
       {"flushing_seeks", flushing_seeks},
       {"flush_from_another_thread", flush_from_another_thread},
       {"eos_from_downstream_first", eos_from_downstream_first},
+      {"element_swap_from_eos_probe", element_swap_from_eos_probe},
+      {"appsink_blocked_while_eos_arrives", appsink_blocked_while_eos_arrives},
+      {"error_from_downstream", error_from_downstream},
       {"state_cycles_with_frames_in_flight", state_cycles},
       {"appsink_stops_and_resumes", appsink_stops_and_resumes},
       {"qos", qos},
