@@ -200,6 +200,15 @@ struct BusRecord {
     gst_message_unref(message);  // a sync handler that drops a message owns it
     return GST_BUS_DROP;
   }
+  // Waits until an error came from a source whose role starts with role;
+  // whether one did.
+  bool wait_error_from(const std::string &role, GstClockTime timeout = kGenerous) {
+    std::unique_lock<std::mutex> hold(lock);
+    return changed.wait_for(hold, std::chrono::nanoseconds(timeout), [&] {
+      return std::any_of(errors.begin(), errors.end(),
+                         [&](const std::string &e) { return e.rfind("[" + role, 0) == 0; });
+    });
+  }
   // Waits for EOS or an error; whether EOS came.
   bool wait_end(GstClockTime timeout = kGenerous) {
     std::unique_lock<std::mutex> hold(lock);
@@ -1047,14 +1056,18 @@ Outcome appsink_blocked_while_eos_arrives(const Converter &c) {
 }
 
 // Downstream fails (identity error-after) with frames in flight: its error,
-// and upstream's, as through the control; nothing after it at the sink.
+// then upstream's once the flow error reaches it, and the EOS the source
+// sends after it (both waited for), as through the control; no frame after
+// the failed one at the sink.
 Outcome error_from_downstream(const Converter &c) {
   Run run(c, "videotestsrc num-buffers=300 pattern=ball ! " + frame_caps("BGRx") + " ! " +
                  c.slot(c.gray_caps("GRAY8")) +
                  " ! identity error-after=10 ! fakesink name=sink sync=false");
   Outcome outcome;
   EXPECT_TRUE(run.play());
-  outcome.note("ended", yes_no(run.bus.wait_end()));
+  outcome.note("upstream stopped with an error", yes_no(run.bus.wait_error_from("videotestsrc")));
+  // the source sends EOS after its error
+  outcome.note("EOS at the sink", yes_no(run.out.wait_item("eos")));
   outcome.note("at the sink", run.out.sequence());
   run.report(outcome);
   return outcome;
