@@ -2,8 +2,8 @@
 // The CUDA backend: frames in flight through an upload stream and work
 // streams, pinned or staged host memory, strips for a lone frame.
 #include <algorithm>
-#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "cuda_check.h"
@@ -42,6 +42,18 @@ constexpr uint64_t kTimedEvery = 16;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+// Waits for event by polling, and returns how it ended. The CUDA context's
+// lock favours readers, and cudaEventSynchronize spin-waits holding it for
+// reading: with tens of backends waiting in one shared context (many
+// cameras) one that starts then never gets it for writing to allocate.
+// Measured on an H200 beside 32 waiting threads: cudaHostAlloc did not return
+// in 45 s behind cudaEventSynchronize, and took 9 ms at worst behind polling.
+cudaError_t poll_event(cudaEvent_t event) {
+  cudaError_t state;
+  while ((state = cudaEventQuery(event)) == cudaErrorNotReady) std::this_thread::yield();
+  return state;
+}
+
 float elapsed_us(const EventOwner &from, const EventOwner &to) {
   float ms = 0;
   CUDAGRAY_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));
@@ -60,11 +72,8 @@ int strip_count(const Conversion &c) {
                                              std::min(kMaxStrips, c.in_height)));
 }
 
-class CudaBackend;
-
 // One frame's worth of device buffers and events; frames take slots in turn.
 struct Slot {
-  CudaBackend *owner = nullptr;  // told by the frame's completion callback
   // none while inputs (device_in) or outputs (device_out) are on the device
   DeviceMemory device_in, device_out;
   size_t in_plane_bytes = 0;             // each input plane's room in device_in and staging_in
@@ -76,10 +85,6 @@ struct Slot {
   EventOwner strip_uploaded[kMaxStrips], strip_done[kMaxStrips];
   GrayFrame out{};
   bool in_staged = false, out_staged = false, on_device = false, timed = false;
-  // set by the completion callback, under the backend's lock: how the
-  // frame's work ended
-  bool done = false;
-  cudaError_t status = cudaSuccess;
 };
 
 // Frames go host → device (upload stream) → kernel → host (work streams),
@@ -143,7 +148,6 @@ class CudaBackend final : public Backend {
       strips_ = strip_count(c);
       slots_.resize(std::max(1, c.max_in_flight));
       for (Slot &s : slots_) {
-        s.owner = this;
         if (!c.inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
         s.in_plane_bytes = plane_bytes_;
         if (!c.outputs_on_device) s.device_out = make_device_memory(out_pitch_ * c.out_height);
@@ -249,7 +253,6 @@ class CudaBackend final : public Backend {
       }
       // ...then each strip's kernel (and download of a host result), as soon
       // as its upload is in.
-      cudaStream_t last_stream = nullptr;
       for (int i = 0; i < strips_; ++i) {
         const bool first = i == 0, last = i == strips_ - 1;
         cudaStream_t work = work_streams_[next_stream_++ % kStreams].get();
@@ -283,19 +286,7 @@ class CudaBackend final : public Backend {
         }
         CUDAGRAY_CHECK(cudaEventRecord(s.strip_done[i].get(), work));
         if (consumer) CUDAGRAY_CHECK(cudaStreamWaitEvent(consumer, s.strip_done[i].get(), 0));
-        last_stream = work;
       }
-      // One callback once every strip is done, on the last strip's stream:
-      // finish_oldest waits for it without a CUDA call, so nothing spins
-      // and nothing holds the context's lock meanwhile. A stream callback,
-      // not a host function: it is called after a device error too.
-      for (int i = 0; i + 1 < strips_; ++i)
-        CUDAGRAY_CHECK(cudaStreamWaitEvent(last_stream, s.strip_done[i].get(), 0));
-      {
-        std::lock_guard<std::mutex> hold(lock_);
-        s.done = false;
-      }
-      CUDAGRAY_CHECK(cudaStreamAddCallback(last_stream, frame_done, &s, 0));
       std::lock_guard<std::mutex> hold(lock_);
       ++count_;
       return true;
@@ -345,32 +336,13 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // Called by CUDA once slot's frame is done (or failed); no CUDA call here.
-  static void CUDART_CB frame_done(cudaStream_t, cudaError_t status, void *slot) {
-    Slot &s = *static_cast<Slot *>(slot);
-    CudaBackend &self = *s.owner;
-    {
-      std::lock_guard<std::mutex> hold(self.lock_);
-      s.done = true;
-      s.status = status;
-    }
-    self.frame_done_.notify_all();
-  }
-
-  // Blocks until slot s's completion callback ran; how its work ended.
-  cudaError_t wait_for_frame(Slot &s) {
-    std::unique_lock<std::mutex> hold(lock_);
-    frame_done_.wait(hold, [&] { return s.done; });
-    return s.status;
-  }
-
   // Waits for slot s's work, copies a staged result out, adds its times.
   bool wait_and_read(Slot &s, std::string *error) {
     try {
       float kernel_us = 0, upload_us = 0, download_us = 0;
-      CUDAGRAY_CHECK(wait_for_frame(s));
       {
         const CudaQueueing queueing;
+        for (int i = 0; i < strips_; ++i) CUDAGRAY_CHECK(poll_event(s.strip_done[i].get()));
         if (s.timed) {
           kernel_us = elapsed_us(s.kernel_start, s.kernel_end);
           if (!s.on_device) upload_us = elapsed_us(s.upload_start, s.upload_end);
@@ -474,10 +446,8 @@ class CudaBackend final : public Backend {
   size_t row_bytes_ = 0, out_row_bytes_ = 0;
   size_t in_pitch_ = 0, out_pitch_ = 0, plane_bytes_ = 0;
   std::vector<Slot> slots_;
-  // Guards first_, count_, stats_ and the slots' done and status:
-  // finish_oldest runs beside submit and the completion callbacks.
+  // Guards first_, count_ and stats_: finish_oldest runs beside submit.
   mutable std::mutex lock_;
-  std::condition_variable frame_done_;
   size_t first_ = 0, count_ = 0;
   StatsAccumulator stats_;
 };

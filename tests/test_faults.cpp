@@ -77,5 +77,5 @@ TEST_P(Fault, EndsInAnErrorAndTheNextRunIsClean) {
 
 INSTANTIATE_TEST_SUITE_P(CudaCalls, Fault,
                          ::testing::Values("cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",
-                                           "convert_cuda", "cudaEventRecord", "wait_for_frame"),
+                                           "convert_cuda", "cudaEventRecord", "poll_event"),
                          [](const auto &info) { return std::string(info.param); });

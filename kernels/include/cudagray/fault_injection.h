@@ -14,7 +14,7 @@ namespace cudagray {
 
 // The nth next call of the named CUDA function (as the backend writes it:
 // "cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync", "convert_cuda" for the
-// kernel launch, "wait_for_frame" for the wait on a frame, ...) fails with
+// kernel launch, "poll_event" for the wait on a frame, ...) fails with
 // cudaErrorMemoryAllocation (allocations) or cudaErrorLaunchFailure
 // (anything else), once. spec is "name" or "name:nth"; an empty spec
 // disarms. Armed for the whole process; the plugin links its own copy of
