@@ -68,6 +68,11 @@ static void gst_cuda_gray_set_property(GObject *object, guint prop_id, const GVa
 static void gst_cuda_gray_get_property(GObject *object, guint prop_id, GValue *value,
                                        GParamSpec *pspec) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
+  /* the stats as the backend has them now; stop takes the last ones */
+  GST_OBJECT_LOCK(self);
+  if (self->converting && g_str_equal(pspec->name, "stats"))
+    self->props.stats = self->converter->stats(&self->props.stats_in_flight);
+  GST_OBJECT_UNLOCK(self);
   gst_cuda_gray_properties_get(GST_ELEMENT(self), &self->props, prop_id, value, pspec);
 }
 
@@ -78,6 +83,17 @@ static void discard_in_flight(GstCudaGray *self) {
   const gsize dropped = self->output->discard_all();
   if (dropped > 0)
     GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
+}
+
+static GstFlowReturn serve_refused(GstCudaGray *self);
+
+/* A wait on the output (room, or everything out) from the streaming
+ * thread, which converts refused frames again when the output asks for it
+ * (GST_CUDA_GRAY_FLOW_RENEGOTIATE), then waits again. */
+static GstFlowReturn wait_on_output(GstCudaGray *self, GstFlowReturn (GstCudaGrayOutput::*wait)()) {
+  GstFlowReturn ret;
+  while ((ret = (self->output->*wait)()) == GST_CUDA_GRAY_FLOW_RENEGOTIATE) serve_refused(self);
+  return ret;
 }
 
 /* Makes the backend named by the properties. backend=auto falls back to the
@@ -99,6 +115,7 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
   const cudagray::BackendNeeds &needs = self->converter->needs();
   GST_OBJECT_LOCK(self);
   self->props.stats_device_id = self->converter->device_id();
+  self->converting = TRUE;
   self->reads_device_memory = needs.reads_device_memory;
   self->writes_device_memory = needs.writes_device_memory;
   GST_OBJECT_UNLOCK(self);
@@ -108,6 +125,11 @@ static gboolean gst_cuda_gray_start(GstBaseTransform *trans) {
 static gboolean gst_cuda_gray_stop(GstBaseTransform *trans) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);
   discard_in_flight(self);
+  /* the last figures stay readable; the backend goes */
+  GST_OBJECT_LOCK(self);
+  if (self->converting) self->props.stats = self->converter->stats(&self->props.stats_in_flight);
+  self->converting = FALSE;
+  GST_OBJECT_UNLOCK(self);
   self->converter->close();
   GST_OBJECT_LOCK(self);
   self->reads_device_memory = self->writes_device_memory = -1;
@@ -146,7 +168,7 @@ static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection dir
   /* neighbours asking for a CUDA context get ours, so that one is shared */
   if (gst_cuda_gray_context_query(self->context, query)) return TRUE;
   if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query) &&
-      self->output->drain() == GST_FLOW_FLUSHING)
+      wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING)
     return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_POSITION &&
       self->output->answer_position(query))
@@ -203,7 +225,8 @@ static void follow_playback_direction(GstCudaGray *self, GstEvent *segment_event
   const gboolean reverse = segment->rate < 0;
   if (reverse == self->reverse_playback) return;
   self->reverse_playback = reverse;
-  if (self->output->drain() == GST_FLOW_FLUSHING) return; /* the next segment comes */
+  /* the next segment comes after a flush */
+  if (wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) return;
   GstCaps *caps = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
   GstVideoInfo in_info;
   if (caps && gst_video_info_from_caps(&in_info, caps)) {
@@ -227,7 +250,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   GstVideoInfo in_info, out_info;
   const GstCudaGrayFormat *format;
 
-  if (self->output->drain() == GST_FLOW_FLUSHING) return FALSE;
+  if (wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) return FALSE;
 
   if (!gst_cuda_gray_input_from_caps(incaps, &in_info, &format) ||
       !gst_video_info_from_caps(&out_info, outcaps)) {
@@ -314,7 +337,7 @@ static GstFlowReturn start_frame(GstCudaGray *self, GstBuffer *inbuf, bool disco
   GstFlowReturn ret;
   while ((ret = self->converter->start(inbuf, discont, weights, item)) ==
          GST_CUDA_GRAY_FLOW_DRAIN_FIRST) {
-    ret = self->output->drain();
+    ret = wait_on_output(self, &GstCudaGrayOutput::drain);
     if (ret == GST_FLOW_OK && !self->converter->resize()) ret = GST_FLOW_ERROR;
     if (ret != GST_FLOW_OK) {
       gst_buffer_unref(inbuf);
@@ -334,14 +357,16 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   GstBuffer *inbuf = trans->queued_buf;
   if (!inbuf) return GST_FLOW_OK;
   trans->queued_buf = NULL;
-  GstFlowReturn ret = self->output->wait_for_room();
+  GstFlowReturn ret = wait_on_output(self, &GstCudaGrayOutput::wait_for_room);
   if (ret != GST_FLOW_OK) {
     gst_buffer_unref(inbuf);
     return ret;
   }
   GstCudaGrayOutputItem item;
   ret = start_frame(self, inbuf, self->output->take_discont(), &item);
-  return ret == GST_FLOW_OK ? self->output->push_frame(std::move(item)) : ret;
+  if (ret != GST_FLOW_OK) return ret;
+  ret = self->output->push_frame(std::move(item));
+  return ret == GST_CUDA_GRAY_FLOW_RENEGOTIATE ? serve_refused(self) : ret;
 }
 
 /* Negotiates the source pad again; FALSE when downstream takes none of our
@@ -371,58 +396,51 @@ static gboolean renegotiate(GstCudaGray *self) {
   return FALSE;
 }
 
-/* What the output unit asks of the element. */
-class GstCudaGrayOutputAnswers final : public GstCudaGrayOutputClient {
- public:
-  explicit GstCudaGrayOutputAnswers(GstCudaGray *element) : self_(element) {}
-
-  /* The converter waits; its figures become the stats property's. */
-  gboolean finish_oldest() override {
-    if (!self_->converter->finish_oldest()) return FALSE;
-    int in_flight;
-    const cudagray::TimingStats stats = self_->converter->stats(&in_flight);
-    GST_OBJECT_LOCK(self_);
-    self_->props.stats = stats;
-    self_->props.stats_in_flight = in_flight;
-    GST_OBJECT_UNLOCK(self_);
-    return TRUE;
-  }
-
-  /* Every conversion still running finishes, the source pad renegotiates
-   * (set_caps sizes the backend, GstBaseTransform decides the new pool),
-   * and each refused frame or buffer takes the way in again from its input
-   * for the new caps, keeping its DISCONT flag. There can be more of them
-   * than the backend takes at once (buffers passed through, now converted,
-   * or a smaller max-inflight): the oldest conversion is then waited for
-   * here, in order, to make room. */
-  GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) override {
-    if (!self_->converter->finish_all()) return GST_FLOW_ERROR;
-    if (!renegotiate(self_)) return GST_FLOW_NOT_NEGOTIATED;
-    auto oldest = items.begin();
-    for (GstCudaGrayOutputItem &item : items) {
-      if (!item.is_frame()) continue;
-      if (self_->converter->full()) {
-        while (!oldest->converting() || oldest->finished()) ++oldest;
-        if (!finish_oldest()) {
-          self_->converter->discard_all();
-          return GST_FLOW_ERROR;
-        }
-        oldest->set_finished();
+/* Frames that downstream refused (NOT_NEGOTIATED), converted again on the
+ * streaming thread, which holds the sink pad's stream lock: every
+ * conversion still running finishes, the source pad renegotiates (set_caps
+ * sizes the backend, GstBaseTransform decides the new pool), and each
+ * refused frame or buffer takes the way in again from its input for the
+ * new caps, keeping its DISCONT flag. There can be more of them than the
+ * backend takes at once (buffers passed through, now converted, or a
+ * smaller max-inflight): the oldest conversion is then waited for here, in
+ * order, to make room. OK, or the flow error that stops the output. */
+static GstFlowReturn convert_again(GstCudaGray *self, std::deque<GstCudaGrayOutputItem> &items) {
+  GstCudaGrayConverter &converter = *self->converter;
+  if (!converter.finish_all()) return GST_FLOW_ERROR;
+  if (!renegotiate(self)) return GST_FLOW_NOT_NEGOTIATED;
+  auto oldest = items.begin();
+  for (GstCudaGrayOutputItem &item : items) {
+    if (!item.is_frame()) continue;
+    if (converter.full()) {
+      while (!oldest->converting() || oldest->finished()) ++oldest;
+      if (!converter.finish_oldest()) {
+        converter.discard_all();
+        return GST_FLOW_ERROR;
       }
-      bool discont;
-      GstBuffer *input = item.take_input(&discont);
-      const GstFlowReturn ret = start_frame(self_, input, discont, &item);
-      if (ret != GST_FLOW_OK) {
-        self_->converter->discard_all(); /* the frames converted again are dropped too */
-        return ret;
-      }
+      oldest->set_finished();
     }
-    return GST_FLOW_OK;
+    bool discont;
+    GstBuffer *input = item.take_input(&discont);
+    const GstFlowReturn ret = start_frame(self, input, discont, &item);
+    if (ret != GST_FLOW_OK) {
+      converter.discard_all(); /* the frames converted again are dropped too */
+      return ret;
+    }
   }
+  return GST_FLOW_OK;
+}
 
- private:
-  GstCudaGray *self_;
-};
+/* Serves a renegotiation the output waits for, if any: OK once the frames
+ * are back in the output (the output task pushes them), or the flow error
+ * converting them again ended in. */
+static GstFlowReturn serve_refused(GstCudaGray *self) {
+  std::deque<GstCudaGrayOutputItem> items;
+  if (!self->output->take_refused(&items)) return GST_FLOW_OK;
+  const GstFlowReturn ret = convert_again(self, items);
+  self->output->put_back_converted(std::move(items), ret);
+  return ret;
+}
 
 /* QoS is cudagray's own (GstCudaGrayOutput::drop_late), with
  * GstBaseTransform's rule and message, whose processed count GstBaseTransform
@@ -483,9 +501,22 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
       return ret;
     }
     case GST_EVENT_CAPS: break;
-    case GST_EVENT_SEGMENT: follow_playback_direction(self, event); return output.push_event(event);
+    case GST_EVENT_EOS:
+      /* EOS leaves from this thread once everything before it has (see
+       * GstCudaGrayOutput::push_eos) */
+      if (wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) {
+        gst_event_unref(event);
+        return FALSE;
+      }
+      return output.push_eos(event);
+    case GST_EVENT_SEGMENT:
+      serve_refused(self);
+      follow_playback_direction(self, event);
+      return output.push_event(event);
     default:
-      if (GST_EVENT_IS_SERIALIZED(event)) return output.push_event(event);
+      if (!GST_EVENT_IS_SERIALIZED(event)) break;
+      serve_refused(self); /* refused frames go out before the event */
+      return output.push_event(event);
   }
   return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
 }
@@ -544,7 +575,6 @@ static void gst_cuda_gray_dispose(GObject *object) {
 static void gst_cuda_gray_finalize(GObject *object) {
   GstCudaGray *self = GST_CUDA_GRAY(object);
   delete self->output;
-  delete self->answers;
   delete self->converter;
   gst_cuda_gray_properties_clear(&self->props);
   gst_cuda_gray_context_free(self->context);
@@ -602,61 +632,12 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_debug, "cudagray", 0, "CUDA grayscale converter");
 }
 
-/* GstBaseTransform's sink pad functions, which cudagray's wrap. */
-static GstPadChainFunction base_sink_chain;
-static GstPadEventFunction base_sink_event;
-static GstPadQueryFunction base_sink_query;
-
-/* The streaming thread inside the element with the stream lock held (a
- * buffer, a serialized event or query): a renegotiation the output task asks for
- * meanwhile is served before the stream lock is let go; one the task
- * serves itself is waited for on the way in. */
-static GstFlowReturn gst_cuda_gray_sink_chain(GstPad *pad, GstObject *parent, GstBuffer *buffer) {
-  GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
-  if (!output.streaming_thread_enters()) {
-    gst_buffer_unref(buffer);
-    return GST_FLOW_FLUSHING;
-  }
-  const GstFlowReturn ret = base_sink_chain(pad, parent, buffer);
-  output.streaming_thread_leaves();
-  return ret;
-}
-
-static gboolean gst_cuda_gray_sink_pad_event(GstPad *pad, GstObject *parent, GstEvent *event) {
-  if (!GST_EVENT_IS_SERIALIZED(event)) return base_sink_event(pad, parent, event);
-  GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
-  if (!output.streaming_thread_enters()) {
-    gst_event_unref(event);
-    return FALSE;
-  }
-  const gboolean ret = base_sink_event(pad, parent, event);
-  output.streaming_thread_leaves();
-  return ret;
-}
-
-static gboolean gst_cuda_gray_sink_pad_query(GstPad *pad, GstObject *parent, GstQuery *query) {
-  if (!GST_QUERY_IS_SERIALIZED(query)) return base_sink_query(pad, parent, query);
-  GstCudaGrayOutput &output = *GST_CUDA_GRAY(parent)->output;
-  if (!output.streaming_thread_enters()) return FALSE;
-  const gboolean ret = base_sink_query(pad, parent, query);
-  output.streaming_thread_leaves();
-  return ret;
-}
-
 static void gst_cuda_gray_init(GstCudaGray *self) {
   gst_cuda_gray_properties_init(&self->props);
   self->reads_device_memory = self->writes_device_memory = -1;
   self->context = gst_cuda_gray_context_new(GST_ELEMENT(self));
   self->converter = new GstCudaGrayConverter(GST_BASE_TRANSFORM(self), self->context);
-  self->answers = new GstCudaGrayOutputAnswers(self);
-  self->output = new GstCudaGrayOutput(GST_BASE_TRANSFORM(self), self->answers);
-  GstPad *sinkpad = GST_BASE_TRANSFORM_SINK_PAD(self);
-  base_sink_chain = GST_PAD_CHAINFUNC(sinkpad);
-  base_sink_event = GST_PAD_EVENTFUNC(sinkpad);
-  base_sink_query = GST_PAD_QUERYFUNC(sinkpad);
-  gst_pad_set_chain_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_chain));
-  gst_pad_set_event_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_pad_event));
-  gst_pad_set_query_function(sinkpad, GST_DEBUG_FUNCPTR(gst_cuda_gray_sink_pad_query));
+  self->output = new GstCudaGrayOutput(GST_BASE_TRANSFORM(self));
   /* transform_caps lists converted formats first: keep that order */
   gst_base_transform_set_prefer_passthrough(GST_BASE_TRANSFORM(self), FALSE);
   /* like videoconvert: frames already late at the sink are not converted */

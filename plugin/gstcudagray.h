@@ -22,9 +22,6 @@ GST_DEBUG_CATEGORY_EXTERN(gst_cuda_gray_debug);
 
 G_END_DECLS
 
-/* What the output unit asks of the element (gstcudagray.cpp). */
-class GstCudaGrayOutputAnswers;
-
 struct _GstCudaGray {
   GstBaseTransform parent;
 
@@ -34,15 +31,17 @@ struct _GstCudaGray {
   gint reads_device_memory;
   gint writes_device_memory;
 
+  /* whether the converter holds a backend (start to stop): the stats
+   * property then asks it */
+  gboolean converting;
+
   /* whether the segment plays backwards (streaming thread) */
   gboolean reverse_playback;
 
   /* the CUDA context every backend call is made in */
   GstCudaGrayContext *context;
   /* Three rooms, calls one way: the element hands input buffers to the
-   * converter and what it makes to the output unit, which asks back only
-   * through answers. */
+   * converter and what it makes to the output unit, which calls neither. */
   GstCudaGrayConverter *converter;
   GstCudaGrayOutput *output;
-  GstCudaGrayOutputAnswers *answers;
 };

@@ -20,9 +20,7 @@ GstCudaGrayConverter::GstCudaGrayConverter(GstBaseTransform *trans, GstCudaGrayC
 }
 
 void GstCudaGrayConverter::post_backend_error(const char *doing, const std::string &why) {
-  GST_ELEMENT_ERROR(element_, RESOURCE, FAILED,
-                    ("The %s backend failed to %s: %s", backend_->name(), doing, why.c_str()),
-                    ("check the GPU with nvidia-smi, or set backend=cpu"));
+  gst_cuda_gray_post_backend_error(element_, backend_->name(), doing, why);
 }
 
 /* A warning whose text says all there is to do: GST_ELEMENT_WARNING would add
@@ -356,6 +354,7 @@ GstFlowReturn GstCudaGrayConverter::convert(GstBuffer *inbuf, GstBuffer *outbuf,
     post_backend_error("start converting a frame", error);
     return GST_FLOW_ERROR;
   }
+  frame->submitted(backend_.get());
   *item = GstCudaGrayOutputItem(std::move(frame));
   return GST_FLOW_OK;
 }

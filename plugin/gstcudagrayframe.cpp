@@ -112,7 +112,21 @@ gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
   return FALSE;
 }
 
+void gst_cuda_gray_post_backend_error(GstElement *element, const char *backend, const char *doing,
+                                      const std::string &why) {
+  GST_ELEMENT_ERROR(element, RESOURCE, FAILED,
+                    ("The %s backend failed to %s: %s", backend, doing, why.c_str()),
+                    ("check the GPU with nvidia-smi, or set backend=cpu"));
+}
+
 GstCudaGrayFrame::~GstCudaGrayFrame() { unmap(); }
+
+bool GstCudaGrayFrame::finish(std::string *why) {
+  if (!backend_) return true;
+  const bool done = backend_->finish_oldest(why);
+  backend_ = nullptr;
+  return done;
+}
 
 GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffer *inbuf,
                                            const GstVideoInfo *info,

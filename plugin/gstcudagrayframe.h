@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "cudagray/backend.h"
 #include "cudagray/conversion.h"
 #include "cudagray/frame.h"
 #include "gstcudagraycontext.h"
@@ -32,6 +33,11 @@ gboolean gst_cuda_gray_frame_crop(GstBuffer *buffer, const GstVideoInfo *info,
  * error. Maps nothing. */
 gboolean gst_cuda_gray_frame_check(GstBuffer *buffer, const GstVideoInfo *info,
                                    cudagray::PixelLayout layout, std::string *why);
+
+/* Posts the element's error for a backend call that failed: the backend
+ * named, what it was doing and why. */
+void gst_cuda_gray_post_backend_error(GstElement *element, const char *backend, const char *doing,
+                                      const std::string &why);
 
 /* What stopped a frame from being mapped, for the element's error. */
 typedef enum {
@@ -75,6 +81,13 @@ class GstCudaGrayFrame {
    * release_output handed it over). */
   bool output_discont() const { return output_discont_; }
 
+  /* The frame was submitted to backend, which converts frames in the
+   * order they came: finish waits for its conversion (the oldest
+   * unfinished), once, and says how it went. */
+  void submitted(cudagray::Backend *backend) { backend_ = backend; }
+  bool finish(std::string *why);
+  const char *backend_name() const { return backend_ ? backend_->name() : ""; }
+
   /* Unmaps the output buffer and hands it over (transfer full), flagged
    * for downstream to wait on its stream when the conversion is still
    * queued there (output().consumer_stream); the input stays mapped until
@@ -94,6 +107,7 @@ class GstCudaGrayFrame {
   GstVideoFrame out_ = GstVideoFrame();
   bool in_mapped_ = false, out_mapped_ = false;
   bool output_discont_ = false;
+  cudagray::Backend *backend_ = nullptr; /* converting it, until finished */
   cudagray::InputFrame input_ = cudagray::InputFrame();
   cudagray::GrayFrame output_ = cudagray::GrayFrame();
 };

@@ -8,12 +8,8 @@
 GST_DEBUG_CATEGORY_EXTERN(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
 
-GstCudaGrayOutput::GstCudaGrayOutput(GstBaseTransform *trans, GstCudaGrayOutputClient *client)
-    : trans_(trans),
-      element_(GST_ELEMENT(trans)),
-      srcpad_(GST_BASE_TRANSFORM_SRC_PAD(trans)),
-      sinkpad_(GST_BASE_TRANSFORM_SINK_PAD(trans)),
-      client_(client) {
+GstCudaGrayOutput::GstCudaGrayOutput(GstBaseTransform *trans)
+    : trans_(trans), element_(GST_ELEMENT(trans)), srcpad_(GST_BASE_TRANSFORM_SRC_PAD(trans)) {
   restart(false);
 }
 
@@ -98,14 +94,19 @@ GstFlowReturn GstCudaGrayOutput::push_converted(GstCudaGrayOutputItem &item) {
   GstCudaGrayFrame &frame = item.frame();
   if (frame.output().consumer_stream && !item.finished()) {
     const GstFlowReturn ret = push_buffer(frame.release_output());
-    return client_->finish_oldest() ? ret : GST_FLOW_ERROR;
+    return finish(item) ? ret : GST_FLOW_ERROR;
   }
   if (!finish(item)) return GST_FLOW_ERROR; /* the frame unrefs its output */
   return push_buffer(frame.release_output());
 }
 
-gboolean GstCudaGrayOutput::finish(const GstCudaGrayOutputItem &item) {
-  return item.finished() || client_->finish_oldest();
+gboolean GstCudaGrayOutput::finish(GstCudaGrayOutputItem &item) {
+  if (item.finished()) return TRUE;
+  item.set_finished();
+  std::string why;
+  if (item.frame().finish(&why)) return TRUE;
+  gst_cuda_gray_post_backend_error(element_, item.frame().backend_name(), "convert a frame", why);
+  return FALSE;
 }
 
 GstCudaGrayDownstreamState GstCudaGrayOutput::downstream() {
@@ -143,51 +144,18 @@ GstFlowReturn GstCudaGrayOutput::push_item(GstCudaGrayOutputItem &item, gboolean
   return ret;
 }
 
-/* Renegotiates for the frames downstream refused and converts them again,
- * with the sink pad's stream lock held (so no input comes meanwhile), unless
- * another thread does already. */
-void GstCudaGrayOutput::serve_renegotiation() {
-  std::deque<GstCudaGrayOutputItem> items;
-  if (!queue_.take_refused(&items)) return;
+gboolean GstCudaGrayOutput::take_refused(std::deque<GstCudaGrayOutputItem> *items) {
+  if (!queue_.take_refused(items)) return FALSE;
   GST_DEBUG_OBJECT(element_, "downstream refused our caps: renegotiating");
-  GstCudaGrayDownstreamState before = downstream();
-  const GstFlowReturn ret = client_->convert_again(items);
-  served_for_ = ret == GST_FLOW_OK ? std::move(before) : GstCudaGrayDownstreamState();
-  queue_.put_back_converted(std::move(items), ret);
-}
-
-/* The output task's side of a refusal: a streaming thread inside the
- * element serves it, from the wait it is in or on its way out; once none
- * is, the task takes the stream lock and serves it itself, and a streaming
- * thread that enters meanwhile lets the lock go until it is done. So a
- * refused frame never waits for the next buffer, not even when the
- * streaming thread still held the lock for a moment after leaving. */
-void GstCudaGrayOutput::wait_for_renegotiation() {
-  if (!queue_.task_to_serve()) return;
-  GRecMutex *stream_lock = GST_PAD_GET_STREAM_LOCK(sinkpad_);
-  g_rec_mutex_lock(stream_lock);
-  serve_renegotiation();
-  g_rec_mutex_unlock(stream_lock);
-  queue_.task_served();
-}
-
-/* At the top of the sink pad's functions nothing of the element's is under
- * way yet, so the stream lock can be let go there for the task. A flush
- * that started meanwhile came after the data that waited: FALSE, and the
- * data is dropped, as the pad drops what comes while it flushes. */
-gboolean GstCudaGrayOutput::streaming_thread_enters() {
-  guint64 flushes;
-  while (queue_.streaming_thread_enters(&flushes)) {
-    GST_PAD_STREAM_UNLOCK(sinkpad_);
-    const gboolean flushed = queue_.wait_for_task_to_serve(flushes);
-    GST_PAD_STREAM_LOCK(sinkpad_);
-    if (flushed) return FALSE;
-  }
+  serving_for_ = downstream();
   return TRUE;
 }
 
-void GstCudaGrayOutput::streaming_thread_leaves() {
-  if (queue_.streaming_thread_leaves()) serve_renegotiation();
+void GstCudaGrayOutput::put_back_converted(std::deque<GstCudaGrayOutputItem> &&items,
+                                           GstFlowReturn ret) {
+  served_for_ = ret == GST_FLOW_OK ? std::move(serving_for_) : GstCudaGrayDownstreamState();
+  serving_for_ = GstCudaGrayDownstreamState();
+  queue_.put_back_converted(std::move(items), ret);
 }
 
 /* The output task, the one thread that pushes what the queue holds: each
@@ -203,9 +171,8 @@ void GstCudaGrayOutput::loop(GstCudaGrayOutput *self) {
   GstCudaGrayOutputItem item = self->queue_.take_oldest();
   gboolean refused;
   const GstFlowReturn ret = self->push_item(item, &refused);
-  if (refused) {
+  if (refused) { /* waits for the streaming thread to convert it again */
     self->queue_.refuse(std::move(item));
-    self->wait_for_renegotiation();
     return;
   }
   item = GstCudaGrayOutputItem(); /* the input goes back upstream */
@@ -214,21 +181,9 @@ void GstCudaGrayOutput::loop(GstCudaGrayOutput *self) {
     GST_DEBUG_OBJECT(self->element_, "output stopped: %s", gst_flow_get_name(ret));
 }
 
-GstFlowReturn GstCudaGrayOutput::wait_for_room() {
-  for (;;) {
-    const GstFlowReturn ret = queue_.wait_for_room(limit_);
-    if (ret != GST_CUDA_GRAY_FLOW_RENEGOTIATE) return ret;
-    serve_renegotiation();
-  }
-}
+GstFlowReturn GstCudaGrayOutput::wait_for_room() { return queue_.wait_for_room(limit_); }
 
-GstFlowReturn GstCudaGrayOutput::drain() {
-  for (;;) {
-    const GstFlowReturn ret = queue_.drain();
-    if (ret != GST_CUDA_GRAY_FLOW_RENEGOTIATE) return ret;
-    serve_renegotiation();
-  }
-}
+GstFlowReturn GstCudaGrayOutput::drain() { return queue_.drain(); }
 
 GstFlowReturn GstCudaGrayOutput::push_frame(GstCudaGrayOutputItem &&item) {
   processed_++;
@@ -236,10 +191,9 @@ GstFlowReturn GstCudaGrayOutput::push_frame(GstCudaGrayOutputItem &&item) {
     return queue_.push(std::move(item));
   gboolean refused;
   const GstFlowReturn ret = push_item(item, &refused);
-  if (refused) { /* converted again, the output task pushes it */
+  if (refused) { /* converted again by the caller, the output task pushes it */
     queue_.refuse(std::move(item));
-    serve_renegotiation();
-    return GST_FLOW_OK;
+    return GST_CUDA_GRAY_FLOW_RENEGOTIATE;
   }
   item = GstCudaGrayOutputItem();
   queue_.pushed(ret, true);
@@ -251,18 +205,12 @@ GstFlowReturn GstCudaGrayOutput::push_frame(GstCudaGrayOutputItem &&item) {
  * the element down on EOS (the dynamic-pipeline element swap) then runs on
  * upstream's thread, not on the output task, which cannot join itself. */
 gboolean GstCudaGrayOutput::push_eos(GstEvent *event) {
-  if (drain() == GST_FLOW_FLUSHING) {
-    GST_DEBUG_OBJECT(element_, "EOS dropped: flushing");
-    gst_event_unref(event);
-    return FALSE;
-  }
   queue_.eos_arrived();
   return push_serialized(event);
 }
 
 gboolean GstCudaGrayOutput::push_event(GstEvent *event) {
   const GstEventType type = GST_EVENT_TYPE(event);
-  if (type == GST_EVENT_EOS) return push_eos(event);
   /* a new stream or segment after downstream's EOS is pushed to again, as
    * gstqueue does; other events after a failed push are refused, as
    * gstqueue refuses them (a sticky one stays on the source pad) */

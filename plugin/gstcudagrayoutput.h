@@ -4,10 +4,11 @@
  * that pushes what the queue holds, in order), QoS, the position, DISCONT,
  * the processed and dropped counts, and the flow return owed upstream. The
  * element feeds it frames (being converted), ready buffers and serialized
- * events; it asks the element back through one client interface for what
- * only the element knows: when a conversion is done, and how to convert
- * frames again when downstream renegotiates. GstVideoDecoder's and gstqueue's
- * handling of flow returns and EOS are its models. */
+ * events; the output task waits for each frame's own conversion and pushes
+ * it, and calls nothing of the element's. Frames that downstream refused
+ * wait for the element to convert them again on its streaming thread.
+ * GstVideoDecoder's and gstqueue's handling of flow returns and EOS are its
+ * models. */
 #pragma once
 
 #include <gst/base/gstbasetransform.h>
@@ -20,24 +21,6 @@
 
 #include "gstcudagrayframe.h"
 #include "gstcudagrayoutputqueue.h"
-
-/* What the output unit asks of the element. */
-class GstCudaGrayOutputClient {
- public:
-  /* Waits for the oldest conversion queued (conversions finish in the order
-   * they were queued); FALSE after posting the element's error. */
-  virtual gboolean finish_oldest() = 0;
-  /* Downstream refused frames converted (or passed through) for caps it no
-   * longer takes. Called with the sink pad's stream lock held and the
-   * output task waiting: renegotiates the source pad and converts the
-   * frames and buffers among items again, from their inputs, for the caps
-   * then in force (passed through when they pass through). OK, or the flow
-   * error that stops the output. */
-  virtual GstFlowReturn convert_again(std::deque<GstCudaGrayOutputItem> &items) = 0;
-
- protected:
-  ~GstCudaGrayOutputClient() = default;
-};
 
 /* What downstream takes, and how many RECONFIGUREs it had sent, at one
  * moment: a refused frame or a failed negotiation is worth another try only
@@ -70,7 +53,7 @@ class GstCudaGrayDownstreamState {
 
 class GstCudaGrayOutput {
  public:
-  GstCudaGrayOutput(GstBaseTransform *trans, GstCudaGrayOutputClient *client);
+  explicit GstCudaGrayOutput(GstBaseTransform *trans);
   GstCudaGrayOutput(const GstCudaGrayOutput &) = delete;
   GstCudaGrayOutput &operator=(const GstCudaGrayOutput &) = delete;
 
@@ -96,32 +79,33 @@ class GstCudaGrayOutput {
   void set_limit(guint frames, bool push_on_streaming_thread, GstClockTime added_latency);
   /* Adds what frames may wait here to a LATENCY query's answer. */
   void add_latency(GstQuery *query);
-  /* Waits for room for one more frame; serves a renegotiation meanwhile. */
+  /* Waits for room for one more frame: OK, why upstream must stop, or
+   * GST_CUDA_GRAY_FLOW_RENEGOTIATE: refused frames wait to be converted
+   * again (take_refused), then wait again. */
   GstFlowReturn wait_for_room();
   /* Hands over a frame whose conversion was queued, or a buffer ready as it
-   * is (passthrough): OK, or why upstream must stop. */
+   * is (passthrough): OK, GST_CUDA_GRAY_FLOW_RENEGOTIATE (pushed here and
+   * refused), or why upstream must stop. */
   GstFlowReturn push_frame(GstCudaGrayOutputItem &&item);
-  /* A serialized event, in its place after what came before it; an EOS is
-   * pushed on the calling thread once everything before it has left. */
+  /* A serialized event, in its place after what came before it. */
   gboolean push_event(GstEvent *event);
-  /* Waits until everything held has left; serves a renegotiation meanwhile
-   * (inside one, returns at once: the frames held wait for the caps being
-   * set). FLUSHING while flushing. */
+  /* An EOS, pushed on the calling thread once drain() said everything
+   * before it has left; downstream's answer. */
+  gboolean push_eos(GstEvent *event);
+  /* Waits until everything held has left: the returns of wait_for_room
+   * (FLUSHING while flushing). */
   GstFlowReturn drain();
+  /* Frames that downstream refused, to be converted again for caps
+   * renegotiated (FALSE: none wait), and put back in front with how that
+   * went: they then leave in order, or are dropped after a failure. */
+  gboolean take_refused(std::deque<GstCudaGrayOutputItem> *items);
+  void put_back_converted(std::deque<GstCudaGrayOutputItem> &&items, GstFlowReturn ret);
   /* Whether the next frame is flagged DISCONT; TRUE once after a gap, a
    * flush or a QoS drop. */
   gboolean take_discont();
   /* GstBaseTransform's QoS rule: input due before the last QoS event's
    * timestamp + jitter is late; it is counted and a QoS message posted. */
   gboolean drop_late(GstBuffer *input);
-
-  /* The sink pad's chain function, a serialized event or a serialized
-   * query runs (the stream lock held): a renegotiation that the output task asked for meanwhile is
-   * served on the way out; one the task serves itself is waited for on the
-   * way in, with the stream lock let go (FALSE: a flush started meanwhile,
-   * and what came is dropped). */
-  gboolean streaming_thread_enters();
-  void streaming_thread_leaves();
 
   /* Source pad side. */
   void qos(gdouble proportion, GstClockTimeDiff diff, GstClockTime timestamp);
@@ -137,20 +121,18 @@ class GstCudaGrayOutput {
   static void loop(GstCudaGrayOutput *self);
   GstFlowReturn push_buffer(GstBuffer *buffer);
   gboolean push_serialized(GstEvent *event);
-  gboolean push_eos(GstEvent *event);
   GstFlowReturn push_converted(GstCudaGrayOutputItem &item);
-  /* Waits for a frame's conversion, unless it was waited for already. */
-  gboolean finish(const GstCudaGrayOutputItem &item);
+  /* Waits for a frame's conversion, unless it was waited for already;
+   * FALSE after posting the backend's error. */
+  gboolean finish(GstCudaGrayOutputItem &item);
   GstFlowReturn push_item(GstCudaGrayOutputItem &item, gboolean *refused);
-
-  void serve_renegotiation();
-  void wait_for_renegotiation();
 
   GstBaseTransform *trans_;
   GstElement *element_;
-  GstPad *srcpad_, *sinkpad_;
-  GstCudaGrayOutputClient *client_;
+  GstPad *srcpad_;
   GstCudaGrayOutputQueue queue_;
+  /* downstream when refused frames were taken to be converted again */
+  GstCudaGrayDownstreamState serving_for_;
   guint limit_ = 1;
   bool push_here_ = false;
   std::atomic<guint64> reconfigure_requests_{0};

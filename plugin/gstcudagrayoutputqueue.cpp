@@ -67,9 +67,8 @@ GstFlowReturn GstCudaGrayOutputQueue::stopped_flow() const {
 GstFlowReturn GstCudaGrayOutputQueue::wait_for_room(guint limit) {
   std::unique_lock<std::mutex> hold(lock_);
   /* while another thread converts refused frames again, nothing else may */
-  changed_.wait(hold, [&] {
-    return flushing_ || (!serving_ && (frames_held_ < limit || stopped_flow() != GST_FLOW_OK));
-  });
+  changed_.wait(hold,
+                [&] { return flushing_ || frames_held_ < limit || stopped_flow() != GST_FLOW_OK; });
   /* returned to upstream from the chain function: upstream reports it */
   if (output_flow_ != GST_FLOW_OK && !flushing_ && !renegotiating_) upstream_told_ = true;
   return stopped_flow();
@@ -100,12 +99,9 @@ gboolean GstCudaGrayOutputQueue::claim_idle_output(bool frame) {
 
 GstFlowReturn GstCudaGrayOutputQueue::drain() {
   std::unique_lock<std::mutex> hold(lock_);
-  /* the new caps that the frames converted again wait for */
-  if (serving_ == g_thread_self()) return GST_FLOW_OK;
-  /* a stopped output still lets its events out (and drops its frames) */
-  changed_.wait(hold, [&] {
-    return flushing_ || (!serving_ && ((items_.empty() && !pushing_) || renegotiating_));
-  });
+  /* a stopped output still lets its events out (and drops its frames);
+   * while refused items are taken to be converted again, nothing is held */
+  changed_.wait(hold, [&] { return flushing_ || (items_.empty() && !pushing_) || renegotiating_; });
   return stopped_flow();
 }
 
@@ -147,15 +143,10 @@ void GstCudaGrayOutputQueue::refuse(GstCudaGrayOutputItem &&item) {
   changed_.notify_all();
 }
 
-gboolean GstCudaGrayOutputQueue::renegotiation_pending() {
-  std::lock_guard<std::mutex> hold(lock_);
-  return renegotiating_ && !serving_ && !flushing_;
-}
-
 gboolean GstCudaGrayOutputQueue::take_refused(std::deque<GstCudaGrayOutputItem> *items) {
   std::lock_guard<std::mutex> hold(lock_);
-  if (!renegotiating_ || serving_ || flushing_) return FALSE;
-  serving_ = g_thread_self();
+  if (!renegotiating_ || flushing_) return FALSE;
+  renegotiating_ = false;
   items->swap(items_);
   return TRUE;
 }
@@ -169,46 +160,7 @@ void GstCudaGrayOutputQueue::put_back_converted(std::deque<GstCudaGrayOutputItem
     if (ret == GST_FLOW_OK || item->is_event()) items_.push_front(std::move(*item));
   frames_held_ = pushing_frame_;
   for (const GstCudaGrayOutputItem &item : items_) frames_held_ += item.is_frame();
-  renegotiating_ = false;
-  serving_ = NULL;
   if (ret != GST_FLOW_OK && output_flow_ == GST_FLOW_OK) output_flow_ = ret;
-  changed_.notify_all();
-}
-
-gboolean GstCudaGrayOutputQueue::streaming_thread_enters(guint64 *flushes) {
-  std::lock_guard<std::mutex> hold(lock_);
-  *flushes = flushes_;
-  if (task_takes_stream_lock_ && !flushing_) return TRUE;
-  streaming_inside_ = true;
-  return FALSE;
-}
-
-/* Only a refusal wakes the output task here: waking it at every buffer
- * cost 3.5 us a frame (CUDA memory in and out, 1080p, H100). */
-gboolean GstCudaGrayOutputQueue::streaming_thread_leaves() {
-  std::lock_guard<std::mutex> hold(lock_);
-  streaming_inside_ = false;
-  if (renegotiating_) changed_.notify_all();
-  return renegotiating_ && !serving_ && !flushing_;
-}
-
-gboolean GstCudaGrayOutputQueue::wait_for_task_to_serve(guint64 flushes) {
-  std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait(hold, [&] { return !task_takes_stream_lock_ || flushes_ != flushes; });
-  return flushes_ != flushes;
-}
-
-gboolean GstCudaGrayOutputQueue::task_to_serve() {
-  std::unique_lock<std::mutex> hold(lock_);
-  changed_.wait(hold,
-                [&] { return !renegotiating_ || serving_ || flushing_ || !streaming_inside_; });
-  task_takes_stream_lock_ = renegotiating_ && !serving_ && !flushing_;
-  return task_takes_stream_lock_;
-}
-
-void GstCudaGrayOutputQueue::task_served() {
-  std::lock_guard<std::mutex> hold(lock_);
-  task_takes_stream_lock_ = false;
   changed_.notify_all();
 }
 
@@ -251,7 +203,6 @@ gboolean GstCudaGrayOutputQueue::flushing() {
 
 void GstCudaGrayOutputQueue::set_flushing(gboolean flushing) {
   std::lock_guard<std::mutex> hold(lock_);
-  if (flushing && !flushing_) flushes_++;
   flushing_ = flushing;
   changed_.notify_all();
 }
@@ -265,7 +216,6 @@ gsize GstCudaGrayOutputQueue::discard_all(GstPad *keep_sticky_on) {
     frames = frames_held_ - pushing_frame_;
     frames_held_ = 0;
     pushing_ = pushing_frame_ = renegotiating_ = false;
-    serving_ = NULL;
     changed_.notify_all();
   }
   for (GstCudaGrayOutputItem &item : dropped) {

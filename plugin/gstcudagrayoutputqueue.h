@@ -64,10 +64,10 @@ class GstCudaGrayOutputItem {
   bool finished_ = false;
 };
 
-/* What wait_for_room and drain return while frames that downstream refused
- * (NOT_NEGOTIATED) wait to be converted again for new caps: the thread
- * that gets it serves the renegotiation (see take_refused) and waits
- * again. */
+/* What wait_for_room, drain and a push on the streaming thread return
+ * while frames that downstream refused (NOT_NEGOTIATED) wait to be
+ * converted again for new caps: the streaming thread serves the
+ * renegotiation (see take_refused) and waits again. */
 #define GST_CUDA_GRAY_FLOW_RENEGOTIATE GST_FLOW_CUSTOM_SUCCESS
 
 class GstCudaGrayOutputQueue {
@@ -110,36 +110,16 @@ class GstCudaGrayOutputQueue {
 
   /* Refused caps. The pushing thread puts back a frame or buffer that
    * downstream refused for caps it no longer takes, and asks for a
-   * renegotiation. One thread holding the sink pad's stream lock serves
-   * it: it takes every item held (take_refused: FALSE when there is
-   * nothing to serve or another thread serves), converts the frames again
-   * and puts them back in front (put_back_converted), in order; when that
-   * failed (ret), the frames are dropped and the events stay. Until then
-   * the other waits wait. */
+   * renegotiation; the output then waits. The streaming thread (holding the
+   * sink pad's stream lock, so that no input comes meanwhile) serves it at
+   * its next wait, buffer or event: it takes every item held
+   * (take_refused: FALSE when there is nothing to serve), converts the
+   * frames again and puts them back in front (put_back_converted), in
+   * order; when that failed (ret), the frames are dropped and the events
+   * stay. */
   void refuse(GstCudaGrayOutputItem &&item);
-  gboolean renegotiation_pending();
   gboolean take_refused(std::deque<GstCudaGrayOutputItem> *items);
   void put_back_converted(std::deque<GstCudaGrayOutputItem> &&items, GstFlowReturn ret);
-  /* The streaming thread enters and leaves the element's sink pad
-   * functions (chain, serialized events and queries; the sink pad's
-   * stream lock held).
-   * Entering: FALSE when it may go on; TRUE when the output task waits for
-   * the stream lock to serve a renegotiation, and the thread must let the
-   * lock go until it is served (wait_for_task_to_serve, given *flushes,
-   * the flushes started so far), then ask again.
-   * Leaving: TRUE when a renegotiation waits to be served, which it then
-   * serves. wait_for_task_to_serve: TRUE when a flush started since
-   * entering, which the data of the thread that waited came before. */
-  gboolean streaming_thread_enters(guint64 *flushes);
-  gboolean streaming_thread_leaves();
-  gboolean wait_for_task_to_serve(guint64 flushes);
-  /* Output task: waits until no streaming thread is inside to serve the
-   * renegotiation (which it would from the wait it is in or on its way
-   * out); TRUE when it is still to be served: the task then takes the
-   * stream lock, serves it (take_refused) and says it is done
-   * (task_served). FALSE after a flush or when another thread served it. */
-  gboolean task_to_serve();
-  void task_served();
   /* Downstream asked for a renegotiation: a NOT_LINKED output (its src pad
    * was unlinked) is linked again, and pushes again, as gstqueue forgets
    * its NOT_LINKED on a RECONFIGURE. TRUE when it did. */
@@ -180,11 +160,7 @@ class GstCudaGrayOutputQueue {
   bool pushing_ = false;
   bool pushing_frame_ = false;
   bool flushing_ = false;
-  guint64 flushes_ = 0;        /* flush starts so far */
   bool renegotiating_ = false; /* refused items wait to be converted again */
-  GThread *serving_ = NULL;    /* the thread converting them again */
-  bool streaming_inside_ = false;
-  bool task_takes_stream_lock_ = false; /* see task_to_serve */
   GstFlowReturn output_flow_ = GST_FLOW_OK;
   bool upstream_told_ = false;
   bool eos_arrived_ = false;

@@ -259,64 +259,38 @@ TEST(OutputQueue, ItemGivesBackItsInputAndItsDiscont) {
   gst_buffer_unref(passed);
 }
 
-// The output task serves a refusal itself only while no streaming thread is
-// inside the element; one that enters meanwhile is told to let the stream
-// lock go until the task is done, and one inside serves it on its way out.
-TEST(OutputQueue, TheTaskServesARefusalOnlyWithNoStreamingThreadInside) {
+// Converting them again failed: the frames are dropped, the flow error
+// stays for upstream.
+TEST(OutputQueue, AFailedRenegotiationDropsTheFramesAndStopsTheOutput) {
   Buffers a;
   GstCudaGrayOutputQueue queue;
   queue.push(GstCudaGrayOutputItem(a.map()));
-  guint64 flushes;
-  EXPECT_FALSE(queue.streaming_thread_enters(&flushes)) << "nothing to serve yet";
   queue.refuse(queue.take_oldest());
-  EXPECT_TRUE(queue.streaming_thread_leaves()) << "the thread inside serves it on its way out";
-  ASSERT_TRUE(queue.task_to_serve()) << "none inside: the task serves it";
-  EXPECT_TRUE(queue.streaming_thread_enters(&flushes)) << "entering while the task takes the lock";
   std::deque<GstCudaGrayOutputItem> items;
   ASSERT_TRUE(queue.take_refused(&items));
-  queue.put_back_converted(std::move(items), GST_FLOW_OK);
-  queue.task_served();
-  EXPECT_FALSE(queue.wait_for_task_to_serve(flushes)) << "no flush meanwhile";
-  EXPECT_FALSE(queue.streaming_thread_enters(&flushes)) << "the task is done";
-  EXPECT_FALSE(queue.task_to_serve()) << "nothing left to serve";
+  queue.put_back_converted(std::move(items), GST_FLOW_NOT_NEGOTIATED);
+  EXPECT_EQ(queue.frames(), 0u);
+  EXPECT_EQ(queue.wait_for_room(4), GST_FLOW_NOT_NEGOTIATED);
 }
 
-// A flush that starts while a streaming thread waits for the task to
-// serve comes after that thread's data: the wait says so.
-TEST(OutputQueue, AFlushEndsTheWaitForTheTask) {
-  Buffers a;
-  GstCudaGrayOutputQueue queue;
-  queue.push(GstCudaGrayOutputItem(a.map()));
-  queue.refuse(queue.take_oldest());
-  ASSERT_TRUE(queue.task_to_serve());
-  guint64 flushes;
-  EXPECT_TRUE(queue.streaming_thread_enters(&flushes));
-  std::thread flush([&] { queue.set_flushing(TRUE); });
-  EXPECT_TRUE(queue.wait_for_task_to_serve(flushes)) << "the flush came after the data that waited";
-  flush.join();
-  queue.task_served();
-  queue.discard_all(nullptr);
-}
-
-// A refused frame waits for one thread to serve the renegotiation: that
-// thread takes what is held (no other can meanwhile), its own drain (in
-// set_caps) does not wait for itself, and what it puts back goes out first,
-// before anything queued meanwhile.
+// A refused frame waits for the streaming thread to serve the
+// renegotiation (room and drain say so): it takes what is held, once; its
+// drain in set_caps then finds nothing held; what it puts back goes out
+// first, before anything queued meanwhile.
 TEST(OutputQueue, OneThreadServesARefusal) {
   Buffers a;
   GstCudaGrayOutputQueue queue;
   queue.push(GstCudaGrayOutputItem(a.map()));
   GstCudaGrayOutputItem refused = queue.take_oldest();
   queue.refuse(std::move(refused));
-  EXPECT_TRUE(queue.renegotiation_pending());
   EXPECT_EQ(queue.wait_for_room(4), GST_CUDA_GRAY_FLOW_RENEGOTIATE);
+  EXPECT_EQ(queue.drain(), GST_CUDA_GRAY_FLOW_RENEGOTIATE);
   std::deque<GstCudaGrayOutputItem> items;
   ASSERT_TRUE(queue.take_refused(&items));
   ASSERT_EQ(items.size(), 1u);
-  EXPECT_FALSE(queue.renegotiation_pending()) << "being served";
   std::deque<GstCudaGrayOutputItem> other;
-  EXPECT_FALSE(queue.take_refused(&other)) << "two threads serving";
-  EXPECT_EQ(queue.drain(), GST_FLOW_OK) << "the serving thread would wait for itself";
+  EXPECT_FALSE(queue.take_refused(&other)) << "taken twice";
+  EXPECT_EQ(queue.drain(), GST_FLOW_OK) << "nothing is held while they are converted again";
   queue.push(GstCudaGrayOutputItem::serialized(gst_event_new_eos()));
   queue.put_back_converted(std::move(items), GST_FLOW_OK);
   EXPECT_EQ(queue.frames(), 1u);
