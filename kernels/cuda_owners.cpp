@@ -4,6 +4,9 @@
 #include "cuda_check.h"
 #include "cuda_gate.h"
 #include "cudagray/device.h"
+#ifdef CUDAGRAY_FAULT_INJECTION
+#include "cudagray/fault_injection.h"  // the device memory held, counted for the tests
+#endif
 
 namespace cudagray {
 
@@ -25,6 +28,9 @@ DeviceMemory make_device_memory(size_t bytes) {
   const CudaResourceChange change;
   void *p;
   CUDAGRAY_CHECK(cudaMalloc(&p, bytes));
+#ifdef CUDAGRAY_FAULT_INJECTION
+  count_device_memory(p, bytes);
+#endif
   return DeviceMemory(p);
 }
 
@@ -47,6 +53,9 @@ cudaError_t destroy_event(cudaEvent_t event) {
 }
 
 cudaError_t free_device_memory(void *memory) {
+#ifdef CUDAGRAY_FAULT_INJECTION
+  uncount_device_memory(memory);
+#endif
   const CudaResourceChange change;
   return cudaFree(memory);
 }

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// Test-only fault injection (fault_injection.h): the armed fault, and the
-// check CUDAGRAY_CHECK makes before each call.
+// Test-only fault injection (fault_injection.h): the armed fault, the
+// check CUDAGRAY_CHECK makes before each call, and the count of the device
+// memory held.
 #include "cudagray/fault_injection.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <unordered_map>
 
 #include "cuda_check.h"
+#include "cudagray/device.h"
 
 namespace cudagray {
 
@@ -31,6 +34,20 @@ struct ArmedFault {
 ArmedFault &armed_fault() {
   static ArmedFault fault;
   return fault;
+}
+
+// Every device block made and not yet freed, with its size, and the
+// totals. A block whose owner was lost stays in the totals even where the
+// driver freed it with its context and a later block took its address.
+// Never destroyed: owners in other static objects may free blocks at exit.
+struct DeviceLedger {
+  std::mutex lock;
+  std::unordered_map<const void *, size_t> sizes;
+  uint64_t blocks = 0, bytes = 0;
+};
+DeviceLedger &device_ledger() {
+  static DeviceLedger *ledger = new DeviceLedger;
+  return *ledger;
 }
 
 std::string function_of(const char *call) {
@@ -61,4 +78,42 @@ cudaError_t injected_cuda_error(const char *call) {
                                                                  : cudaErrorLaunchFailure;
 }
 
+void count_device_memory(const void *memory, size_t bytes) {
+  DeviceLedger &ledger = device_ledger();
+  std::lock_guard<std::mutex> hold(ledger.lock);
+  ledger.sizes[memory] = bytes;
+  ledger.blocks++;
+  ledger.bytes += bytes;
+}
+
+void uncount_device_memory(const void *memory) {
+  DeviceLedger &ledger = device_ledger();
+  std::lock_guard<std::mutex> hold(ledger.lock);
+  const auto block = ledger.sizes.find(memory);
+  if (block == ledger.sizes.end()) return;
+  ledger.blocks--;
+  ledger.bytes -= block->second;
+  ledger.sizes.erase(block);
+}
+
+DeviceMemoryHeld device_memory_held() {
+  DeviceLedger &ledger = device_ledger();
+  std::lock_guard<std::mutex> hold(ledger.lock);
+  DeviceMemoryHeld held;
+  held.blocks = ledger.blocks;
+  held.bytes = ledger.bytes;
+  return held;
+}
+
 }  // namespace cudagray
+
+// What tests read from the plugin's own copy of the kernels (the plugin
+// exports it; everything else in kernels/ is hidden): the device blocks and
+// bytes cudagray holds, and the pinned host bytes.
+extern "C" __attribute__((visibility("default"))) void cudagray_cuda_memory_held(
+    uint64_t *device_blocks, uint64_t *device_bytes, uint64_t *pinned_bytes) {
+  const cudagray::DeviceMemoryHeld held = cudagray::device_memory_held();
+  *device_blocks = held.blocks;
+  *device_bytes = held.bytes;
+  *pinned_bytes = cudagray::pinned_bytes_held();
+}

@@ -5,12 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cudagray/backend.h"
@@ -223,6 +230,44 @@ inline std::vector<PixelLayout> every_layout() {
   std::vector<PixelLayout> all;
   for (int i = 0; i < kLayoutCount; ++i) all.push_back(static_cast<PixelLayout>(i));
   return all;
+}
+
+// Runs body on a thread of its own and waits for it to return, on a
+// condition, at most `seconds` (a bound far past any healthy run). A body
+// still running then has hung, and the test fails here, saying what hung.
+// A hung thread can be neither stopped nor left behind (it holds the
+// element's locks and this test's stack), so the process then ends with
+// status 1, saying so: the tests after this one do not run, and the run
+// fails even where its failures are only counted from the report.
+inline void must_return_within(int seconds, const std::string &what,
+                               const std::function<void()> &body) {
+  struct Done {
+    std::mutex lock;
+    std::condition_variable changed;
+    bool returned = false;
+  };
+  auto done = std::make_shared<Done>();
+  std::thread runner([done, &body] {
+    body();
+    std::lock_guard<std::mutex> hold(done->lock);
+    done->returned = true;
+    done->changed.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> hold(done->lock);
+    if (done->changed.wait_for(hold, std::chrono::seconds(seconds),
+                               [&] { return done->returned; })) {
+      hold.unlock();
+      runner.join();
+      return;
+    }
+  }
+  ADD_FAILURE() << what << ": still running after " << seconds << " s (hung)";
+  const ::testing::TestInfo *test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::printf("[  FAILED  ] %s.%s: %s hung; the process ends here, so no later test runs\n",
+              test ? test->test_suite_name() : "?", test ? test->name() : "?", what.c_str());
+  std::fflush(nullptr);
+  std::_Exit(1);
 }
 
 // Why CUDA tests cannot run here, or "" when a usable GPU exists.

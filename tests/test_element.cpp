@@ -570,18 +570,12 @@ TEST_P(InFlight, FramesLeaveInOrderWithTheirTimestampsAndEosLeavesAfterThem) {
       gst_buffer_unref(out);
       ++next;
     }
-    auto eos_arrived = [&] {  // among the events arrived so far
-      bool eos = false;
-      while (GstEvent *event = gst_harness_try_pull_event(harness.h)) {
-        eos = eos || GST_EVENT_TYPE(event) == GST_EVENT_EOS;
-        gst_event_unref(event);
-      }
-      return eos;
-    };
-    bool eos = eos_arrived();
-    for (int i = 0; i < 100 && !eos; ++i) {  // pushed just after the last frame
-      g_usleep(10 * 1000);
-      eos = eos_arrived();
+    bool eos = false;  // pushed just after the last frame; each pull waits up to 60 s
+    while (!eos) {
+      GstEvent *event = gst_harness_pull_event(harness.h);
+      if (!event) break;
+      eos = GST_EVENT_TYPE(event) == GST_EVENT_EOS;
+      gst_event_unref(event);
     }
     EXPECT_TRUE(eos) << "no EOS after the frames";
     EXPECT_EQ(gst_harness_try_pull(harness.h), nullptr);
@@ -1357,7 +1351,10 @@ TEST(Errors, NotLinkedIsReportedOnceAsVideoconvertDoes) {
       GstMessage *first = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
       ASSERT_NE(first, nullptr) << "no error";
       gst_message_unref(first);
-      g_usleep(500 * 1000);  // time for a second one
+      // READY stops and joins every streaming thread, the elements' own
+      // tasks too: what they posted is on the bus by then (NULL would set
+      // the bus flushing and drop it)
+      ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
       EXPECT_EQ(describe(pop_messages(bus, GST_MESSAGE_ERROR)), "") << "a second error";
       gst_element_set_state(pipeline, GST_STATE_NULL);
       gst_object_unref(bus);
@@ -1386,9 +1383,9 @@ TEST(Errors, RelinkedSourcePadFlowsAgainAsVideoconvertDoes) {
     GstElement *out = gst_bin_get_by_name(GST_BIN(pipeline), "out");
     GstPad *src = gst_element_get_static_pad(conv, "src");
     GstPad *out_sink = gst_element_get_static_pad(out, "sink");
-    std::atomic<long> pushed{0}, left{0};
+    Count pushed, left;
     auto count = [](GstPad *, GstPadProbeInfo *, gpointer counter) {
-      ++*static_cast<std::atomic<long> *>(counter);
+      ++*static_cast<Count *>(counter);
       return GST_PAD_PROBE_OK;
     };
     // a push's probes run before it finds no peer

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // Injected CUDA faults: each ends in an element error, the pipeline can be
-// run again, and no device memory stays allocated. Needs a GPU and a build
-// configured with -Dfault-injection=enabled.
-#include <cuda_runtime.h>
+// run again, and none of the device or pinned memory cudagray allocated
+// stays allocated. Needs a GPU and a build configured with
+// -Dfault-injection=enabled.
 #include <dlfcn.h>
 
+#include <cstdint>
+#include <tuple>
+
 #include "element_harness.h"
+#include "probes.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -14,50 +18,101 @@ namespace {
 
 const char kPipeline[] =
     "videotestsrc num-buffers=40 ! video/x-raw,format=RGBx,width=640,height=480 ! "
-    "cudagray backend=cuda max-inflight=3 ! fakesink";
+    "cudagray backend=cuda max-inflight=3 ! fakesink name=sink";
 
-size_t free_device_memory() {
-  size_t free_bytes = 0, total = 0;
-  EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
-  return free_bytes;
-}
-
-// Arms spec ("" disarms) in the plugin's own copy of the kernels, through
-// the symbol a fault-injection build of the plugin exports. Returns why it
-// cannot, or "".
-std::string arm_plugin_fault(const std::string &spec) {
+// A symbol of the plugin that a fault-injection build exports, or nullptr.
+void *plugin_symbol(const char *name) {
   GstPlugin *plugin = gst_plugin_load_by_name("cudagray");
-  if (!plugin) return "the cudagray plugin is not found: is GST_PLUGIN_PATH set?";
+  if (!plugin) return nullptr;
   void *module = dlopen(gst_plugin_get_filename(plugin), RTLD_NOW | RTLD_NOLOAD);
   gst_object_unref(plugin);
-  auto inject =
-      module ? reinterpret_cast<void (*)(const char *)>(dlsym(module, "cudagray_inject_cuda_fault"))
-             : nullptr;
+  void *symbol = module ? dlsym(module, name) : nullptr;
   if (module) dlclose(module);  // GStreamer keeps the plugin loaded
-  if (!inject) return "the plugin was built without -Dfault-injection=enabled";
-  inject(spec.c_str());
+  return symbol;
+}
+
+// Why faults cannot be injected into the plugin, or "".
+std::string why_no_faults() {
+  GstPlugin *plugin = gst_plugin_load_by_name("cudagray");
+  if (!plugin) return "the cudagray plugin is not found: is GST_PLUGIN_PATH set?";
+  gst_object_unref(plugin);
+  if (!plugin_symbol("cudagray_inject_cuda_fault") || !plugin_symbol("cudagray_cuda_memory_held"))
+    return "the plugin was built without -Dfault-injection=enabled";
   return "";
+}
+
+// Arms spec ("" disarms) in the plugin's own copy of the kernels.
+void arm_plugin_fault(const std::string &spec) {
+  reinterpret_cast<void (*)(const char *)>(plugin_symbol("cudagray_inject_cuda_fault"))(
+      spec.c_str());
+}
+
+// The memory cudagray's allocations hold in this process, as the plugin's
+// copy of the kernels counts it: device blocks and bytes (cudaMalloc), and
+// pinned host bytes (cudaHostAlloc). Other processes on the GPU, and CUDA's
+// own memory, are not in it.
+struct Held {
+  uint64_t device_blocks = 0, device_bytes = 0, pinned_bytes = 0;
+  bool operator==(const Held &o) const {
+    return std::tie(device_blocks, device_bytes, pinned_bytes) ==
+           std::tie(o.device_blocks, o.device_bytes, o.pinned_bytes);
+  }
+};
+std::ostream &operator<<(std::ostream &out, const Held &h) {
+  return out << h.device_blocks << " device blocks of " << h.device_bytes << " bytes, "
+             << h.pinned_bytes << " pinned bytes";
+}
+Held memory_held() {
+  Held held;
+  reinterpret_cast<void (*)(uint64_t *, uint64_t *, uint64_t *)>(plugin_symbol(
+      "cudagray_cuda_memory_held"))(&held.device_blocks, &held.device_bytes, &held.pinned_bytes);
+  return held;
+}
+
+// Plays kPipeline to its end, the count read once the first frame reached
+// the sink (the element's buffers allocated); false when it did not end in
+// EOS.
+bool run_counting(Held *while_playing) {
+  PadCounter arrived;  // outlives the pipeline, whose probe counts into it
+  const Pipeline pipeline(kPipeline);
+  arrived.attach(pipeline.by_name("sink"), "sink");
+  if (pipeline.play() == GST_STATE_CHANGE_FAILURE) return false;
+  if (!wait_for(arrived.buffers, 1, 20000)) return false;
+  *while_playing = memory_held();
+  BusLog log;
+  const bool ended = pipeline.wait_end(20 * GST_SECOND, &log) == GST_MESSAGE_EOS;
+  EXPECT_EQ(describe(log.errors), "");
+  return ended;
 }
 
 class Fault : public ::testing::TestWithParam<const char *> {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_GPU();
-    const std::string why_not = arm_plugin_fault("");
+    const std::string why_not = why_no_faults();
     if (!why_not.empty()) GTEST_SKIP() << why_not;
+    arm_plugin_fault("");
   }
 };
 
 }  // namespace
 
+// Each run's pipeline is gone when run_pipeline returns, and with it every
+// allocation of its cudagray: cudagray then holds nothing, whatever else
+// uses the GPU meanwhile. That the count sees cudagray's allocations at all
+// is checked while a clean run plays.
 TEST_P(Fault, EndsInAnErrorAndTheNextRunIsClean) {
-  const PipelineRun warm_up = run_pipeline(kPipeline);  // contexts and modules load once
-  ASSERT_TRUE(warm_up.reached_eos);
-  const size_t free_before = free_device_memory();
+  Held playing;
+  ASSERT_TRUE(run_counting(&playing));  // contexts and modules load once
+  const Held before = memory_held();
+  EXPECT_EQ(before, Held()) << "left allocated by the first run";
+  EXPECT_GT(playing.device_bytes, before.device_bytes)
+      << "cudagray's device buffers were not counted while it played: " << playing;
+  EXPECT_GT(playing.device_blocks, before.device_blocks);
 
   for (int nth : {1, 5}) {
     SCOPED_TRACE(std::string(GetParam()) + " call " + std::to_string(nth));
-    ASSERT_EQ(arm_plugin_fault(std::string(GetParam()) + ":" + std::to_string(nth)), "");
+    arm_plugin_fault(std::string(GetParam()) + ":" + std::to_string(nth));
     const PipelineRun faulty = run_pipeline(kPipeline);
     arm_plugin_fault("");  // a fault that did not fire must not reach the next run
     EXPECT_FALSE(faulty.reached_eos);
@@ -68,11 +123,11 @@ TEST_P(Fault, EndsInAnErrorAndTheNextRunIsClean) {
     if (std::string(GetParam()) != "cudaHostAlloc") {
       EXPECT_NE(faulty.errors[0].find(GetParam()), std::string::npos) << faulty.errors[0];
     }
-    const PipelineRun again = run_pipeline(kPipeline);
-    EXPECT_TRUE(again.reached_eos);
-    EXPECT_TRUE(again.errors.empty());
+    EXPECT_EQ(memory_held(), before) << "left allocated by the run that failed";
+    Held again;
+    EXPECT_TRUE(run_counting(&again)) << "the run after the fault did not end in EOS";
+    EXPECT_EQ(memory_held(), before) << "left allocated by the run after the fault";
   }
-  EXPECT_EQ(free_device_memory(), free_before) << "device memory left allocated";
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaCalls, Fault,

@@ -10,6 +10,7 @@
 
 #include "element_harness.h"
 #include "gstcudagrayoutputqueue.h"
+#include "probes.h"
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -148,41 +149,74 @@ TEST(OutputQueue, DiscardAllLetsGoOfEveryBuffer) {
   EXPECT_EQ(queue.frames(), 0u);
 }
 
-// Upstream waits at the limit until the output task has pushed one.
+// Upstream waits at the limit until the output task has pushed one: a
+// frame being pushed still counts, so wait_for_room returns only after
+// pushed() said how the push went, with one frame held, however the
+// threads are scheduled. A wait that ends sooner is seen in a round where
+// the waiting thread runs ahead: it returns before `released` is set, or
+// with two frames held; of 200 rounds, some are such rounds.
 TEST(OutputQueue, WaitsForRoomUntilAFrameIsPushed) {
-  Buffers a, b;
-  GstCudaGrayOutputQueue queue;
-  queue.push(GstCudaGrayOutputItem(a.map()));
-  queue.push(GstCudaGrayOutputItem(b.map()));
-  std::atomic<bool> returned{false};
-  GstFlowReturn ret = GST_FLOW_ERROR;
-  std::thread streaming([&] {
-    ret = queue.wait_for_room(2);
-    returned = true;
-  });
-  g_usleep(50 * 1000);
-  EXPECT_FALSE(returned.load()) << "did not wait at the limit";
-  GstBuffer *out = queue.take_oldest().frame().release_output();
-  g_usleep(50 * 1000);
-  EXPECT_FALSE(returned.load()) << "a frame being pushed still counts";
-  queue.pushed(GST_FLOW_OK);
-  streaming.join();
-  EXPECT_EQ(ret, GST_FLOW_OK);
-  gst_buffer_unref(out);
-  queue.discard_all(nullptr);
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    Buffers a, b;
+    GstCudaGrayOutputQueue queue;
+    queue.push(GstCudaGrayOutputItem(a.map()));
+    queue.push(GstCudaGrayOutputItem(b.map()));
+    std::atomic<bool> released{false}, released_at_return{false};
+    Count started;
+    GstFlowReturn ret = GST_FLOW_ERROR;
+    gsize held_at_return = 0;
+    std::thread streaming([&] {
+      ++started;
+      ret = queue.wait_for_room(2);
+      released_at_return = released.load();
+      held_at_return = queue.frames();
+    });
+    EXPECT_TRUE(wait_for(started, 1, 20000));
+    GstBuffer *out = queue.take_oldest().frame().release_output();
+    released = true;
+    queue.pushed(GST_FLOW_OK);
+    must_return_within(20, "wait_for_room after a frame was pushed", [&] { streaming.join(); });
+    EXPECT_EQ(ret, GST_FLOW_OK);
+    EXPECT_TRUE(released_at_return.load()) << "returned before the frame being pushed was pushed";
+    EXPECT_EQ(held_at_return, 1u) << "returned with the limit of frames held";
+    gst_buffer_unref(out);
+    queue.discard_all(nullptr);
+    if (HasFailure()) return;
+  }
 }
 
 // Flushing wakes both threads; a failed push stops the output and is what
 // upstream and a drain are told, until reset, while events still go out.
+// Both waits end FLUSHING whether they began before or after the flush; a
+// flush that wakes no one hangs a round where they began before it.
 TEST(OutputQueue, FlushingAndFailedPushesStopTheWaits) {
   Buffers a;
   GstCudaGrayOutputQueue queue;
-  std::thread output([&] { EXPECT_FALSE(queue.wait_for_item()); });
-  std::thread streaming([&] { EXPECT_EQ(queue.wait_for_room(0), GST_FLOW_FLUSHING); });
-  g_usleep(20 * 1000);
-  queue.set_flushing(TRUE);
-  output.join();
-  streaming.join();
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    queue.reset();
+    Count started;
+    bool item = true;
+    GstFlowReturn room = GST_FLOW_OK;
+    std::thread output([&] {
+      ++started;
+      item = queue.wait_for_item();
+    });
+    std::thread streaming([&] {
+      ++started;
+      room = queue.wait_for_room(0);
+    });
+    EXPECT_TRUE(wait_for(started, 2, 20000));
+    queue.set_flushing(TRUE);
+    must_return_within(20, "the waits of both threads after the flush", [&] {
+      output.join();
+      streaming.join();
+    });
+    EXPECT_FALSE(item);
+    EXPECT_EQ(room, GST_FLOW_FLUSHING);
+    if (HasFailure()) return;
+  }
   queue.reset();
   queue.push(GstCudaGrayOutputItem(a.map()));
   gst_buffer_unref(queue.take_oldest().frame().release_output());

@@ -8,14 +8,12 @@
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <functional>
-#include <future>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,7 +22,6 @@
 
 #include "element_harness.h"
 #include "probes.h"
-#include "shell.h"
 
 namespace cudagray::test {
 namespace {
@@ -39,9 +36,10 @@ GstBuffer *timed(GstBuffer *buf, guint64 index) {
 }
 
 // What went through a pad, in order: "b<pts in frames>" per buffer and the
-// event type's name per event.
+// event type's name per event; each item signals those waiting for one.
 struct PadLog {
   std::mutex lock;
+  std::condition_variable added;
   std::vector<std::string> items;
   static GstPadProbeReturn record(GstPad *, GstPadProbeInfo *info, gpointer data) {
     PadLog *log = static_cast<PadLog *>(data);
@@ -52,6 +50,7 @@ struct PadLog {
       item = GST_EVENT_TYPE_NAME(GST_PAD_PROBE_INFO_EVENT(info));
     std::lock_guard<std::mutex> hold(log->lock);
     log->items.push_back(item);
+    log->added.notify_all();
     return GST_PAD_PROBE_OK;
   }
   void watch(GstPad *pad) {
@@ -62,6 +61,13 @@ struct PadLog {
   std::vector<std::string> snapshot() {
     std::lock_guard<std::mutex> hold(lock);
     return items;
+  }
+  // Whether item went through within 20 s.
+  bool wait_for(const std::string &item) {
+    std::unique_lock<std::mutex> hold(lock);
+    return added.wait_for(hold, std::chrono::seconds(20), [&] {
+      return std::find(items.begin(), items.end(), item) != items.end();
+    });
   }
 };
 
@@ -395,16 +401,6 @@ TEST_P(Output, FramesRefusedGoOutAtTheNextEvent) {
   gst_object_unref(gray_src);
 }
 
-// Runs body on a thread of its own; FALSE when it has not returned within
-// seconds (a deadlock: the process then ends, as the thread cannot).
-bool returns_within(int seconds, const std::function<void()> &body) {
-  auto done = std::async(std::launch::async, body);
-  if (done.wait_for(std::chrono::seconds(seconds)) == std::future_status::ready) return true;
-  ADD_FAILURE() << "still running after " << seconds << " s";
-  std::fflush(nullptr);
-  std::_Exit(1);
-}
-
 // Downstream that ends first (a sink that has had enough, identity
 // eos-after, through a queue, from a live source, gray passed through, YUV,
 // an appsink whose application stops taking frames):
@@ -448,13 +444,16 @@ TEST_P(Output, PipelineEndsWhenDownstreamEndsFirst) {
 // Dropped by its bin in NULL, READY or PAUSED, with or without frames held
 // (what OpenCV's VideoCapture does when opening fails): the output task is
 // stopped and joined first, so nothing it waits on is destroyed under it (it
-// deadlocked in PAUSED); the pipeline then goes to NULL as usual.
+// deadlocked in PAUSED); the pipeline then goes to NULL as usual. Frames are
+// held once the sink has prerolled: the first waits there, pushed by the
+// element, and the element is dropped then.
 TEST_P(Output, DroppedInAnyStateWithOrWithoutFramesHeld) {
   for (GstState state : {GST_STATE_NULL, GST_STATE_READY, GST_STATE_PAUSED})
     for (int frames : {0, 3}) {
-      SCOPED_TRACE(std::string(gst_element_state_get_name(state)) + ", " + std::to_string(frames) +
-                   " frames pushed");
-      EXPECT_TRUE(returns_within(20, [&] {
+      const std::string trace = std::string(gst_element_state_get_name(state)) + ", " +
+                                std::to_string(frames) + " frames pushed";
+      SCOPED_TRACE(trace);
+      must_return_within(20, "dropping cudagray in " + trace, [&] {
         GstElement *pipeline = gst_parse_launch(
             ("appsrc name=src format=time caps=\"" + caps_string("BGRx", kWidth, kHeight) +
              "\" ! " + element() + " ! fakesink")
@@ -462,88 +461,103 @@ TEST_P(Output, DroppedInAnyStateWithOrWithoutFramesHeld) {
             nullptr);
         gst_element_set_state(pipeline, state); /* PAUSED: prerolls once frames come */
         GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-        for (int i = 0; i < frames && state == GST_STATE_PAUSED; ++i)
+        const bool held = frames > 0 && state == GST_STATE_PAUSED;
+        for (int i = 0; i < frames && held; ++i)
           gst_app_src_push_buffer(
               GST_APP_SRC(src),
               timed(buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight)), i));
-        g_usleep(100 * 1000);
+        if (held) {
+          EXPECT_EQ(gst_element_get_state(pipeline, nullptr, nullptr, 20 * GST_SECOND),
+                    GST_STATE_CHANGE_SUCCESS)
+              << "the sink never prerolled";
+        }
         GstElement *gray = gst_bin_get_by_name(GST_BIN(pipeline), "gray");
         gst_bin_remove(GST_BIN(pipeline), gray);
         gst_object_unref(gray); /* disposed here, or when its streaming thread lets go */
         gst_element_set_state(pipeline, GST_STATE_NULL);
         gst_object_unref(src);
         gst_object_unref(pipeline);
-      }));
+      });
     }
 }
 
 // PAUSED, PLAYING and READY in turn, 200 times, with frames in flight (a
-// sink that syncs to the clock keeps them coming and held): no state change
+// sink that syncs to the clock keeps them coming and held; in PLAYING a
+// frame after the prerolled one reaches it before READY): no state change
 // hangs or fails, and the pipeline still ends after.
 TEST_P(Output, StateCyclesWithFramesInFlight) {
+  PadCounter arrived;  // outlives the pipeline, whose probe counts into it
   const Pipeline pipeline("videotestsrc name=src pattern=snow ! video/x-raw,format=BGRx,width=" +
                           std::to_string(kWidth) + ",height=" + std::to_string(kHeight) +
-                          ",framerate=1000/1 ! " + element() + " ! fakesink sync=true");
+                          ",framerate=1000/1 ! " + element() + " ! fakesink name=sink sync=true");
+  arrived.attach(pipeline.by_name("sink"), "sink");
   const long cycles = scaled(200);
-  EXPECT_TRUE(returns_within(120, [&] {
+  must_return_within(120, "the state cycles", [&] {
     for (long i = 0; i < cycles; ++i)
       for (GstState state : {GST_STATE_PAUSED, GST_STATE_PLAYING, GST_STATE_READY}) {
+        const long before = arrived.buffers.load();
         ASSERT_NE(gst_element_set_state(pipeline.get(), state), GST_STATE_CHANGE_FAILURE);
         ASSERT_NE(gst_element_get_state(pipeline.get(), nullptr, nullptr, 5 * GST_SECOND),
                   GST_STATE_CHANGE_FAILURE)
             << "cycle " << i;
-        if (state == GST_STATE_PLAYING) g_usleep(2000);
+        if (state == GST_STATE_PLAYING) {
+          ASSERT_TRUE(wait_for(arrived.buffers, before + 1, 20000))
+              << "cycle " << i << ": no frame reached the sink in PLAYING";
+        }
       }
-  }));
+  });
   ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
   GstElement *src = pipeline.by_name("src");
   gst_element_send_event(src, gst_event_new_eos());
   EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND), GST_MESSAGE_EOS);
 }
 
-// GStreamer's latency tracer, on a live source into sinks that sync, books
-// cudagray no more than videoconvert beside it in the same pipeline (2 ms of
-// slack): a frame does not wait in cudagray while the previous one waits for
-// its time at the sink (it was booked about 20 ms against 1.5).
-TEST(Latency, TracerBooksNoMoreThanVideoconvert) {
-  GstPluginFeature *tracer =
-      gst_registry_find_feature(gst_registry_get(), "latency", GST_TYPE_TRACER_FACTORY);
-  if (!tracer) GTEST_SKIP() << "GStreamer's latency tracer (coretracers) is not installed";
-  gst_object_unref(tracer);
-  std::string probe;
-  if (shell("GST_TRACERS=latency timeout 20 gst-launch-1.0 -q videotestsrc num-buffers=3 ! "
-            "fakesink",
-            &probe) != 0)
-    GTEST_SKIP() << gst_version_string()
-                 << "'s latency tracer does not end a pipeline of videotestsrc and fakesink: "
-                 << probe.substr(0, 200);
-  for (const char *backend : {"cpu", "auto"}) {
-    SCOPED_TRACE(std::string("backend=") + backend);
-    std::string output;
-    const int status = shell(
-        std::string("GST_TRACERS='latency(flags=element)' GST_DEBUG=GST_TRACER:7 "
-                    "GST_DEBUG_NO_COLOR=1 timeout 60 gst-launch-1.0 -q videotestsrc is-live=true "
-                    "num-buffers=90 ! video/x-raw,format=RGB,width=640,height=480,framerate=30/1 "
-                    "! tee name=t ! queue ! cudagray name=gray backend=") +
-            backend +
-            " ! video/x-raw,format=GRAY8 ! fakesink sync=true t. ! queue ! videoconvert "
-            "name=convert ! video/x-raw,format=GRAY8 ! fakesink sync=true",
-        &output);
-    ASSERT_EQ(status, 0) << output.substr(0, 2000);
-    auto mean_ms = [&](const std::string &name) {
-      const std::regex line("element=\\(string\\)" + name +
-                            ", src=\\(string\\)src, time=\\(guint64\\)([0-9]+)");
-      double sum = 0;
-      int n = 0;
-      for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
-           it != std::sregex_iterator(); ++it, ++n)
-        sum += std::stod((*it)[1]);
-      EXPECT_GT(n, 60) << "the tracer booked too few frames to " << name;
-      return n ? sum / n / 1e6 : 0.0;
-    };
-    const double gray = mean_ms("gray"), convert = mean_ms("convert");
-    EXPECT_LE(gray, convert + 2.0)
-        << "cudagray " << gray << " ms, videoconvert " << convert << " ms";
+// The frames in flight for this backend and max-inflight: a live upstream
+// needs none held (0 means 1), a non-live one gets the backend's choice (4
+// on CUDA); the CPU converts each frame as it comes, CUDA holds up to 16.
+int frames_in_flight(const std::string &backend, int max_inflight, bool live) {
+  const bool cuda = backend == "cuda";
+  if (max_inflight == 0) return live || !cuda ? 1 : 4;
+  return std::min(max_inflight, cuda ? 16 : 1);
+}
+
+// A frame can wait behind max-inflight - 1 others, so the LATENCY query
+// answered on cudagray's source pad is upstream's (an appsrc saying 5 ms
+// to 50 ms), min and max each plus exactly (frames in flight - 1) frame
+// durations, live as upstream is: nothing added where one frame is in
+// flight (a live source), so a frame never waits in cudagray for the one
+// before it.
+TEST_P(Output, LatencyQueryAddsTheFramesThatMayWait) {
+  constexpr GstClockTime kMin = 5 * GST_MSECOND, kMax = 50 * GST_MSECOND;
+  for (const bool live : {true, false}) {
+    SCOPED_TRACE(live ? "live source" : "non-live source");
+    PadCounter arrived;  // outlives the pipeline, whose probe counts into it
+    const Pipeline pipeline(
+        "appsrc name=src format=time is-live=" + std::string(live ? "true" : "false") +
+        " min-latency=" + std::to_string(kMin) + " max-latency=" + std::to_string(kMax) +
+        " caps=\"" + caps_string("RGB", kWidth, kHeight) + "\" ! " + element() +
+        " ! fakesink name=sink sync=false");
+    arrived.attach(pipeline.by_name("sink"), "sink");
+    ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+    ASSERT_EQ(
+        pipeline.push("src", timed(buffer_for(random_frame(PixelLayout::RGB, kWidth, kHeight)), 0)),
+        GST_FLOW_OK);
+    ASSERT_TRUE(wait_for(arrived.buffers, 1, 20000)) << "no frame through: no caps to answer for";
+    GstPad *src = gst_element_get_static_pad(pipeline.by_name("gray"), "src");
+    GstQuery *query = gst_query_new_latency();
+    ASSERT_TRUE(gst_pad_query(src, query));
+    gboolean answered_live;
+    GstClockTime min, max;
+    gst_query_parse_latency(query, &answered_live, &min, &max);
+    const int in_flight = frames_in_flight(backend(), max_inflight(), live);
+    const GstClockTime added = gst_util_uint64_scale_int((in_flight - 1) * GST_SECOND, 1, 30);
+    EXPECT_EQ(bool(answered_live), live);
+    EXPECT_EQ(min, kMin + added) << in_flight << " frames in flight";
+    EXPECT_EQ(max, kMax + added) << in_flight << " frames in flight";
+    gst_query_unref(query);
+    gst_object_unref(src);
+    pipeline.end_of_stream("src");
+    EXPECT_EQ(pipeline.wait_end(20 * GST_SECOND), GST_MESSAGE_EOS);
   }
 }
 
@@ -576,14 +590,34 @@ TEST(CpuFallback, CudaMemoryOutputIsRefusedWithTheReason) {
       << describe(log.errors);
 }
 
-// Stops buffers on a pad until released.
+// Stops buffers on a pad until released, noting the thread that brought
+// the first one there.
 struct Gate {
   GstPad *pad;
   gulong id;
+  std::mutex lock;
+  std::condition_variable reached;
+  bool stopped_one = false;
+  std::thread::id stopped_on;
   explicit Gate(GstPad *p) : pad(p) {
     id = gst_pad_add_probe(
         pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BLOCK),
-        [](GstPad *, GstPadProbeInfo *, gpointer) { return GST_PAD_PROBE_OK; }, nullptr, nullptr);
+        [](GstPad *, GstPadProbeInfo *, gpointer data) {
+          Gate *gate = static_cast<Gate *>(data);
+          std::lock_guard<std::mutex> hold(gate->lock);
+          if (!gate->stopped_one) gate->stopped_on = std::this_thread::get_id();
+          gate->stopped_one = true;
+          gate->reached.notify_all();
+          return GST_PAD_PROBE_OK;
+        },
+        this, nullptr);
+  }
+  // The thread that brought the first buffer, once one is stopped here
+  // (within 20 s; an id of no thread after that).
+  std::thread::id first_stopped_on() {
+    std::unique_lock<std::mutex> hold(lock);
+    reached.wait_for(hold, std::chrono::seconds(20), [&] { return stopped_one; });
+    return stopped_on;
   }
   void open() {
     if (id) gst_pad_remove_probe(pad, id);
@@ -608,7 +642,7 @@ TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
   // for a non-live source), at most 16, the same on both backends
   const int before = max_inflight() == 0 ? 4 : std::min(max_inflight(), 16);
   std::atomic<int> pushed{0};
-  std::atomic<bool> returned{false};
+  Count returned;
   std::thread streaming([&] {
     for (int i = 0; i < before; ++i, ++pushed)
       EXPECT_EQ(
@@ -618,18 +652,22 @@ TEST_P(Output, SerializedEventDoesNotWaitForFramesAndKeepsItsPlace) {
     gst_harness_push_event(harness.h,
                            gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
                                                 gst_structure_new_empty("cudagray-test-marker")));
-    returned = true;
+    ++returned;
   });
   // With one frame in flight the streaming thread pushes it itself, as any
   // synchronous filter does (the latency is then the conversion's alone):
-  // it waits at the stuck pad, and the event after it.
+  // it waits at the stuck pad, and the event after it. With more, the
+  // output task pushes them, and the streaming thread returns meanwhile.
   const bool synchronous = before == 1;
-  for (int i = 0; i < 300 && !returned; ++i) g_usleep((synchronous ? 1 : 10) * 1000);
+  const std::thread::id stopped_on = gate.first_stopped_on();
+  ASSERT_NE(stopped_on, std::thread::id()) << "no frame reached the stuck pad";
   if (synchronous) {
+    EXPECT_EQ(stopped_on, streaming.get_id()) << "the frame was not pushed on the streaming thread";
     EXPECT_EQ(pushed.load(), 0) << "the frame was not pushed on the streaming thread";
   } else {
+    EXPECT_NE(stopped_on, streaming.get_id()) << "the streaming thread pushed a frame itself";
+    EXPECT_TRUE(wait_for(returned, 1, 20000)) << "the event waited for the frames before it";
     EXPECT_EQ(pushed.load(), before) << "the element held fewer frames than max-inflight";
-    EXPECT_TRUE(returned.load()) << "the event waited for the frames before it";
   }
   gate.open();
   streaming.join();
@@ -786,7 +824,7 @@ TEST_P(Output, ReversePlaybackKeepsOrderThenEos) {
           same_pixels(gray_of(out, kWidth, kHeight), cpu_reference(frames[i], kWeightChoices[0])));
       gst_buffer_unref(out);
     }
-    for (int i = 0; i < 200 && log.snapshot().back() != "eos"; ++i) g_usleep(10 * 1000);
+    EXPECT_TRUE(log.wait_for("eos")) << "no EOS after the frames";
     const std::vector<std::string> seen = log.snapshot();
     EXPECT_EQ(joined(seen), joined(expected));
     GstEvent *pushed = gst_pad_get_sticky_event(src, GST_EVENT_SEGMENT, 0);
@@ -803,11 +841,22 @@ TEST_P(Output, ReversePlaybackKeepsOrderThenEos) {
 // Gray passed through holds nothing of the backend's: with downstream stuck
 // on the first buffer, upstream queues 16 before it waits (with room for
 // one, the streaming thread waited for the output task at every buffer),
-// and all come out in order, untouched, once downstream moves.
+// and all come out in order, untouched, once downstream moves. The 17th
+// push cannot return before the gate opens, so once it has begun exactly
+// 16 returned; one that returns sooner is seen whichever thread runs first.
 TEST(Passthrough, UpstreamQueuesSixteenBuffersBeforeItWaits) {
   constexpr int kBuffers = 20, kRoom = 16;
   Harness harness({"backend=cpu"});
   harness.set_caps(caps_string("GRAY8", kWidth, kHeight));
+  GstPad *sink = gst_element_get_static_pad(harness.element(), "sink");
+  Count entered;
+  gst_pad_add_probe(
+      sink, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *, GstPadProbeInfo *, gpointer count) {
+        ++*static_cast<Count *>(count);
+        return GST_PAD_PROBE_OK;
+      },
+      &entered, nullptr);
   GstPad *src = gst_element_get_static_pad(harness.element(), "src");
   Gate gate(src);
   std::vector<GstBuffer *> sent;
@@ -823,11 +872,7 @@ TEST(Passthrough, UpstreamQueuesSixteenBuffersBeforeItWaits) {
       ++pushed;
     }
   });
-  int last = -1;  // until the count stays put for 200 ms
-  for (int i = 0; i < 100 && pushed.load() != last; ++i) {
-    last = pushed.load();
-    g_usleep(200 * 1000);
-  }
+  EXPECT_TRUE(wait_for(entered, kRoom + 1, 20000)) << "the buffer after the room never came";
   EXPECT_EQ(pushed.load(), kRoom) << "buffers queued while downstream was stuck";
   gate.open();
   streaming.join();
@@ -838,6 +883,7 @@ TEST(Passthrough, UpstreamQueuesSixteenBuffersBeforeItWaits) {
   }
   for (GstBuffer *buf : sent) gst_buffer_unref(buf);
   gst_object_unref(src);
+  gst_object_unref(sink);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Output,

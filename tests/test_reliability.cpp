@@ -197,10 +197,18 @@ TEST_P(ByBackend, UnsupportedCapsMidStreamDrainFramesInFlightFirst) {
               GST_FLOW_NOT_NEGOTIATED);
   }
   // Refused caps never reach the element: its sink pad refuses them first,
-  // so frames still in flight (CUDA) stay there until the next accepted
-  // event. They are not lost: every frame arrives by EOS (checked below).
-  expect_frames(harness, frames, &next);
-  EXPECT_LE(next, 3u);
+  // so the frames in flight are neither dropped nor held back by them: all
+  // three come out, converted and in order, with no further event or
+  // buffer, and nothing else does.
+  for (size_t i = 0; i < frames.size(); ++i) {
+    GstBuffer *out = gst_harness_pull(harness.h);  // waits up to 60 s
+    ASSERT_NE(out, nullptr) << "frame " << i << " in flight before the refused caps never came out";
+    EXPECT_TRUE(same_pixels(gray_of(out, 64, 48), cpu_reference(frames[i], kWeightChoices[0])))
+        << "output " << i;
+    gst_buffer_unref(out);
+  }
+  next = frames.size();
+  EXPECT_EQ(gst_harness_try_pull(harness.h), nullptr) << "an output no frame was pushed for";
   harness.set_caps(caps_string("BGRx", 33, 17));
   for (int i = 3; i < 6; ++i) {
     frames.push_back(random_frame(PixelLayout::BGRx, 33, 17));
@@ -701,26 +709,33 @@ TEST_P(ByBackend, FlushingSeeksWhileFramesAreInFlight) {
 // unblocks the streaming thread), then, holding the stream lock, flush-stop
 // and a new segment. Each flush waits until pushes have gone through since
 // the last one, and its flush-stop until a push has met its flush-start,
-// however the threads are scheduled. No deadlock, no error, no flow return
-// other than OK or FLUSHING, and once the flushes stop every frame pushed
-// comes out.
+// however the threads are scheduled; a push that met a flush waits, as a
+// source's paused task does, until that flush has stopped. No deadlock, no
+// error, no flow return other than OK or FLUSHING, and once the flushes stop
+// every frame pushed comes out.
 TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
   Harness harness(settings(8));
   harness.set_caps(caps_string("RGB", 160, 120));
   std::vector<TestFrame> pool;
   for (int i = 0; i < 4; ++i) pool.push_back(random_frame(PixelLayout::RGB, 160, 120));
   std::atomic<bool> stop{false};
-  std::mutex stream_lock;  // what GstPad's stream lock is to a source's task
-  std::atomic<long> ok{0}, flushing{0}, other{0};
+  std::mutex stream_lock;              // what GstPad's stream lock is to a source's task
+  Count ok, flushing, other, stopped;  // stopped: flushes stopped
   std::thread streaming([&] {
     for (int i = 0; !stop.load(); ++i) {
       GstFlowReturn ret;
+      long stops;
       {
         std::lock_guard<std::mutex> hold(stream_lock);
+        stops = stopped.load();
         ret = gst_harness_push(harness.h, timed(buffer_for(pool[i % pool.size()]), i));
       }
       (ret == GST_FLOW_OK ? ok : ret == GST_FLOW_FLUSHING ? flushing : other)++;
-      if (ret == GST_FLOW_FLUSHING) g_usleep(100);  // a paused task lets the seek take the lock
+      // the flush it met stops after this push, with the stream lock
+      if (ret == GST_FLOW_FLUSHING && !wait_for(stopped, stops + 1, 20000)) {
+        ADD_FAILURE() << "the flush that push " << i << " met never stopped";
+        return;
+      }
     }
   });
   // false when no push met its flush-start, asked to wait for one
@@ -733,6 +748,7 @@ TEST_P(ByBackend, FlushesFromAnotherThreadWhileStreaming) {
     GstSegment segment;
     gst_segment_init(&segment, GST_FORMAT_TIME);
     EXPECT_TRUE(gst_harness_push_event(harness.h, gst_event_new_segment(&segment)));
+    ++stopped;
     return was_met;
   };
   const int flushes = 100;

@@ -8,6 +8,8 @@
 #error "fault injection exists only in builds configured with -Dfault-injection=enabled"
 #endif
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace cudagray {
@@ -21,5 +23,18 @@ namespace cudagray {
 // the kernels, which tests arm through the plugin's exported
 // cudagray_inject_cuda_fault (plugin/plugin.cpp).
 void inject_cuda_fault(const std::string &spec);
+
+// The device memory cudagray holds in this process, counted by the owners
+// that make and free it (cuda_owners.cpp), so that a test can tell a leak
+// of its own from another process's use of the GPU: cudaMalloc'd blocks not
+// yet freed, and their bytes. Tests read the plugin's copy through its
+// exported cudagray_cuda_memory_held (fault_injection.cpp), which adds the
+// pinned host memory held (pinned_bytes_held, cudagray/device.h).
+void count_device_memory(const void *memory, size_t bytes);
+void uncount_device_memory(const void *memory);
+struct DeviceMemoryHeld {
+  uint64_t blocks = 0, bytes = 0;
+};
+DeviceMemoryHeld device_memory_held();
 
 }  // namespace cudagray
