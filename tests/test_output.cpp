@@ -512,13 +512,12 @@ TEST_P(Output, StateCyclesWithFramesInFlight) {
   EXPECT_EQ(pipeline.wait_end(10 * GST_SECOND), GST_MESSAGE_EOS);
 }
 
-// The frames in flight for this backend and max-inflight: a live upstream
-// needs none held (0 means 1), a non-live one gets the backend's choice (4
-// on CUDA); the CPU converts each frame as it comes, CUDA holds up to 16.
-int frames_in_flight(const std::string &backend, int max_inflight, bool live) {
-  const bool cuda = backend == "cuda";
-  if (max_inflight == 0) return live || !cuda ? 1 : 4;
-  return std::min(max_inflight, cuda ? 16 : 1);
+// The frames in flight for max-inflight, the same on both backends: a live
+// upstream needs none held (0 means 1), a non-live one gets the backend's
+// choice (4); up to 16.
+int frames_in_flight(int max_inflight, bool live) {
+  if (max_inflight == 0) return live ? 1 : 4;
+  return std::min(max_inflight, 16);
 }
 
 // A frame can wait behind max-inflight - 1 others, so the LATENCY query
@@ -549,7 +548,7 @@ TEST_P(Output, LatencyQueryAddsTheFramesThatMayWait) {
     gboolean answered_live;
     GstClockTime min, max;
     gst_query_parse_latency(query, &answered_live, &min, &max);
-    const int in_flight = frames_in_flight(backend(), max_inflight(), live);
+    const int in_flight = frames_in_flight(max_inflight(), live);
     const GstClockTime added = gst_util_uint64_scale_int((in_flight - 1) * GST_SECOND, 1, 30);
     EXPECT_EQ(bool(answered_live), live);
     EXPECT_EQ(min, kMin + added) << in_flight << " frames in flight";
