@@ -51,6 +51,8 @@
 #include <string>
 
 #include "gstcudagraycaps.h"
+#include "gstcudagrayinflight.h"
+#include "gstcudagrayrenegotiation.h"
 
 GST_DEBUG_CATEGORY(gst_cuda_gray_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_debug
@@ -83,17 +85,6 @@ static void discard_in_flight(GstCudaGray *self) {
   const gsize dropped = self->output->discard_all();
   if (dropped > 0)
     GST_DEBUG_OBJECT(self, "discarded %" G_GSIZE_FORMAT " frames in flight", dropped);
-}
-
-static GstFlowReturn serve_refused(GstCudaGray *self);
-
-/* A wait on the output (room, or everything out) from the streaming
- * thread, which converts refused frames again when the output asks for it
- * (GST_CUDA_GRAY_FLOW_RENEGOTIATE), then waits again. */
-static GstFlowReturn wait_on_output(GstCudaGray *self, GstFlowReturn (GstCudaGrayOutput::*wait)()) {
-  GstFlowReturn ret;
-  while ((ret = (self->output->*wait)()) == GST_CUDA_GRAY_FLOW_RENEGOTIATE) serve_refused(self);
-  return ret;
 }
 
 /* Makes the backend named by the properties. backend=auto falls back to the
@@ -168,7 +159,7 @@ static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection dir
   /* neighbours asking for a CUDA context get ours, so that one is shared */
   if (gst_cuda_gray_context_query(self->context, query)) return TRUE;
   if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query) &&
-      wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING)
+      gst_cuda_gray_wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING)
     return FALSE;
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_POSITION &&
       self->output->answer_position(query))
@@ -177,65 +168,6 @@ static gboolean gst_cuda_gray_query(GstBaseTransform *trans, GstPadDirection dir
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE(query) == GST_QUERY_LATENCY)
     self->output->add_latency(query);
   return TRUE;
-}
-
-static gboolean upstream_is_live(GstBaseTransform *trans) {
-  GstQuery *query = gst_query_new_latency();
-  gboolean live = FALSE;
-  if (gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(trans), query))
-    gst_query_parse_latency(query, &live, NULL, NULL);
-  gst_query_unref(query);
-  return live;
-}
-
-/* Gray passed through that the output holds before upstream waits. It
- * holds nothing of the backend's and leaves as soon as the output task gets
- * to it; with room for one, the streaming thread waited for the task at
- * every buffer (50 us a buffer on a 2-core machine, 2 us with 16). */
-#define PASSTHROUGH_ROOM 16
-
-/* How many frames may be in flight, and the latency that adds: one at a
- * time in reverse playback, where a frame held would leave after an event
- * that came after it but is stamped before it (downstream, GstValidate
- * among them, expects serialized events in timestamp order), else
- * max-inflight or the backend's choice. */
-static int limit_frames_in_flight(GstCudaGray *self, const GstVideoInfo *in_info,
-                                  gboolean passthrough) {
-  GST_OBJECT_LOCK(self);
-  const guint max_inflight = self->props.max_inflight;
-  GST_OBJECT_UNLOCK(self);
-  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
-  const int in_flight = self->converter->set_frames_in_flight(
-      self->reverse_playback ? 1 : max_inflight, passthrough, upstream_is_live(trans));
-  /* a frame can wait behind max-inflight - 1 others when the GPU falls behind */
-  const GstClockTime waiting =
-      in_info->fps_n > 0
-          ? gst_util_uint64_scale((in_flight - 1) * GST_SECOND, in_info->fps_d, in_info->fps_n)
-          : 0;
-  self->output->set_limit(passthrough ? PASSTHROUGH_ROOM : in_flight,
-                          !passthrough && in_flight == 1, waiting);
-  return in_flight;
-}
-
-/* A segment that turns playback around sets the frames in flight again,
- * once the frames of the old direction are out. */
-static void follow_playback_direction(GstCudaGray *self, GstEvent *segment_event) {
-  const GstSegment *segment;
-  gst_event_parse_segment(segment_event, &segment);
-  const gboolean reverse = segment->rate < 0;
-  if (reverse == self->reverse_playback) return;
-  self->reverse_playback = reverse;
-  /* the next segment comes after a flush */
-  if (wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) return;
-  GstCaps *caps = gst_pad_get_current_caps(GST_BASE_TRANSFORM_SINK_PAD(self));
-  GstVideoInfo in_info;
-  if (caps && gst_video_info_from_caps(&in_info, caps)) {
-    const int in_flight = limit_frames_in_flight(
-        self, &in_info, gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(self)));
-    GST_INFO_OBJECT(self, "%s playback: up to %d frames in flight", reverse ? "reverse" : "forward",
-                    in_flight);
-  }
-  if (caps) gst_caps_unref(caps);
 }
 
 /* Sizes the backend for the new caps. New input caps, and new output caps
@@ -250,7 +182,8 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
   GstVideoInfo in_info, out_info;
   const GstCudaGrayFormat *format;
 
-  if (wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) return FALSE;
+  if (gst_cuda_gray_wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING)
+    return FALSE;
 
   if (!gst_cuda_gray_input_from_caps(incaps, &in_info, &format) ||
       !gst_video_info_from_caps(&out_info, outcaps)) {
@@ -269,7 +202,7 @@ static gboolean gst_cuda_gray_set_caps(GstBaseTransform *trans, GstCaps *incaps,
    * came; into or out of CUDA memory it is copied by the kernel */
   const gboolean passthrough = converter.passes_through(&out_info) && !cuda_input && !cuda_output;
   gst_base_transform_set_passthrough(trans, passthrough);
-  const int in_flight = limit_frames_in_flight(self, &in_info, passthrough);
+  const int in_flight = gst_cuda_gray_limit_frames_in_flight(self, &in_info, passthrough);
   if (passthrough) {
     GST_INFO_OBJECT(self, "%s input: passthrough", format->name);
     return TRUE;
@@ -325,28 +258,6 @@ static GstFlowReturn gst_cuda_gray_transform(GstBaseTransform *trans, GstBuffer 
   g_return_val_if_reached(GST_FLOW_NOT_SUPPORTED);
 }
 
-/* A frame's way in, the one for new and refused frames alike: the
- * converter makes inbuf (transfer full) into what the output pushes; when
- * the backend must be sized anew for it (a new crop), what is held leaves
- * first. */
-static GstFlowReturn start_frame(GstCudaGray *self, GstBuffer *inbuf, bool discont,
-                                 GstCudaGrayOutputItem *item) {
-  GST_OBJECT_LOCK(self);
-  const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
-  GST_OBJECT_UNLOCK(self);
-  GstFlowReturn ret;
-  while ((ret = self->converter->start(inbuf, discont, weights, item)) ==
-         GST_CUDA_GRAY_FLOW_DRAIN_FIRST) {
-    ret = wait_on_output(self, &GstCudaGrayOutput::drain);
-    if (ret == GST_FLOW_OK && !self->converter->resize()) ret = GST_FLOW_ERROR;
-    if (ret != GST_FLOW_OK) {
-      gst_buffer_unref(inbuf);
-      return ret;
-    }
-  }
-  return ret;
-}
-
 /* Called by GstBaseTransform for each input buffer: waits while max-inflight
  * frames are out (PASSTHROUGH_ROOM buffers passed through), then starts
  * converting it, or queues it as it is when gray of the output format
@@ -357,89 +268,16 @@ static GstFlowReturn gst_cuda_gray_generate_output(GstBaseTransform *trans, GstB
   GstBuffer *inbuf = trans->queued_buf;
   if (!inbuf) return GST_FLOW_OK;
   trans->queued_buf = NULL;
-  GstFlowReturn ret = wait_on_output(self, &GstCudaGrayOutput::wait_for_room);
+  GstFlowReturn ret = gst_cuda_gray_wait_on_output(self, &GstCudaGrayOutput::wait_for_room);
   if (ret != GST_FLOW_OK) {
     gst_buffer_unref(inbuf);
     return ret;
   }
   GstCudaGrayOutputItem item;
-  ret = start_frame(self, inbuf, self->output->take_discont(), &item);
+  ret = gst_cuda_gray_start_frame(self, inbuf, self->output->take_discont(), &item);
   if (ret != GST_FLOW_OK) return ret;
   ret = self->output->push_frame(std::move(item));
-  return ret == GST_CUDA_GRAY_FLOW_RENEGOTIATE ? serve_refused(self) : ret;
-}
-
-/* Negotiates the source pad again; FALSE when downstream takes none of our
- * caps and did not change meanwhile (one that did, a capsfilter set by the
- * application, is asked again). */
-static gboolean renegotiate(GstCudaGray *self) {
-  GstBaseTransform *trans = GST_BASE_TRANSFORM(self);
-  for (;;) {
-    if (self->output->flushing()) return FALSE;
-    const GstCudaGrayDownstreamState before = self->output->downstream();
-    GstCaps *wanted = gst_pad_peer_query_caps(trans->srcpad, NULL);
-    const gboolean wants_some = !gst_caps_is_empty(wanted);
-    gst_caps_unref(wanted);
-    GstCaps *caps = NULL;
-    gst_pad_mark_reconfigure(trans->srcpad);
-    /* asking for none would only post a warning */
-    if (wants_some && gst_base_transform_reconfigure(trans))
-      caps = gst_pad_get_current_caps(trans->srcpad);
-    const gboolean taken = caps && gst_pad_peer_query_accept_caps(trans->srcpad, caps);
-    GST_INFO_OBJECT(self, "renegotiated %" GST_PTR_FORMAT ": %s", caps,
-                    taken ? "taken" : "refused");
-    gst_clear_caps(&caps);
-    if (taken) return TRUE;
-    if (!before.differs(self->output->downstream())) break;
-  }
-  GST_WARNING_OBJECT(self, "downstream takes none of our caps");
-  return FALSE;
-}
-
-/* Frames that downstream refused (NOT_NEGOTIATED), converted again on the
- * streaming thread, which holds the sink pad's stream lock: every
- * conversion still running finishes, the source pad renegotiates (set_caps
- * sizes the backend, GstBaseTransform decides the new pool), and each
- * refused frame or buffer takes the way in again from its input for the
- * new caps, keeping its DISCONT flag. There can be more of them than the
- * backend takes at once (buffers passed through, now converted, or a
- * smaller max-inflight): the oldest conversion is then waited for here, in
- * order, to make room. OK, or the flow error that stops the output. */
-static GstFlowReturn convert_again(GstCudaGray *self, std::deque<GstCudaGrayOutputItem> &items) {
-  GstCudaGrayConverter &converter = *self->converter;
-  if (!converter.finish_all()) return GST_FLOW_ERROR;
-  if (!renegotiate(self)) return GST_FLOW_NOT_NEGOTIATED;
-  auto oldest = items.begin();
-  for (GstCudaGrayOutputItem &item : items) {
-    if (!item.is_frame()) continue;
-    if (converter.full()) {
-      while (!oldest->converting() || oldest->finished()) ++oldest;
-      if (!converter.finish_oldest()) {
-        converter.discard_all();
-        return GST_FLOW_ERROR;
-      }
-      oldest->set_finished();
-    }
-    bool discont;
-    GstBuffer *input = item.take_input(&discont);
-    const GstFlowReturn ret = start_frame(self, input, discont, &item);
-    if (ret != GST_FLOW_OK) {
-      converter.discard_all(); /* the frames converted again are dropped too */
-      return ret;
-    }
-  }
-  return GST_FLOW_OK;
-}
-
-/* Serves a renegotiation the output waits for, if any: OK once the frames
- * are back in the output (the output task pushes them), or the flow error
- * converting them again ended in. */
-static GstFlowReturn serve_refused(GstCudaGray *self) {
-  std::deque<GstCudaGrayOutputItem> items;
-  if (!self->output->take_refused(&items)) return GST_FLOW_OK;
-  const GstFlowReturn ret = convert_again(self, items);
-  self->output->put_back_converted(std::move(items), ret);
-  return ret;
+  return ret == GST_CUDA_GRAY_FLOW_RENEGOTIATE ? gst_cuda_gray_serve_refused(self) : ret;
 }
 
 /* QoS is cudagray's own (GstCudaGrayOutput::drop_late), with
@@ -457,28 +295,6 @@ static gboolean gst_cuda_gray_src_event(GstBaseTransform *trans, GstEvent *event
   gst_event_parse_qos(event, NULL, &proportion, &diff, &timestamp);
   GST_CUDA_GRAY(trans)->output->qos(proportion, diff, timestamp);
   return gst_pad_push_event(GST_BASE_TRANSFORM_SINK_PAD(trans), event);
-}
-
-/* A frame late at the sink is dropped before anything is done with it; the
- * next frame that leaves is flagged DISCONT. */
-static GstFlowReturn gst_cuda_gray_submit_input_buffer(GstBaseTransform *trans, gboolean is_discont,
-                                                       GstBuffer *input) {
-  GstCudaGray *self = GST_CUDA_GRAY(trans);
-  if (self->output->drop_late(input)) {
-    gst_buffer_unref(input);
-    return GST_BASE_TRANSFORM_FLOW_DROPPED;
-  }
-  /* GstBaseTransform renegotiates once when downstream asked, and refuses
-   * the frame when that fails (a capsfilter changed by the application
-   * right then): renegotiating until downstream takes our caps, or did not
-   * change, keeps the frame */
-  GstBaseTransformClass *base = GST_BASE_TRANSFORM_CLASS(parent_class);
-  GstFlowReturn ret = base->submit_input_buffer(trans, is_discont, gst_buffer_ref(input));
-  while (ret == GST_FLOW_NOT_NEGOTIATED && gst_pad_needs_reconfigure(trans->srcpad) &&
-         renegotiate(self))
-    ret = base->submit_input_buffer(trans, is_discont, gst_buffer_ref(input));
-  gst_buffer_unref(input);
-  return ret;
 }
 
 /* Serialized events join the output behind the frames before them and
@@ -504,18 +320,18 @@ static gboolean gst_cuda_gray_sink_event(GstBaseTransform *trans, GstEvent *even
     case GST_EVENT_EOS:
       /* EOS leaves from this thread once everything before it has (see
        * GstCudaGrayOutput::push_eos) */
-      if (wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) {
+      if (gst_cuda_gray_wait_on_output(self, &GstCudaGrayOutput::drain) == GST_FLOW_FLUSHING) {
         gst_event_unref(event);
         return FALSE;
       }
       return output.push_eos(event);
     case GST_EVENT_SEGMENT:
-      serve_refused(self);
-      follow_playback_direction(self, event);
+      gst_cuda_gray_serve_refused(self);
+      gst_cuda_gray_follow_playback_direction(self, event);
       return output.push_event(event);
     default:
       if (!GST_EVENT_IS_SERIALIZED(event)) break;
-      serve_refused(self); /* refused frames go out before the event */
+      gst_cuda_gray_serve_refused(self); /* refused frames go out before the event */
       return output.push_event(event);
   }
   return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
@@ -534,23 +350,10 @@ static GstStateChangeReturn gst_cuda_gray_change_state(GstElement *element,
   return ret;
 }
 
-/* The output keeps the input's orientation: metas of geometry (regions
- * of interest) or time (untagged: timecode, reference timestamps) are
- * copied, geometry in the output's coordinates: a region of interest
- * through the crop into the picture between the bars, others scaled as
- * videoconvertscale does (dropped when the picture moves, which a scale
- * cannot say); any other tag (colorspace, memory) is about what changed,
- * and the meta is dropped, as is a crop meta applied: the output is the
- * crop. */
+/* What the converter keeps of the input's metas on the output. */
 static gboolean gst_cuda_gray_transform_meta(GstBaseTransform *trans, GstBuffer *outbuf,
                                              GstMeta *meta, GstBuffer *inbuf) {
-  static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
-                                               GST_META_TAG_VIDEO_ORIENTATION_STR, NULL};
-  const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
-  for (const gchar *const *tag = tags; tag && *tag; tag++)
-    if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
-  if (!tags || !*tags) return TRUE;
-  return GST_CUDA_GRAY(trans)->converter->copy_geometry_meta(outbuf, meta, inbuf);
+  return GST_CUDA_GRAY(trans)->converter->transform_meta(outbuf, meta, inbuf);
 }
 
 /* A CUDA context handed down by the application or a neighbour. */

@@ -177,6 +177,16 @@ static void place_region(GstBuffer *outbuf, const GstVideoRegionOfInterestMeta *
         placed, gst_structure_copy(static_cast<const GstStructure *>(param->data)));
 }
 
+gboolean GstCudaGrayConverter::transform_meta(GstBuffer *outbuf, GstMeta *meta, GstBuffer *inbuf) {
+  static const gchar *const geometry_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR,
+                                               GST_META_TAG_VIDEO_ORIENTATION_STR, NULL};
+  const gchar *const *tags = gst_meta_api_type_get_tags(meta->info->api);
+  for (const gchar *const *tag = tags; tag && *tag; tag++)
+    if (!g_strv_contains(geometry_tags, *tag)) return FALSE;
+  if (!tags || !*tags) return TRUE;
+  return copy_geometry_meta(outbuf, meta, inbuf);
+}
+
 gboolean GstCudaGrayConverter::copy_geometry_meta(GstBuffer *outbuf, GstMeta *meta,
                                                   GstBuffer *inbuf) {
   /* metas are copied before inbuf is converted: its own crop, not the

@@ -93,6 +93,13 @@ class GstCudaGrayConverter {
   /* The backend's figures, and how many frames are in flight. */
   cudagray::TimingStats stats(int *in_flight) const;
 
+  /* GstBaseTransform's transform_meta. The output keeps the input's
+   * orientation: metas of geometry (regions of interest) or time
+   * (untagged: timecode, reference timestamps) are copied, geometry in the
+   * output's coordinates (copy_geometry_meta); any other tag (colorspace,
+   * memory) is about what changed, and the meta is dropped, as is a crop
+   * meta applied: the output is the crop. */
+  gboolean transform_meta(GstBuffer *outbuf, GstMeta *meta, GstBuffer *inbuf);
   /* A geometry meta of inbuf on outbuf: TRUE to copy it as it is (the
    * output is the input), else placed onto outbuf here and FALSE: a region
    * of interest through inbuf's crop into the picture between the bars,
