@@ -1301,6 +1301,77 @@ TEST(Qos, OnByDefaultLateFramesAreDroppedBeforeConversion) {
   }
 }
 
+// A crop meta on a frame of the caps' size only marks a region (the whole
+// frame converts): it goes on to the output, as videoconvert passes it. One
+// that crops (the frame larger than the caps) is applied and dropped.
+TEST(Metas, CropMetaMarkingARegionGoesOnAndAnAppliedOneIsDropped) {
+  for (bool applied : {false, true}) {
+    SCOPED_TRACE(applied ? "applied" : "marking a region");
+    Harness harness({"backend=cpu"});
+    const int width = applied ? 32 : 64, height = applied ? 20 : 48;
+    harness.set_caps(caps_string("RGBx", width, height));
+    GstBuffer *buf = buffer_for(random_frame(PixelLayout::RGBx, 64, 48));
+    GstVideoCropMeta *crop = gst_buffer_add_video_crop_meta(buf);
+    crop->x = 2;
+    crop->y = 4;
+    crop->width = 32;
+    crop->height = 20;
+    ASSERT_EQ(gst_harness_push(harness.h, buf), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(harness.h);
+    ASSERT_NE(out, nullptr);
+    const GstVideoCropMeta *kept = gst_buffer_get_video_crop_meta(out);
+    if (applied) {
+      EXPECT_EQ(kept, nullptr) << "the output is the crop";
+    } else {
+      ASSERT_NE(kept, nullptr) << "the region's mark was dropped";
+      EXPECT_EQ(kept->x, 2u);
+      EXPECT_EQ(kept->y, 4u);
+      EXPECT_EQ(kept->width, 32u);
+      EXPECT_EQ(kept->height, 20u);
+    }
+    gst_buffer_unref(out);
+  }
+}
+
+// After downstream answered EOS, as gstqueue: a serialized event that is
+// not sticky is refused; a new segment makes the output push again, so the
+// next frame goes out.
+TEST(Output, DownstreamEosRefusesEventsUntilANewSegment) {
+  Harness harness({"backend=cpu", "max-inflight=1"});
+  harness.set_caps(caps_string("RGBx", 64, 48));
+  std::atomic<bool> ended{true};
+  GstPad *src = gst_element_get_static_pad(harness.element(), "src");
+  gst_pad_add_probe(
+      src, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+        if (!static_cast<std::atomic<bool> *>(data)->load()) return GST_PAD_PROBE_OK;
+        gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+        GST_PAD_PROBE_INFO_DATA(info) = nullptr;
+        GST_PAD_PROBE_INFO_FLOW_RETURN(info) = GST_FLOW_EOS;
+        return GST_PAD_PROBE_HANDLED;
+      },
+      &ended, nullptr);
+  gst_object_unref(src);
+  const TestFrame f = random_frame(PixelLayout::RGBx, 64, 48);
+  EXPECT_EQ(gst_harness_push(harness.h, timed_buffer(f, 0)), GST_FLOW_EOS);
+  EXPECT_FALSE(gst_harness_push_event(
+      harness.h, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                                      gst_structure_new_empty("cudagray-test-after-eos"))))
+      << "a serialized event after downstream's EOS was taken";
+  EXPECT_EQ(gst_harness_push(harness.h, timed_buffer(f, 1)), GST_FLOW_EOS);
+  ended = false;
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(harness.h, gst_event_new_segment(&segment)));
+  EXPECT_EQ(gst_harness_push(harness.h, timed_buffer(f, 2)), GST_FLOW_OK)
+      << "still EOS after a new segment";
+  GstBuffer *out = gst_harness_pull(harness.h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(GST_BUFFER_PTS(out), 2 * GST_SECOND / 30);
+  EXPECT_TRUE(same_pixels(gray_of(out, 64, 48), cpu_reference(f, kWeightChoices[0])));
+  gst_buffer_unref(out);
+}
+
 // What gst-inspect-1.0 shows: the klass of GStreamer's converters plus
 // Hardware, a description that names the CPU path, an author as
 // "Name <address>", and a stats blurb that names every field the structure
