@@ -30,7 +30,9 @@
 #   - a block fails when cudagray warns that matrix and weights do not apply
 #     (YUV input): the examples that set them must use them.
 # Then every relative link of the Markdown files (README.md, CONTRIBUTING.md,
-# docs/, tests/) is checked by check_links.py: one TAP test a file.
+# docs/, tests/) is checked by check_links.py: one TAP test a file; the
+# README's length (at most 200 lines); and that CI runs the README's Quick
+# start as written.
 #
 #   test_readme.sh SOURCE_DIR BUILD_DIR LAUNCH_CHECK PYTHON
 # CUDAGRAY_README_KEEP=DIR keeps each block's script and output there.
@@ -104,6 +106,16 @@ for path in "$source"/*.md "$source"/docs/*.md "$source"/tests/*.md; do
     sed 's/^/# /' <<<"$broken"
   fi
 done
+
+# The README stays short (CONTRIBUTING.md): the rest goes to docs/.
+n=$((n + 1))
+lines=$(wc -l <"$source/README.md")
+if [[ $lines -le 200 ]]; then
+  echo "ok $n - README.md has at most 200 lines ($lines)"
+else
+  echo "not ok $n - README.md has at most 200 lines ($lines)"
+  echo "# move details to docs/ (docs/install.md: what ./dev installs, times, install variants)"
+fi
 
 # CI runs the README's Quick start as written: its two commands are the
 # ones ./dev newcomer runs in a fresh clone, which .ci/run runs for Debian
