@@ -21,7 +21,7 @@
 #     (nvh264dec, a display); it says so on stderr, shown below as comments;
 #   - a command ending in & runs in the background until its block ends;
 #   - `./dev test` and `meson test` are not run again from inside the tests:
-#     CI runs them (.ci/run), which is checked; `./dev package` and the apt
+#     CI runs them (.ci/run, through ./dev newcomer), which is checked; `./dev package` and the apt
 #     install of what it makes are not run either (a package build runs the
 #     tests once more); the test tools that run a suite (a test binary, the
 #     valgrind, fuzzing and GPU scripts, the benchmark) are checked to exist,
@@ -30,7 +30,9 @@
 #   - a block fails when cudagray warns that matrix and weights do not apply
 #     (YUV input): the examples that set them must use them.
 # Then every relative link of the Markdown files (README.md, CONTRIBUTING.md,
-# docs/, tests/) is checked by check_links.py: one TAP test a file.
+# docs/, tests/) is checked by check_links.py: one TAP test a file; the
+# README's length (at most 200 lines); and that CI runs the README's Quick
+# start as written.
 #
 #   test_readme.sh SOURCE_DIR BUILD_DIR LAUNCH_CHECK PYTHON
 # CUDAGRAY_README_KEEP=DIR keeps each block's script and output there.
@@ -105,11 +107,31 @@ for path in "$source"/*.md "$source"/docs/*.md "$source"/tests/*.md; do
   fi
 done
 
+# The README stays short (CONTRIBUTING.md): the rest goes to docs/.
 n=$((n + 1))
-if grep -q '^\./dev test "\${options\[@\]}"' "$source/.ci/run" \
-    && grep -q '^\./dev test --debian13 "\${options\[@\]}"' "$source/.ci/run"; then
-  echo "ok $n - .ci/run runs ./dev test here and in Debian 13"
+lines=$(wc -l <"$source/README.md")
+if [[ $lines -le 200 ]]; then
+  echo "ok $n - README.md has at most 200 lines ($lines)"
 else
-  echo "not ok $n - .ci/run runs ./dev test here and in Debian 13"
+  echo "not ok $n - README.md has at most 200 lines ($lines)"
+  echo "# move details to docs/ (docs/install.md: what ./dev installs, times, install variants)"
+fi
+
+# CI runs the README's Quick start as written: its two commands are the
+# ones ./dev newcomer runs in a fresh clone, which .ci/run runs for Debian
+# 12 and 13.
+n=$((n + 1))
+name="the README's Quick start (./dev demo, ./dev test) is what .ci/run runs in fresh Debian 12 and 13 roots"
+quick_start=$(awk '/^## Quick start/ { on = 1 } on && /^```sh/ { inblock = 1; next }
+  inblock && /^```/ { exit } inblock { sub(/[[:space:]]*#.*/, ""); print }' "$source/README.md")
+if [[ $quick_start == $'./dev demo\n./dev test' ]] \
+    && grep -q 'sh -c "cd $clone && ./dev demo"' "$source/dev" \
+    && grep -q 'sh -c "cd $clone && ./dev test \\"\\$@\\""' "$source/dev" \
+    && grep -q '^\./dev newcomer bookworm "\${options\[@\]}"' "$source/.ci/run" \
+    && grep -q '^\./dev newcomer trixie "\${options\[@\]}"' "$source/.ci/run"; then
+  echo "ok $n - $name"
+else
+  echo "not ok $n - $name"
+  printf '# the Quick start block: %s\n' "$quick_start"
 fi
 echo "1..$n"

@@ -10,11 +10,13 @@
 #
 #   validate.sh BUILD_DIR SOURCE_DIR PYTHON
 #
-# gst-validate is built once from gst-devtools' source for the running
-# GStreamer's major.minor (gst-devtools-1.22.0.tar.xz for 1.22.x, 1.26.2 for
-# 1.26.x), validate part only, into BUILD_DIR/gst-validate/VERSION; the
-# tarballs are looked for in CUDAGRAY_GST_DEVTOOLS (default: ../shared/
-# gst-devtools beside the checkout), and a missing one is a failure.
+# gst-validate is built once, offline, from gst-devtools' source for the
+# running GStreamer's major.minor, validate part only, into
+# BUILD_DIR/gst-validate/VERSION: the wrap SOURCE_DIR/subprojects/
+# gst-devtools-MAJOR.MINOR.wrap names the tarball, which the repository
+# carries in subprojects/packagecache/ (1.22.0 for 1.22.x, 1.26.2 for
+# 1.26.x), and its sha256; a GStreamer without a wrap, or a tarball whose
+# checksum differs, is a failure.
 # CUDAGRAY_GST_VALIDATE_PREFIX=DIR takes an installed gst-validate instead
 # (meson install's prefix, e.g. BUILD_DIR/gst-validate/1.22.0/install copied
 # to a machine without GStreamer's build tools). The plugin comes from
@@ -25,7 +27,6 @@
 # CUDAGRAY_VALIDATE_KEEP=DIR keeps every run's log and issues there.
 set -uo pipefail
 build=$(realpath "$1") source=$(realpath "$2") python=$3
-devtools=${CUDAGRAY_GST_DEVTOOLS:-$source/../shared/gst-devtools}
 read -ra backends <<<"${CUDAGRAY_VALIDATE_BACKENDS:-cpu}"
 reports=$source/tests/validate_reports.py
 tmp=$(mktemp -d)
@@ -59,18 +60,26 @@ if [[ -n ${CUDAGRAY_GST_VALIDATE_PREFIX:-} ]]; then
 else
   gst_version=$(pkg-config --modversion gstreamer-1.0 2>"$tmp/log") || give_up "the running GStreamer's version" "$tmp/log"
   major_minor=$(cut -d. -f1,2 <<<"$gst_version")
-  tarball=$(ls "$devtools"/gst-devtools-"$major_minor".*.tar.xz 2>/dev/null | sort -V | tail -n 1)
+  wrap=$source/subprojects/gst-devtools-$major_minor.wrap
   step="gst-validate for GStreamer $gst_version built from gst-devtools $major_minor"
-  if [[ -z $tarball ]]; then
-    echo "No gst-devtools-$major_minor.*.tar.xz in $devtools (GStreamer here: $gst_version):" \
-      "put gst-devtools' source for $major_minor there, or set CUDAGRAY_GST_DEVTOOLS to the folder" \
-      "holding it (or CUDAGRAY_GST_VALIDATE_PREFIX to an installed gst-validate)" >"$tmp/log"
+  if [[ ! -f $wrap ]]; then
+    echo "No subprojects/gst-devtools-$major_minor.wrap (GStreamer here: $gst_version): add one" \
+      "for gst-devtools $major_minor, as subprojects/gst-devtools-1.22.wrap is for 1.22, with its" \
+      "tarball in subprojects/packagecache/ (or set CUDAGRAY_GST_VALIDATE_PREFIX to an installed" \
+      "gst-validate)" >"$tmp/log"
     give_up "$step" "$tmp/log"
   fi
-  tree=$(basename "$tarball" .tar.xz)
+  wrap_value() { sed -n "s/^$1[[:space:]]*=[[:space:]]*//p" "$wrap" | tail -n 1; }
+  tree=$(wrap_value directory)
+  tarball=$source/subprojects/packagecache/$(wrap_value source_filename)
+  step="$step (${tarball##*/})"
+  if ! sha256sum "$tarball" 2>&1 | grep -q "^$(wrap_value source_hash) "; then
+    { echo "$tarball: missing, or its sha256 is not the source_hash of ${wrap#"$source"/}:"
+      sha256sum "$tarball" 2>&1; } >"$tmp/log"
+    give_up "$step" "$tmp/log"
+  fi
   cache=$build/gst-validate/${tree#gst-devtools-}
   prefix=$cache/install
-  step="$step (${tarball##*/})"
   if [[ ! -f $cache/installed ]]; then
     rm -rf "$cache"
     mkdir -p "$cache"
