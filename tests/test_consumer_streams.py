@@ -34,7 +34,7 @@ def cuda_reason():
     except ImportError as error:
         return f"PyTorch and CuPy are not both importable ({error})"
     if not torch.cuda.is_available():
-        return "PyTorch sees no CUDA device"
+        return f"PyTorch sees no CUDA device (CuPy {cupy.__version__})"
     return None
 
 

@@ -10,6 +10,7 @@ PYTHONPATH at build/python; tests/gpu-python.sh runs it on the GPU machine.
 import ctypes
 import gc
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -622,6 +623,57 @@ class CudaFrames(InChildProcess, unittest.TestCase):
             self.assertIsNotNone(frame.__dlpack__(stream=stream), stream)
         # read-only, as the buffer protocol says of system frames
         self.assertIs(frame.__cuda_array_interface__["data"][1], True)
+        with self.assertRaisesRegex(TypeError, "positional"):
+            frame.__dlpack__(1)
+
+    def test_dlpack_versions_and_copies_of_a_cuda_frame(self):
+        import torch
+
+        rows, = self.cpu_path(ball(n=1, w=641, h=481).replace("RGB", "RGBA"))
+        with cudagray.open(self.UPLOADED.format(n=1), memory="cuda") as reader:
+            frame, = reader
+        address = frame.__cuda_array_interface__["data"][0]
+        name, version, flags, tensor = open_capsule(frame.__dlpack__(stream=1, max_version=(1, 0)))
+        self.assertEqual((name, version, flags), ("dltensor_versioned", (1, 0), READ_ONLY))
+        self.assertEqual((tensor.data, tensor.device_type, tensor.device_id), (address, 2, 0))
+        # PyTorch and CuPy take the versioned, read-only tensor (they pass
+        # max_version where they know DLPack 1.x)
+        np.testing.assert_array_equal(torch.from_dlpack(frame).cpu().numpy(), rows)
+        # dl_device (1, 0): a copy in system memory, writable
+        for max_version, copy in (((1, 0), None), ((1, 0), True), (None, None)):
+            name, _, flags, tensor = open_capsule(frame.__dlpack__(max_version=max_version, dl_device=(1, 0),
+                                                                   copy=copy))
+            self.assertEqual((tensor.device_type, flags), (1, None if max_version is None else IS_COPIED))
+            np.testing.assert_array_equal(host_rows(tensor), rows)
+        with self.assertRaisesRegex(BufferError, "copy=False, and a frame in CUDA memory"):
+            frame.__dlpack__(dl_device=(1, 0), copy=False)
+        with self.assertRaisesRegex(BufferError, "only to system memory"):
+            frame.__dlpack__(copy=True)
+        with self.assertRaisesRegex(ValueError, "stream=1: a frame in system memory"):
+            frame.__dlpack__(dl_device=(1, 0), stream=1)
+        with self.assertRaisesRegex(ValueError, "stream=0"):
+            frame.record_stream(0)
+        with self.assertRaisesRegex(TypeError, "stream must be an int or a stream object"):
+            frame.record_stream("default")
+
+    def test_open_a_file_decodes_with_nvdec(self):
+        import torch
+
+        if subprocess.run(["gst-inspect-1.0", "--exists", "nvh264dec"]).returncode != 0:
+            self.skipTest("GStreamer has no nvh264dec (nvcodec) here")
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ball.mp4")
+            encode = (f"videotestsrc num-buffers=60 pattern=ball ! video/x-raw,format=I420,width=640,height=360"
+                      f" ! x264enc ! h264parse ! mp4mux ! filesink location={path}")
+            subprocess.run(["gst-launch-1.0", "-q"] + encode.split(), check=True, timeout=120)
+            expected = self.cpu_path(f"filesrc location={path} ! qtdemux ! h264parse ! nvh264dec ! cudadownload")
+            with cudagray.open(path, memory="cuda") as reader:
+                tensors = [torch.from_dlpack(frame) for frame in reader]
+                chosen = reader.pipeline_description
+        self.assertRegex(chosen, f"^filesrc location={re.escape(path)} ! .* ! nvh264dec ! cudagray ! ")
+        self.assertEqual(len(tensors), len(expected))
+        for tensor, rows in zip(tensors, expected):
+            np.testing.assert_array_equal(tensor.cpu().numpy(), rows)
 
     def test_two_consumers_each_keep_the_frame_until_done(self):
         # torch on a stream kept busy, then CuPy on an idle one, both letting
