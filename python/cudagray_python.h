@@ -93,23 +93,25 @@ bool order_after(int device, void *pending_stream, void *consumer_stream, std::s
 struct ConsumerStreams;
 /* Keeps a consumer's stream (a stream handle, or a pseudo-handle above) in
  * *streams (made on first use) for the frame's release, which records an
- * event on it then, after all the work queued on it by then: owner (its
- * reference taken), or NULL, is the Python object whose life keeps the stream alive
+ * event on it then, after all the work queued on it by then. owner (its
+ * reference taken) is the Python object whose life keeps the stream alive
  * (its library destroys the stream only once the object is gone), held until
- * then; None when the caller vouches for the stream's life. Without an owner the stream may be gone
- * before the frame, so the event is recorded now instead, after the work queued so far. The
- * pseudo-handles need nothing kept: the release waits for the legacy default stream, so for every
- * blocking stream, each thread's per-thread default stream among them. False with *why when a CUDA
- * call fails. */
+ * then, or None when the caller vouches for the stream's life. Without an
+ * owner (NULL) the stream may be gone before the frame, so the event is
+ * recorded now instead, after the work queued so far. The pseudo-handles
+ * need nothing kept: the release waits for the legacy default stream, so for
+ * every blocking stream, each thread's per-thread default stream among them.
+ * False with *why when a CUDA call fails. */
 bool add_consumer(ConsumerStreams **streams, int device, void *stream, PyObject *owner,
                   std::string *why);
 /* Takes a freed frame's mapping, sample and consumers' streams (NULL: none)
  * and keeps the first two until the work queued on those streams by now is
  * done, and that on the legacy default stream (so on every blocking stream,
  * CuPy's by default among them), so that cudagray does not write a new frame
- * into memory a kernel still reads. Nothing blocks: later calls (and each
- * reader's next()) release the frames whose events are done. Releases them at
- * once when no event can be recorded. Called with the GIL. */
+ * into memory a kernel still reads. It does not wait for them: later calls
+ * (and each reader's next()) release the frames whose events are done, as
+ * release_consumed_frames. Releases them at once when no event can be
+ * recorded. Called with the GIL. */
 void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
                              ConsumerStreams *streams);
 /* Releases the frames whose consumers are done; past a bound, waits for the
@@ -135,8 +137,8 @@ PyObject *current_stream_owner(int device, intptr_t handle);
 bool add_current_streams(ConsumerStreams **streams, int device);
 /* frame.record_stream's argument: an int handle (the caller keeps the stream
  * valid), or an object with cuda_stream (PyTorch) or ptr (CuPy), held.
- * Puts the handle in *handle and a new reference (None for an int) in *owner; false
- * with a Python exception set. */
+ * Puts the handle in *handle and a new reference (None for an int) in
+ * *owner; false with a Python exception set. */
 bool stream_argument(PyObject *stream, intptr_t *handle, PyObject **owner);
 
 /* GST_MAP_CUDA: maps CUDA memory as its device pointer. */
