@@ -171,20 +171,30 @@ class ConsumerStreams(unittest.TestCase):
         self.check(sums, who="CuPy on its per-thread default stream")
 
     def test_cuda_array_interface_on_the_current_stream(self):
-        # no stream handshake: the release waits for CuPy's current stream
+        # no stream handshake: the release waits for the current streams of
+        # CuPy (cupy.asarray) and PyTorch (torch.as_tensor) when it was read
         import cupy
+        import torch
 
-        stream = cupy.cuda.Stream(non_blocking=True)
-        sums = []
-        with cudagray.open(UPLOADED.format(n=300, w=640, h=360), memory="cuda", max_inflight=4) as reader:
-            for frame in reader:
-                with stream:
-                    gray = cupy.asarray(frame)
-                    self.spin(stream)
-                    sums.append(gray.sum(dtype=cupy.int64))
-                del frame, gray
-        stream.synchronize()
-        self.check(sums, who="CuPy through the CUDA array interface")
+        for library in ("cupy", "torch"):
+            _, stream = self.cupy_stream() if library == "cupy" else self.torch_stream()
+            on_stream = stream if library == "cupy" else cupy.cuda.ExternalStream(stream.cuda_stream)
+            sums = []
+            with cudagray.open(UPLOADED.format(n=300, w=640, h=360), memory="cuda", max_inflight=4) as reader:
+                for frame in reader:
+                    if library == "cupy":
+                        with stream:
+                            gray = cupy.asarray(frame)
+                            self.spin(on_stream)
+                            sums.append(gray.sum(dtype=cupy.int64))
+                    else:
+                        with torch.cuda.stream(stream):
+                            gray = torch.as_tensor(frame, device="cuda")
+                            self.spin(on_stream)
+                            sums.append(gray.sum(dtype=torch.int64))
+                    del frame, gray
+            stream.synchronize()
+            self.check(sums, who=f"{library} through the CUDA array interface")
 
     def test_record_stream_for_a_stream_no_one_named(self):
         # taken on the default stream, read on another: record_stream names it
