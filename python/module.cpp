@@ -45,8 +45,8 @@ PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))reader_open, METH_VARARGS | METH_KEYWORDS,
      "open(source, *, width=None, height=None, format='GRAY8', memory='auto', **properties)\n--\n\n"
      "A Reader of `source ! cudagray ! caps ! appsink`. source: a file path, a URI (file, "
-     "http(s), rtsp, ...: decoded by uridecodebin, with NVDEC first where cudagray works in "
-     "CUDA memory and nvcodec found a GPU), a device path (/dev/video0: v4l2src ! decodebin), "
+     "http(s), rtsp, ...: decoded by uridecodebin, with NVDEC first where GStreamer's nvcodec "
+     "found a GPU), a device path (/dev/video0: v4l2src ! decodebin), "
      "or a gst-launch-1.0 fragment that makes video; reader.pipeline_description says what "
      "was chosen. width, height: the size cudagray scales "
      "to. format: GRAY8 or GRAY16. memory: cuda (frames stay on the GPU), system, or auto "

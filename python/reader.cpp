@@ -499,8 +499,8 @@ GstPadProbeReturn choose_memory_once_open(GstPad *pad, GstPadProbeInfo *info, gp
   return GST_PAD_PROBE_REMOVE;
 }
 
-/* A decoder of the nvcodec plugin (NVDEC, nvJPEG): registered only where
- * GStreamer found an NVIDIA GPU. */
+/* A decoder of the nvcodec plugin (NVDEC, nvJPEG): nvcodec registers its
+ * decoders only where it finds an NVIDIA GPU. */
 bool nvcodec_decoder(GstElementFactory *factory) {
   const gchar *klass = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_KLASS);
   return g_strcmp0(gst_plugin_feature_get_plugin_name(GST_PLUGIN_FEATURE(factory)), "nvcodec") ==
@@ -576,23 +576,20 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   GstElement *cudagray = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray");
   std::string element = "cudagray";
   bool ok = set_properties(cudagray, properties, &element);
-  const std::string cuda_unavailable = ok ? cuda_output_unavailable(cudagray) : "";
   if (kind != SourceKind::fragment) {
     GstElement *decoder = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-source");
     if (kind == SourceKind::uri) g_object_set(decoder, "uri", uri.c_str(), NULL);
-    /* NVDEC where cudagray works in CUDA memory */
-    if (cuda_unavailable.empty())
-      g_signal_connect(decoder, "autoplug-sort", G_CALLBACK(nvcodec_decoders_first), NULL);
+    g_signal_connect(decoder, "autoplug-sort", G_CALLBACK(nvcodec_decoders_first), NULL);
     gst_object_unref(decoder);
   }
   Memory memory = Memory::system;
   if (ok && options.memory != "system") {
-    if (options.memory == "cuda" && !cuda_unavailable.empty()) {
-      PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", cuda_unavailable.c_str());
+    const std::string why = cuda_output_unavailable(cudagray);
+    if (options.memory == "cuda" && !why.empty()) {
+      PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
       ok = false;
     }
-    if (cuda_unavailable.empty())
-      memory = options.memory == "cuda" ? Memory::cuda : Memory::backends_choice;
+    if (why.empty()) memory = options.memory == "cuda" ? Memory::cuda : Memory::backends_choice;
   }
   if (ok && memory != Memory::system) {
     std::string why;
