@@ -128,8 +128,8 @@ PyObject *get_cuda_array_interface(PyObject *self, void *) {
   /* This consumer names no stream of its own: the frame's release waits for
    * the legacy default stream, so for every blocking stream, and for the
    * current streams of PyTorch and CuPy, where their reads are queued */
-  if (!add_current_streams(&frame->consumers, frame->cuda.device)) return NULL;
   frame->consumed_on_gpu = true;
+  if (!add_current_streams(&frame->consumers, frame->cuda.device)) return NULL;
   /* the stream the consumer must order its work after; None: complete */
   PyObject *stream = frame->cuda.pending_stream ? PyLong_FromVoidPtr(frame->cuda.pending_stream)
                                                 : Py_NewRef(Py_None);
@@ -249,12 +249,13 @@ bool order_consumer(Frame *frame, PyObject *stream) {
   const intptr_t handle = reinterpret_cast<intptr_t>(consumer);
   PyObject *owner =
       handle > per_thread_default_stream ? current_stream_owner(frame->cuda.device, handle) : NULL;
+  /* the release takes the consumers kept so far, whatever happens here */
+  frame->consumed_on_gpu = true;
   if (!add_consumer(&frame->consumers, frame->cuda.device, consumer, owner, &why)) {
     PyErr_Format(PyExc_BufferError, "could not record the consumer's work on its stream: %s",
                  why.c_str());
     return false;
   }
-  frame->consumed_on_gpu = true;
   return true;
 }
 
@@ -407,12 +408,12 @@ PyObject *record_stream(PyObject *self, PyObject *stream) {
   PyObject *owner;
   if (!stream_argument(stream, &handle, &owner)) return NULL;
   std::string why;
+  frame->consumed_on_gpu = true;
   if (!add_consumer(&frame->consumers, frame->cuda.device, reinterpret_cast<void *>(handle), owner,
                     &why)) {
     PyErr_Format(PyExc_BufferError, "could not keep the consumer's stream: %s", why.c_str());
     return NULL;
   }
-  frame->consumed_on_gpu = true;
   Py_RETURN_NONE;
 }
 
