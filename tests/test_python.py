@@ -127,14 +127,24 @@ ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
 ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+class Tensor:
+    """What a DLTensor says, read while its capsule lives: data, device_type,
+    device_id, ndim, row_stride (in elements) and, in system memory, rows."""
+
+    def __init__(self, tensor):
+        self.data, self.device_type, self.device_id = tensor.data, tensor.device_type, tensor.device_id
+        self.ndim, self.row_stride = tensor.ndim, tensor.strides[0]
+        self.rows = host_rows(tensor) if tensor.device_type == 1 else None
+
+
 def open_capsule(capsule):
-    """(name, version or None, flags or None, DLTensor) of an unused DLPack capsule."""
+    """(name, version or None, flags or None, Tensor) of an unused DLPack capsule."""
     for name, structure in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
         if ctypes.pythonapi.PyCapsule_IsValid(capsule, name):
             managed = structure.from_address(ctypes.pythonapi.PyCapsule_GetPointer(capsule, name))
             if structure is DLManagedTensor:
-                return name.decode(), None, None, managed.dl_tensor
-            return name.decode(), (managed.major, managed.minor), managed.flags, managed.dl_tensor
+                return name.decode(), None, None, Tensor(managed.dl_tensor)
+            return name.decode(), (managed.major, managed.minor), managed.flags, Tensor(managed.dl_tensor)
     raise AssertionError(f"{capsule!r} is no unused DLPack capsule")
 
 
@@ -261,7 +271,7 @@ class SystemFrames(unittest.TestCase):
             got_name, got_version, got_flags, tensor = open_capsule(capsule)
             self.assertEqual((got_name, got_version, got_flags), (name, version, flags), max_version)
             self.assertEqual((tensor.data, tensor.device_type, tensor.ndim), (address, 1, 2))
-            np.testing.assert_array_equal(host_rows(tensor), rows)
+            np.testing.assert_array_equal(tensor.rows, rows)
         for wrong in ("1.0", (1,), (1, "0"), (-1, 0)):
             with self.assertRaisesRegex(TypeError, "max_version must be a tuple"):
                 frame.__dlpack__(max_version=wrong)
@@ -284,8 +294,8 @@ class SystemFrames(unittest.TestCase):
             # a copy of its own, writable, rows without padding
             self.assertNotEqual(tensor.data, address)
             self.assertEqual(flags, None if max_version is None else IS_COPIED)
-            self.assertEqual(tensor.strides[0], rows.shape[1])
-            np.testing.assert_array_equal(host_rows(tensor), rows)
+            self.assertEqual(tensor.row_stride, rows.shape[1])
+            np.testing.assert_array_equal(tensor.rows, rows)
         with self.assertRaisesRegex(BufferError, r"dl_device: cudagray hands a frame over on its own device"):
             frame.__dlpack__(dl_device=(2, 0))
         with self.assertRaisesRegex(ValueError, "stream=1: a frame in system memory"):
@@ -644,7 +654,7 @@ class CudaFrames(InChildProcess, unittest.TestCase):
             name, _, flags, tensor = open_capsule(frame.__dlpack__(max_version=max_version, dl_device=(1, 0),
                                                                    copy=copy))
             self.assertEqual((tensor.device_type, flags), (1, None if max_version is None else IS_COPIED))
-            np.testing.assert_array_equal(host_rows(tensor), rows)
+            np.testing.assert_array_equal(tensor.rows, rows)
         with self.assertRaisesRegex(BufferError, "copy=False, and a frame in CUDA memory"):
             frame.__dlpack__(dl_device=(1, 0), copy=False)
         with self.assertRaisesRegex(BufferError, "only to system memory"):
