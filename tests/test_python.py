@@ -715,9 +715,10 @@ class CudaFrames(InChildProcess, unittest.TestCase):
         self.assertEqual(wrong, 0, f"torch read the wrong picture in {wrong} of {len(expected)} frames")
 
     def test_a_consumer_stream_destroyed_before_the_frame_is_let_go(self):
-        # `with cupy.cuda.Stream():` destroys the stream at the end of the
-        # block, while the array and the frame live on: releasing the frame
-        # must not touch that stream (it crashed the interpreter)
+        # `with cupy.cuda.Stream():` lets go of the stream at the end of the
+        # block, while the array and the frame live on: the release must not
+        # touch a destroyed stream (it crashed the interpreter); the frame
+        # holds the stream's object, so the stream goes after the release
         self.import_cupy()
         expected = self.streamed_sums()[:90]
         output, _ = self.run_child(f"""
