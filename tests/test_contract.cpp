@@ -5,6 +5,7 @@
 // cudagray on each backend, max-inflight and output memory; cudagray's
 // observable outcome must equal the control's.
 #include <gst/app/gstappsink.h>
+#include <gst/check/gsttestclock.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -169,6 +170,7 @@ struct BusRecord {
   std::mutex lock;
   std::condition_variable changed;
   std::vector<std::string> errors, warnings, qos;
+  std::vector<std::pair<std::string, GstClockTime>> qos_at;  // role, running time
   std::string texts;
   bool eos = false;
   std::string ignored_warning;  // a warning text that is timing noise in a scenario
@@ -195,6 +197,9 @@ struct BusRecord {
         gst_message_parse_qos_stats(message, &format, &processed, &dropped);
         self->qos.push_back("[" + role + "] " + gst_format_get_name(format) + " processed=" +
                             std::to_string(processed) + " dropped=" + std::to_string(dropped));
+        GstClockTime running_time;
+        gst_message_parse_qos(message, nullptr, &running_time, nullptr, nullptr, nullptr);
+        self->qos_at.emplace_back(role, running_time);
         break;
       }
       case GST_MESSAGE_EOS: self->eos = true; break;
@@ -1170,6 +1175,110 @@ Outcome qos(const Converter &c) {
   return outcome;
 }
 
+// QoS as a slow sink and a source that drops frames make it, on a test
+// clock that only the sink moves, so that every run is the same: the sink
+// syncs, drops what is more than a quarter frame late and sends QoS events
+// upstream; rendering frames 10-39 takes 2.5 frames of clock time, the
+// source drops 50-54 and delivers 55-69 5.5 frames late. Each frame is
+// rendered, dropped late by the sink or dropped by the converter's QoS, the
+// same ones as through the control: a frame the converter holds when a QoS
+// event says it is late is dropped as one arriving then would be.
+Outcome qos_slow_sink_and_upstream_drops(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) +
+                 " ! fakesink name=sink sync=true qos=true async=false signal-handoffs=true "
+                 "max-lateness=" +
+                 std::to_string(kFrame / 4));
+  GstClock *clock = gst_test_clock_new();
+  gst_pipeline_use_clock(GST_PIPELINE(run.pipeline.get()), clock);
+  gst_element_set_start_time(run.pipeline.get(), GST_CLOCK_TIME_NONE);
+  gst_element_set_base_time(run.pipeline.get(), 0);  // running time is clock time
+  struct SlowSink {
+    GstTestClock *clock;
+    std::vector<long> rendered = {};
+    static void move_to(GstTestClock *clock, GstClockTime t) {
+      if (t > gst_clock_get_time(GST_CLOCK(clock))) gst_test_clock_set_time(clock, t);
+    }
+    // a frame reaches the sink no earlier than its time, 5.5 frames late from 55 to 69
+    static GstPadProbeReturn arrives(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<SlowSink *>(data);
+      if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+        const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
+        const long index = static_cast<long>(pts / kFrame);
+        move_to(self->clock, pts + (index >= 55 && index < 70 ? 11 * kFrame / 2 : 0));
+      } else if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS) {
+        move_to(self->clock, gst_clock_get_time(GST_CLOCK(self->clock)) + GST_SECOND * 3600);
+      }
+      return GST_PAD_PROBE_OK;
+    }
+    // rendering takes 2.5 frames from 10 to 39
+    static void renders(GstElement *, GstBuffer *buf, GstPad *, gpointer data) {
+      auto *self = static_cast<SlowSink *>(data);
+      const long index = static_cast<long>(GST_BUFFER_PTS(buf) / kFrame);
+      self->rendered.push_back(index);
+      if (index >= 10 && index < 40)
+        move_to(self->clock, gst_clock_get_time(GST_CLOCK(self->clock)) + 5 * kFrame / 2);
+    }
+  } sink{GST_TEST_CLOCK(clock)};
+  GstElement *fakesink = run.element("sink");
+  GstPad *pad = gst_element_get_static_pad(fakesink, "sink");
+  gst_pad_add_probe(pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+                    SlowSink::arrives, &sink, nullptr);
+  gst_object_unref(pad);
+  g_signal_connect(fakesink, "handoff", G_CALLBACK(SlowSink::renders), &sink);
+  // A test clock's waits return once released, every one here at a time
+  // already reached (the sink's, since it moves the clock first); the last
+  // one released is the test's own, ending the thread.
+  std::atomic<GstClockID> last{nullptr};
+  std::thread release([&] {
+    for (bool done = false; !done;) {
+      gst_test_clock_wait_for_next_pending_id(GST_TEST_CLOCK(clock), nullptr);
+      GstClockID id = gst_test_clock_process_next_clock_id(GST_TEST_CLOCK(clock));
+      done = id && id == last.load();
+      if (id) gst_clock_id_unref(id);
+    }
+  });
+  auto end_release = [&] {
+    GstClockID id = gst_clock_new_single_shot_id(clock, 0);
+    last = id;
+    gst_clock_id_wait(id, nullptr);
+    release.join();
+    gst_clock_id_unref(id);
+  };
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  {
+    PadSource src(run.element("convin"), frame_caps("BGRx"));
+    for (long i = 0; i < 80; ++i) {
+      if (i >= 50 && i < 55) continue;
+      GstBuffer *buf = buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight));
+      if (i == 55) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DISCONT);
+      EXPECT_EQ(src.push(buf, i), GST_FLOW_OK) << "frame " << i;
+    }
+    src.event(gst_event_new_eos());
+    outcome.note("EOS", yes_no(run.bus.wait_end()));
+    gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
+  }
+  end_release();
+  gst_object_unref(clock);
+  outcome.note("rendered", runs(sink.rendered));
+  outcome.note("at the sink", runs(run.out.indices));
+  outcome.note("DISCONT at the sink", runs(run.out.discont));
+  {
+    std::lock_guard<std::mutex> hold(run.bus.lock);
+    std::map<std::string, std::vector<long>> dropped;
+    for (const auto &[role, running_time] : run.bus.qos_at)
+      dropped[role].push_back(static_cast<long>(running_time / kFrame));
+    // frames the converter still held are dropped on its output's thread,
+    // so its messages may come in another order
+    for (auto &[role, frames] : dropped) {
+      std::sort(frames.begin(), frames.end());
+      outcome.note("QoS drops by the " + role, runs(frames));
+    }
+  }
+  run.report(outcome);
+  return outcome;
+}
+
 // Segments of rate 1, 2, -1 and -4 (trick mode) in turn, frames in each in
 // the segment's direction: all at the sink in order, the segments with them.
 // Backwards, each frame is at the sink when its push returns, as the
@@ -1362,6 +1471,7 @@ const std::vector<Scenario> &scenarios() {
       {"state_cycles_with_frames_in_flight", state_cycles},
       {"appsink_stops_and_resumes", appsink_stops_and_resumes},
       {"qos", qos},
+      {"qos_slow_sink_and_upstream_drops", qos_slow_sink_and_upstream_drops},
       {"rates_and_reverse_playback", rates_and_reverse},
       {"gap_events", gap_events},
       {"drain_and_allocation_mid_stream", drain_and_allocation},
