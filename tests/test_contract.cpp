@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -53,6 +54,10 @@ struct Converter {
   bool cuda_memory = false;
 
   bool is_control() const { return backend.empty(); }
+  // How many frames the converter may hold: max-inflight, whose default
+  // (0) is 4 on both backends (docs/properties.md); the control holds none
+  // beyond the one it is converting.
+  int frames_in_flight() const { return is_control() ? 1 : max_inflight > 0 ? max_inflight : 4; }
   // Gray caps in this converter's output memory (the control's is system).
   std::string gray_caps(const std::string &format, int width = 0, int height = 0) const {
     std::string caps = cuda_memory ? "video/x-raw(memory:CUDAMemory)" : "video/x-raw";
@@ -615,6 +620,70 @@ void set_caps(GstElement *capsfilter, const std::string &caps) {
   gst_caps_unref(c);
 }
 
+// Holds the buffers that cudagray's output task pushes through a pad until
+// released; buffers pushed by any other thread (all of the control's, and
+// cudagray's own when it pushes on the streaming thread) pass. cudagray then
+// keeps frames in flight, whatever the machine's speed, while the
+// application acts.
+struct TaskHold {
+  std::mutex lock;
+  std::condition_variable changed;
+  bool holding = true;
+  long arrived = 0;  // buffers that reached the pad, held or not
+
+  void attach(GstElement *element, const char *pad_name) {
+    GstPad *pad = gst_element_get_static_pad(element, pad_name);
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, this, nullptr);
+    gst_object_unref(pad);
+  }
+  static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *, gpointer data) {
+    auto *self = static_cast<TaskHold *>(data);
+    char thread[16] = "";
+    pthread_getname_np(pthread_self(), thread, sizeof thread);
+    std::unique_lock<std::mutex> hold(self->lock);
+    ++self->arrived;
+    self->changed.notify_all();
+    if (std::string(thread) == "convin:src")
+      self->changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                             [&] { return !self->holding; });
+    return GST_PAD_PROBE_OK;
+  }
+  bool wait_arrived(long n) {
+    std::unique_lock<std::mutex> hold(lock);
+    return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous), [&] { return arrived >= n; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> hold(lock);
+    holding = false;
+    changed.notify_all();
+  }
+};
+
+// Waits until no push is under way on pad (an IDLE probe: at once when
+// none is); whether it came.
+bool wait_idle(GstPad *pad) {
+  struct Idle {
+    std::mutex lock;
+    std::condition_variable changed;
+    bool idle = false;
+  };
+  auto idle = std::make_shared<Idle>();
+  gst_pad_add_probe(
+      pad, GST_PAD_PROBE_TYPE_IDLE,
+      [](GstPad *, GstPadProbeInfo *, gpointer data) {
+        Idle &i = **static_cast<std::shared_ptr<Idle> *>(data);
+        std::lock_guard<std::mutex> hold(i.lock);
+        i.idle = true;
+        i.changed.notify_all();
+        return GST_PAD_PROBE_REMOVE;
+      },
+      new std::shared_ptr<Idle>(idle),
+      [](gpointer data) { delete static_cast<std::shared_ptr<Idle> *>(data); });
+  std::unique_lock<std::mutex> hold(idle->lock);
+  return idle->changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                                [&] { return idle->idle; });
+}
+
 // ------------------------------------------------------------------ scenarios
 
 // A live source feeds a tee whose second branch keeps it going; the
@@ -883,6 +952,178 @@ Outcome flushing_seeks(const Converter &c) {
   outcome.note("first frame after each seek", runs(firsts));
   gst_element_send_event(run.pipeline.get(), gst_event_new_eos());
   outcome.note("EOS", yes_no(run.bus.wait_end()));
+  run.report(outcome);
+  return outcome;
+}
+
+// A storm of flushing seeks from another thread while frames flow: sixty
+// back to back, none waiting for frames between them, the last with a stop.
+// Each is answered; after the last flush, the frames from its start to its
+// stop, then EOS.
+Outcome seek_storm(const Converter &c) {
+  Run run(c, "videotestsrc name=src pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames before seeking", yes_no(run.out.wait_count(10)));
+  int answered = 0;
+  std::thread seeker([&] {
+    for (int i = 0; i < 60; ++i)
+      answered += gst_element_seek_simple(run.pipeline.get(), GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
+                                          ((i * 13) % 50) * kFrame);
+    answered += gst_element_seek(run.pipeline.get(), 1.0, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
+                                 GST_SEEK_TYPE_SET, 40 * kFrame, GST_SEEK_TYPE_SET, 70 * kFrame);
+  });
+  seeker.join();
+  outcome.note("seeks answered", answered);
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("state after the seeks",
+               gst_element_state_change_return_get_name(
+                   gst_element_get_state(run.pipeline.get(), nullptr, nullptr, kGenerous)));
+  outcome.note("after the last flush", run.out.sequence(run.out.after_last("flush-stop")));
+  run.report(outcome);
+  return outcome;
+}
+
+// A flushing seek while downstream refused a frame that cudagray holds:
+// frames stay in flight (TaskHold) while the application changes the caps
+// after the converter (the old ones refused from then on), then the frame
+// held is refused and waits to be converted again on the streaming thread,
+// which is idle; a flush comes from upstream meanwhile. After it, the new
+// frames come out in the new caps, then EOS; nothing hangs. Frames in
+// flight before the flush may be dropped by it, so only what follows it is
+// compared.
+Outcome flush_while_refused(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  // the capsfilter warns when a buffer of the caps it dropped meets it
+  run.bus.ignored_warning = "not negotiated";
+  gst_util_set_object_arg(G_OBJECT(run.element("convout")), "caps-change-mode", "immediate");
+  TaskHold hold;
+  hold.attach(run.element("sink"), "sink");
+  PadCounter at_filter;
+  at_filter.attach(run.element("convout"), "sink");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  // within max-inflight: the pushes return while the output task is held
+  const long frames = std::min(c.frames_in_flight(), 3);
+  for (long i = 0; i < frames; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  outcome.note("the first frame reached the sink", yes_no(hold.wait_arrived(1)));
+  set_caps(run.element("convout"), c.gray_caps("GRAY16_LE"));
+  // a buffer in the caps before is refused from now on, as a sink pad that
+  // no longer takes them refuses it
+  GstPad *filter_sink = gst_element_get_static_pad(run.element("convout"), "sink");
+  Count refused;
+  gst_pad_add_probe(
+      filter_sink, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+        GstCaps *caps = gst_pad_get_current_caps(pad);
+        GstStructure *s = caps ? gst_caps_get_structure(caps, 0) : nullptr;
+        const bool old = s && g_strcmp0(gst_structure_get_string(s, "format"), "GRAY8") == 0;
+        if (caps) gst_caps_unref(caps);
+        if (!old) return GST_PAD_PROBE_OK;
+        gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+        GST_PAD_PROBE_INFO_DATA(info) = nullptr;
+        GST_PAD_PROBE_INFO_FLOW_RETURN(info) = GST_FLOW_NOT_NEGOTIATED;
+        ++*static_cast<Count *>(data);
+        return GST_PAD_PROBE_HANDLED;
+      },
+      &refused, nullptr);
+  gst_object_unref(filter_sink);
+  hold.release();
+  // the frame after the first met the capsfilter (refused, where it was
+  // held), and no push is under way
+  GstPad *converter_src = gst_element_get_static_pad(run.element("convin"), "src");
+  const bool settled = wait_for(at_filter.buffers, std::min(frames, 2L), 20000) &&
+                       wait_idle(converter_src);
+  outcome.note("the refusal settled", yes_no(settled));
+  outcome.details += "frames refused: " + std::to_string(refused.load()) + "\n";
+  gst_object_unref(converter_src);
+  EXPECT_TRUE(src.event(gst_event_new_flush_start()));
+  EXPECT_TRUE(src.event(gst_event_new_flush_stop(TRUE)));
+  EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
+  for (long i = 10; i < 15; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK) << "frame " << i;
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("after the flush", run.out.sequence(run.out.after_last("flush-stop")));
+  outcome.note("output", listed(run.out.caps_out));
+  run.report(outcome);
+  return outcome;
+}
+
+// A flushing seek while cudagray drains the frames it holds (held by
+// TaskHold) for a new input caps or for an ALLOCATION query on the
+// streaming thread: the flush comes from the application's thread once the
+// event or query reached the converter, and ends the drain. After it, the
+// new frames come out (in the new caps), then EOS; nothing hangs.
+Outcome flush_while_draining(const Converter &c, bool for_caps) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  TaskHold hold;
+  // before the capsfilter: a sink's FLUSH_START waits for a buffer held at its pad
+  hold.attach(run.element("convout"), "sink");
+  struct Arrival {
+    std::mutex lock;
+    std::condition_variable changed;
+    GstPadProbeType type;
+    bool arrived = false;
+    static GstPadProbeReturn seen(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<Arrival *>(data);
+      if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM) {
+        if (GST_QUERY_TYPE(GST_PAD_PROBE_INFO_QUERY(info)) != GST_QUERY_ALLOCATION)
+          return GST_PAD_PROBE_OK;
+      } else if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) != GST_EVENT_CAPS) {
+        return GST_PAD_PROBE_OK;
+      }
+      std::lock_guard<std::mutex> hold(self->lock);
+      self->arrived = true;
+      self->changed.notify_all();
+      return GST_PAD_PROBE_OK;
+    }
+    bool wait() {
+      std::unique_lock<std::mutex> hold(lock);
+      return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous), [&] { return arrived; });
+    }
+  } arrival;
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  const long frames = std::min(c.frames_in_flight(), 3);
+  for (long i = 0; i < frames; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  outcome.note("the first frame reached the sink", yes_no(hold.wait_arrived(1)));
+  GstPad *converter_sink = gst_element_get_static_pad(run.element("convin"), "sink");
+  gst_pad_add_probe(converter_sink,
+                    for_caps ? GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM
+                             : GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+                    Arrival::seen, &arrival, nullptr);
+  gst_object_unref(converter_sink);
+  const std::string new_caps = for_caps ? frame_caps("BGRx", 96, 72) : frame_caps("BGRx");
+  std::thread streaming([&] {
+    if (for_caps) {
+      GstCaps *caps = gst_caps_from_string(new_caps.c_str());
+      src.event(gst_event_new_caps(caps));
+      gst_caps_unref(caps);
+    } else {
+      GstCaps *caps = gst_caps_from_string(frame_caps("BGRx").c_str());
+      GstQuery *allocation = gst_query_new_allocation(caps, TRUE);
+      gst_caps_unref(caps);
+      gst_pad_peer_query(src.pad, allocation);
+      gst_query_unref(allocation);
+    }
+  });
+  outcome.note("the drain began", yes_no(arrival.wait()));
+  EXPECT_TRUE(src.event(gst_event_new_flush_start()));
+  streaming.join();
+  hold.release();
+  EXPECT_TRUE(src.event(gst_event_new_flush_stop(TRUE)));
+  EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
+  const int width = for_caps ? 96 : kWidth, height = for_caps ? 72 : kHeight;
+  for (long i = 10; i < 15; ++i)
+    EXPECT_EQ(src.push(buffer_for(random_frame(PixelLayout::BGRx, width, height)), i),
+              GST_FLOW_OK)
+        << "frame " << i;
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("after the flush", run.out.sequence(run.out.after_last("flush-stop")));
   run.report(outcome);
   return outcome;
 }
@@ -1464,6 +1705,12 @@ const std::vector<Scenario> &scenarios() {
       {"flip_input_format_and_size", flip_input_format_and_size},
       {"flushing_seeks", flushing_seeks},
       {"flush_from_another_thread", flush_from_another_thread},
+      {"seek_storm_from_another_thread", seek_storm},
+      {"flushing_seek_while_a_refused_frame_waits", flush_while_refused},
+      {"flushing_seek_while_draining_for_caps",
+       [](const Converter &c) { return flush_while_draining(c, true); }},
+      {"flushing_seek_while_draining_for_allocation",
+       [](const Converter &c) { return flush_while_draining(c, false); }},
       {"eos_from_downstream_first", eos_from_downstream_first},
       {"element_swap_from_eos_probe", element_swap_from_eos_probe},
       {"appsink_blocked_while_eos_arrives", appsink_blocked_while_eos_arrives},
