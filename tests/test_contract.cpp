@@ -920,6 +920,139 @@ Outcome flip_input_format_and_size(const Converter &c) {
   return flip_from_application(g, list[0], g.gray_caps("GRAY8"), "incaps", list, 300, 3, false);
 }
 
+// The input's caps change right behind frames in flight: ten rounds of four
+// caps (a format, a size, gray passed through, an odd size), five frames of
+// each pushed back to back: every frame out, in order, each by the formula
+// of its own caps.
+Outcome input_caps_flips_in_flight(const Converter &c) {
+  const Converter g = gray_input(c);
+  Run run(g, g.slot(g.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  struct Input {
+    const char *format;
+    PixelLayout layout;
+    int width, height;
+  };
+  const Input inputs[] = {{"BGRx", PixelLayout::BGRx, kWidth, kHeight},
+                          {"RGB", PixelLayout::RGB, 96, 72},
+                          {"GRAY8", PixelLayout::Luma, kWidth, kHeight},
+                          {"BGRx", PixelLayout::BGRx, 33, 17}};
+  long index = 0, refused = 0;
+  for (int round = 0; round < 10; ++round)
+    for (const Input &input : inputs) {
+      GstCaps *caps =
+          gst_caps_from_string(frame_caps(input.format, input.width, input.height).c_str());
+      if (!src.event(gst_event_new_caps(caps))) ++refused;
+      gst_caps_unref(caps);
+      for (int i = 0; i < 5; ++i) {
+        GstBuffer *buf = buffer_for(random_frame(input.layout, input.width, input.height));
+        // the luma layout's meta names no format: this one is GRAY8
+        gst_buffer_get_video_meta(buf)->format =
+            gst_video_format_from_string(input.format);
+        if (src.push(buf, index++) != GST_FLOW_OK) ++refused;
+      }
+    }
+  outcome.note("caps or frames refused", refused);
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("input", run.in.formats());
+  outcome.note("output", listed(run.out.caps_out));
+  outcome.note("frames checked", run.out.checked);
+  run.report(outcome);
+  return outcome;
+}
+
+// Downstream answers a new ALLOCATION with another pool mid-stream (it sent
+// RECONFIGURE after frame 5): frames 0-5 come from the first pool, 6-11
+// from the second, whose rows are padded (a video meta says so); every
+// frame by the formula. In system memory, where downstream's pool is used.
+Outcome new_pool_mid_stream(const Converter &c) {
+  const Converter g = gray_input(c);
+  Run run(g, g.slot(g.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  struct Pools {
+    std::mutex lock;
+    int generation = 0;
+    GstBufferPool *pools[2] = {nullptr, nullptr};
+    std::vector<std::string> used;
+    // the pool of this generation, made for the caps asked the first time
+    static GstBufferPool *make(GstCaps *caps, int padding) {
+      GstVideoInfo info;
+      if (!caps || !gst_video_info_from_caps(&info, caps)) return nullptr;
+      GstVideoAlignment align;
+      gst_video_alignment_reset(&align);
+      align.padding_right = padding;
+      gst_video_info_align(&info, &align);
+      GstBufferPool *pool = gst_video_buffer_pool_new();
+      GstStructure *config = gst_buffer_pool_get_config(pool);
+      gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 2, 0);
+      gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+      gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
+      gst_buffer_pool_config_set_video_alignment(config, &align);
+      gst_buffer_pool_set_config(pool, config);
+      return pool;
+    }
+    static GstPadProbeReturn on_query(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      GstQuery *query = GST_PAD_PROBE_INFO_QUERY(info);
+      if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION) return GST_PAD_PROBE_OK;
+      auto *self = static_cast<Pools *>(data);
+      GstCaps *caps;
+      gst_query_parse_allocation(query, &caps, nullptr);
+      std::lock_guard<std::mutex> hold(self->lock);
+      GstBufferPool *&pool = self->pools[self->generation];
+      if (!pool) pool = make(caps, self->generation == 0 ? 0 : 13);
+      if (!pool) return GST_PAD_PROBE_OK;
+      GstStructure *config = gst_buffer_pool_get_config(pool);
+      guint size;
+      gst_buffer_pool_config_get_params(config, nullptr, &size, nullptr, nullptr);
+      gst_structure_free(config);
+      gst_query_add_allocation_pool(query, pool, size, 2, 0);
+      gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+      return GST_PAD_PROBE_HANDLED;
+    }
+    static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<Pools *>(data);
+      GstBufferPool *from = GST_PAD_PROBE_INFO_BUFFER(info)->pool;
+      std::lock_guard<std::mutex> hold(self->lock);
+      self->used.push_back(from && from == self->pools[0]   ? "first pool"
+                           : from && from == self->pools[1] ? "second pool"
+                                                            : "another pool");
+      return GST_PAD_PROBE_OK;
+    }
+  } pools;
+  GstPad *sink = gst_element_get_static_pad(run.element("sink"), "sink");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, Pools::on_query, &pools, nullptr);
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, Pools::on_buffer, &pools, nullptr);
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  {
+    PadSource src(run.element("convin"), frame_caps("BGRx"));
+    for (long i = 0; i < 6; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+    {
+      std::lock_guard<std::mutex> hold(pools.lock);
+      pools.generation = 1;
+    }
+    outcome.note("RECONFIGURE sent", yes_no(gst_pad_push_event(sink, gst_event_new_reconfigure())));
+    for (long i = 6; i < 12; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+    src.event(gst_event_new_eos());
+    outcome.note("EOS", yes_no(run.bus.wait_end()));
+    gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
+  }
+  gst_object_unref(sink);
+  {
+    std::lock_guard<std::mutex> hold(pools.lock);
+    outcome.note("buffers by pool", listed(pools.used));
+    for (GstBufferPool *pool : pools.pools)
+      if (pool) gst_object_unref(pool);
+  }
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("frames checked", run.out.checked);
+  run.report(outcome);
+  return outcome;
+}
+
 // Flushing seeks on a playing pipeline with frames in flight: each answered,
 // the segment of each seek downstream, then frames from its position, and
 // EOS at the end.
@@ -1196,6 +1329,115 @@ Outcome eos_from_downstream_first(const Converter &c) {
   EXPECT_TRUE(run.play());
   outcome.note("EOS", yes_no(run.bus.wait_end()));
   outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// Downstream ends (identity eos-after or error-after) while the converter
+// holds frames behind the one it ends on: frame 9 waits before identity
+// until the converter has taken as many frames as it may hold. Then as
+// eos_from_downstream_first and error_from_downstream: the same frames at
+// the sink as through the control, the EOS, the errors.
+Outcome downstream_ends_with_frames_in_flight(const Converter &c, const std::string &ending) {
+  Run run(c, "videotestsrc num-buffers=300 pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) + " ! identity name=ending " + ending +
+                 "=10 ! fakesink name=sink sync=false");
+  struct Hold {
+    PadCounter in;
+    long until;
+    std::atomic<bool> held{false};
+    static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<Hold *>(data);
+      if (GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info)) / kFrame == 9)
+        self->held = wait_for(self->in.buffers, self->until, 20000);
+      return GST_PAD_PROBE_OK;
+    }
+  } hold;
+  hold.until = 9 + c.frames_in_flight();
+  hold.in.attach(run.element("convin"), "sink");
+  GstPad *pad = gst_element_get_static_pad(run.element("ending"), "sink");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, Hold::on_buffer, &hold, nullptr);
+  gst_object_unref(pad);
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  if (ending == "eos-after") {
+    outcome.note("EOS", yes_no(run.bus.wait_end()));
+  } else {
+    outcome.note("upstream stopped with an error",
+                 yes_no(run.bus.wait_error_from("videotestsrc")));
+    outcome.note("EOS at the sink", yes_no(run.out.wait_item("eos")));
+  }
+  outcome.note("frames in flight behind frame 9", yes_no(hold.held.load()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// A branch holding the converter removed from a tee under an IDLE probe
+// while a source that is not live runs (so that frames are in flight in
+// it), then drained with EOS as GStreamer's dynamic-pipeline guide does:
+// every frame that went into the converter comes out, in order, then the
+// EOS; the branch goes to NULL; the other branch goes on.
+Outcome branch_removal_under_idle_probe(const Converter &c) {
+  Run run(c, "videotestsrc pattern=ball ! " + frame_caps("BGRx") +
+                 " ! tee name=t ! queue ! fakesink name=other sync=false t. ! queue name=branch ! " +
+                 c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
+  PadCounter other;
+  other.attach(run.element("other"), "sink");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames through the branch", yes_no(run.out.wait_count(20)));
+  GstPad *branch_sink = gst_element_get_static_pad(run.element("branch"), "sink");
+  GstPad *tee_pad = gst_pad_get_peer(branch_sink);
+  struct Unlink {
+    std::mutex lock;
+    std::condition_variable changed;
+    bool done = false;
+    GstPad *branch_sink;
+    static GstPadProbeReturn when_idle(GstPad *pad, GstPadProbeInfo *, gpointer data) {
+      auto *self = static_cast<Unlink *>(data);
+      std::lock_guard<std::mutex> hold(self->lock);
+      if (!self->done) gst_pad_unlink(pad, self->branch_sink);
+      self->done = true;
+      self->changed.notify_all();
+      return GST_PAD_PROBE_REMOVE;
+    }
+  } unlink;
+  unlink.branch_sink = branch_sink;
+  gst_pad_add_probe(tee_pad, GST_PAD_PROBE_TYPE_IDLE, Unlink::when_idle, &unlink, nullptr);
+  {
+    std::unique_lock<std::mutex> hold(unlink.lock);
+    outcome.note("unlinked under IDLE",
+                 yes_no(unlink.changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                                                [&] { return unlink.done; })));
+  }
+  gst_pad_send_event(branch_sink, gst_event_new_eos());
+  outcome.note("EOS through the removed branch", yes_no(run.out.wait_item("eos")));
+  bool to_null = true;
+  for (const char *name : {"branch", "convin", "convout", "sink"}) {
+    GstElement *element = run.element(name);
+    to_null = gst_element_set_state(element, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS && to_null;
+    gst_bin_remove(GST_BIN(run.pipeline.get()), element);
+  }
+  outcome.note("branch to NULL", yes_no(to_null));
+  GstElement *tee = run.element("t");
+  gst_element_release_request_pad(tee, tee_pad);
+  gst_object_unref(tee_pad);
+  gst_object_unref(branch_sink);
+  outcome.note("the other branch goes on",
+               yes_no(wait_for(other.buffers, other.buffers.load() + 10, 20000)));
+  {
+    std::lock_guard<std::mutex> hold(run.in.lock);
+    outcome.note("frames in that never came out", static_cast<long>(run.in.by_pts.size()));
+  }
+  {
+    std::lock_guard<std::mutex> hold(run.out.lock);
+    long next = 0;
+    for (long index : run.out.indices) next += index == next;
+    outcome.note("frames out from the first, in order, each once",
+                 yes_no(next == static_cast<long>(run.out.indices.size())));
+  }
+  gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
   run.report(outcome);
   return outcome;
 }
@@ -1703,6 +1945,8 @@ const std::vector<Scenario> &scenarios() {
       {"flip_output_format_from_gray8", flip_output_format_from_gray8},
       {"flip_output_size_through_passthrough", flip_output_size_through_passthrough},
       {"flip_input_format_and_size", flip_input_format_and_size},
+      {"input_caps_flips_with_frames_in_flight", input_caps_flips_in_flight},
+      {"new_allocation_pool_mid_stream", new_pool_mid_stream},
       {"flushing_seeks", flushing_seeks},
       {"flush_from_another_thread", flush_from_another_thread},
       {"seek_storm_from_another_thread", seek_storm},
@@ -1712,6 +1956,11 @@ const std::vector<Scenario> &scenarios() {
       {"flushing_seek_while_draining_for_allocation",
        [](const Converter &c) { return flush_while_draining(c, false); }},
       {"eos_from_downstream_first", eos_from_downstream_first},
+      {"downstream_eos_with_frames_in_flight",
+       [](const Converter &c) { return downstream_ends_with_frames_in_flight(c, "eos-after"); }},
+      {"downstream_error_with_frames_in_flight",
+       [](const Converter &c) { return downstream_ends_with_frames_in_flight(c, "error-after"); }},
+      {"branch_removal_under_idle_probe", branch_removal_under_idle_probe},
       {"element_swap_from_eos_probe", element_swap_from_eos_probe},
       {"appsink_blocked_while_eos_arrives", appsink_blocked_while_eos_arrives},
       {"error_from_downstream", error_from_downstream},
