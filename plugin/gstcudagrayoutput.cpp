@@ -175,8 +175,12 @@ void GstCudaGrayOutput::loop(GstCudaGrayOutput *self) {
     return;
   }
   GstCudaGrayOutputItem item = self->queue_.take_oldest();
+  const bool frame = item.is_frame();
   gboolean refused;
   const GstFlowReturn ret = self->push_item(item, &refused);
+  /* tests/validate.sh counts these: frames in flight leave from here */
+  if (frame && !refused && ret == GST_FLOW_OK)
+    GST_LOG_OBJECT(self->element_, "frame out from the output task");
   if (refused) { /* waits for the streaming thread to convert it again */
     self->queue_.refuse(std::move(item));
     return;
