@@ -55,8 +55,8 @@ struct Converter {
 
   bool is_control() const { return backend.empty(); }
   // How many frames the converter may hold: max-inflight, whose default
-  // (0) is 4 on both backends (docs/properties.md); the control holds none
-  // beyond the one it is converting.
+  // (0) is 4 on both backends when upstream is not live (docs/properties.md);
+  // the control holds none beyond the one it is converting.
   int frames_in_flight() const { return is_control() ? 1 : max_inflight > 0 ? max_inflight : 4; }
   // Gray caps in this converter's output memory (the control's is system).
   std::string gray_caps(const std::string &format, int width = 0, int height = 0) const {
