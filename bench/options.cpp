@@ -109,8 +109,9 @@ std::vector<PixelLayout> parse_formats(const std::string &text) {
 
 std::vector<std::string> parse_groups(const std::string &text) {
   return pick<std::string>(
-      text, {"kernel", "copy", "raw", "element", "scaled", "latency", "cpu", "npp", "cputime",
-             "renegotiation"},
+      text,
+      {"kernel", "copy", "raw", "element", "scaled", "latency", "cpu", "npp", "cputime",
+       "renegotiation"},
       [](const std::string &name, const std::string &g) { return name == "all" || name == g; },
       "row group");
 }

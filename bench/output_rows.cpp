@@ -54,10 +54,10 @@ bool element_exists(const char *name) {
 
 // ---------------------------------------------------------------- caps flips
 
-constexpr long kFlipFrames = 300;   // frames a run times, after its warm-up
-constexpr long kFlipEvery = 10;     // frames between two flips
-constexpr long kFlipWarmup = 30;    // frames through before the clock starts (3 flips)
-constexpr int kFlipRepeats = 3;     // runs of each kind; the medians are taken
+constexpr long kFlipFrames = 300;  // frames a run times, after its warm-up
+constexpr long kFlipEvery = 10;    // frames between two flips
+constexpr long kFlipWarmup = 30;   // frames through before the clock starts (3 flips)
+constexpr int kFlipRepeats = 3;    // runs of each kind; the medians are taken
 constexpr GstClockTime kFlipLimit = 120 * GST_SECOND;
 
 // Two caps downstream flips between: the memory (system and CUDA), the size
@@ -70,7 +70,8 @@ struct Flip {
     if (kind_name == "memory")
       return second ? "video/x-raw(memory:CUDAMemory),format=GRAY8" : "video/x-raw,format=GRAY8";
     if (kind_name == "size")
-      return "video/x-raw,format=GRAY8,width=" + std::to_string(second ? size.width / 2 : size.width) +
+      return "video/x-raw,format=GRAY8,width=" +
+             std::to_string(second ? size.width / 2 : size.width) +
              ",height=" + std::to_string(second ? size.height / 2 : size.height);
     return std::string("video/x-raw,format=") + (second ? "GRAY16_LE" : "GRAY8");
   }
@@ -94,7 +95,8 @@ class FlipRun {
         second_(second),
         pipeline_("appsrc name=src format=time ! cudagray name=dut backend=" + backend +
                   " max-inflight=" + std::to_string(inflight) + " ! capsfilter name=flip caps=\"" +
-                  first + "\" ! fakesink name=sink sync=false async=false enable-last-sample=false") {
+                  first +
+                  "\" ! fakesink name=sink sync=false async=false enable-last-sample=false") {
     GstVideoInfo info;
     gst_video_info_set_format(&info, GST_VIDEO_FORMAT_RGB, size.width, size.height);
     GstCaps *caps = gst_video_info_to_caps(&info);
@@ -185,9 +187,8 @@ class FlipRun {
       GST_BUFFER_DURATION(buffer) = GST_SECOND / 30;
       const GstFlowReturn flow = pipeline_.push("src", buffer);
       if (flow != GST_FLOW_OK)
-        throw std::runtime_error(std::string("appsrc refused a frame: ") +
-                                 gst_flow_get_name(flow) + " " +
-                                 harness::describe(harness::BusLog(pipeline_.bus()).errors));
+        throw std::runtime_error(std::string("appsrc refused a frame: ") + gst_flow_get_name(flow) +
+                                 " " + harness::describe(harness::BusLog(pipeline_.bus()).errors));
       ++pushed_;
     }
   }

@@ -156,13 +156,13 @@ void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &m
     }
   }
   const std::string what = row.what + (row.format.empty() ? "" : " " + row.format);
-  const std::string result = !row.skipped.empty() ? row.skipped
-                             : is_latency(row)    ? number(row.us) + " us latency"
-                             : is_flip(row)       ? number(row.us) + " us a flip"
-                                                  : number(row.us) + " us/frame" +
-                                      (std::isnan(row.cpu_us)
-                                           ? ""
-                                           : ", CPU " + number(row.cpu_us) + " us/frame");
+  const std::string result =
+      !row.skipped.empty() ? row.skipped
+      : is_latency(row)    ? number(row.us) + " us latency"
+      : is_flip(row)
+          ? number(row.us) + " us a flip"
+          : number(row.us) + " us/frame" +
+                (std::isnan(row.cpu_us) ? "" : ", CPU " + number(row.cpu_us) + " us/frame");
   std::fprintf(stderr, "[%s] %s: %s\n", row.size.name.c_str(), what.c_str(), result.c_str());
   rows->push_back(std::move(row));
 }

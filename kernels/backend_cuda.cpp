@@ -77,7 +77,7 @@ struct Slot {
   // Kept, with their sizes, from one configuration to the next while they are
   // large enough: a renegotiation allocates only what grew (pinned memory
   // takes milliseconds to allocate and free).
-  DeviceMemory device_in, device_out;    // used while inputs / outputs are in host memory
+  DeviceMemory device_in, device_out;  // used while inputs / outputs are in host memory
   size_t device_in_bytes = 0, device_out_bytes = 0;
   size_t in_plane_bytes = 0;             // each input plane's room in device_in and staging_in
   PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory

@@ -252,8 +252,7 @@ gboolean GstCudaGrayOutput::take_discont() { return std::exchange(discont_pendin
  * last QoS event's timestamp + jitter, it is late; it is counted and a QoS
  * message posted. */
 gboolean GstCudaGrayOutput::late(const GstSegment &segment, GstBuffer *buffer, const char *what) {
-  if (!gst_base_transform_is_qos_enabled(trans_) || segment.format != GST_FORMAT_TIME)
-    return FALSE;
+  if (!gst_base_transform_is_qos_enabled(trans_) || segment.format != GST_FORMAT_TIME) return FALSE;
   const GstClockTime pts = GST_BUFFER_PTS(buffer);
   const GstClockTime running_time = gst_segment_to_running_time(&segment, GST_FORMAT_TIME, pts);
   GstClockTime earliest;

@@ -186,10 +186,10 @@ class GstCudaGrayDeviceParking {
  * its own configuring, starting and allocating, and GstBufferPool's rest. */
 typedef struct {
   GstCudaBufferPool parent;
-  GstAllocator *allocator;   /* GStreamer's CUDA allocator */
-  GstVideoInfo gray;         /* what the buffers hold */
-  GstVideoInfo standin;      /* what the allocator is asked for */
-  GstCudaGrayStream *stream; /* from the config: the memories carry it */
+  GstAllocator *allocator;                            /* GStreamer's CUDA allocator */
+  GstVideoInfo gray;                                  /* what the buffers hold */
+  GstVideoInfo standin;                               /* what the allocator is asked for */
+  GstCudaGrayStream *stream;                          /* from the config: the memories carry it */
   std::shared_ptr<GstCudaGrayDeviceParking> *parking; /* the element's */
 } GstCudaGrayDevicePool;
 

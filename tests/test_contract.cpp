@@ -650,7 +650,8 @@ struct TaskHold {
   }
   bool wait_arrived(long n) {
     std::unique_lock<std::mutex> hold(lock);
-    return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous), [&] { return arrived >= n; });
+    return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                            [&] { return arrived >= n; });
   }
   void release() {
     std::lock_guard<std::mutex> hold(lock);
@@ -949,8 +950,7 @@ Outcome input_caps_flips_in_flight(const Converter &c) {
       for (int i = 0; i < 5; ++i) {
         GstBuffer *buf = buffer_for(random_frame(input.layout, input.width, input.height));
         // the luma layout's meta names no format: this one is GRAY8
-        gst_buffer_get_video_meta(buf)->format =
-            gst_video_format_from_string(input.format);
+        gst_buffer_get_video_meta(buf)->format = gst_video_format_from_string(input.format);
         if (src.push(buf, index++) != GST_FLOW_OK) ++refused;
       }
     }
@@ -1167,8 +1167,8 @@ Outcome flush_while_refused(const Converter &c) {
   // the frame after the first met the capsfilter (refused, where it was
   // held), and no push is under way
   GstPad *converter_src = gst_element_get_static_pad(run.element("convin"), "src");
-  const bool settled = wait_for(at_filter.buffers, std::min(frames, 2L), 20000) &&
-                       wait_idle(converter_src);
+  const bool settled =
+      wait_for(at_filter.buffers, std::min(frames, 2L), 20000) && wait_idle(converter_src);
   outcome.note("the refusal settled", yes_no(settled));
   outcome.details += "frames refused: " + std::to_string(refused.load()) + "\n";
   gst_object_unref(converter_src);
@@ -1224,10 +1224,10 @@ Outcome flush_while_draining(const Converter &c, bool for_caps) {
   for (long i = 0; i < frames; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
   outcome.note("the first frame reached the sink", yes_no(hold.wait_arrived(1)));
   GstPad *converter_sink = gst_element_get_static_pad(run.element("convin"), "sink");
-  gst_pad_add_probe(converter_sink,
-                    for_caps ? GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM
-                             : GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
-                    Arrival::seen, &arrival, nullptr);
+  gst_pad_add_probe(
+      converter_sink,
+      for_caps ? GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM : GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+      Arrival::seen, &arrival, nullptr);
   gst_object_unref(converter_sink);
   const std::string new_caps = for_caps ? frame_caps("BGRx", 96, 72) : frame_caps("BGRx");
   std::thread streaming([&] {
@@ -1251,8 +1251,7 @@ Outcome flush_while_draining(const Converter &c, bool for_caps) {
   EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
   const int width = for_caps ? 96 : kWidth, height = for_caps ? 72 : kHeight;
   for (long i = 10; i < 15; ++i)
-    EXPECT_EQ(src.push(buffer_for(random_frame(PixelLayout::BGRx, width, height)), i),
-              GST_FLOW_OK)
+    EXPECT_EQ(src.push(buffer_for(random_frame(PixelLayout::BGRx, width, height)), i), GST_FLOW_OK)
         << "frame " << i;
   src.event(gst_event_new_eos());
   outcome.note("EOS", yes_no(run.bus.wait_end()));
@@ -1363,8 +1362,7 @@ Outcome downstream_ends_with_frames_in_flight(const Converter &c, const std::str
   if (ending == "eos-after") {
     outcome.note("EOS", yes_no(run.bus.wait_end()));
   } else {
-    outcome.note("upstream stopped with an error",
-                 yes_no(run.bus.wait_error_from("videotestsrc")));
+    outcome.note("upstream stopped with an error", yes_no(run.bus.wait_error_from("videotestsrc")));
     outcome.note("EOS at the sink", yes_no(run.out.wait_item("eos")));
   }
   outcome.note("frames in flight behind frame 9", yes_no(hold.held.load()));
@@ -1379,9 +1377,10 @@ Outcome downstream_ends_with_frames_in_flight(const Converter &c, const std::str
 // every frame that went into the converter comes out, in order, then the
 // EOS; the branch goes to NULL; the other branch goes on.
 Outcome branch_removal_under_idle_probe(const Converter &c) {
-  Run run(c, "videotestsrc pattern=ball ! " + frame_caps("BGRx") +
-                 " ! tee name=t ! queue ! fakesink name=other sync=false t. ! queue name=branch ! " +
-                 c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
+  Run run(c,
+          "videotestsrc pattern=ball ! " + frame_caps("BGRx") +
+              " ! tee name=t ! queue ! fakesink name=other sync=false t. ! queue name=branch ! " +
+              c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
   PadCounter other;
   other.attach(run.element("other"), "sink");
   Outcome outcome;
@@ -1704,8 +1703,9 @@ Outcome qos_slow_sink_and_upstream_drops(const Converter &c) {
   } sink{GST_TEST_CLOCK(clock)};
   GstElement *fakesink = run.element("sink");
   GstPad *pad = gst_element_get_static_pad(fakesink, "sink");
-  gst_pad_add_probe(pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
-                    SlowSink::arrives, &sink, nullptr);
+  gst_pad_add_probe(
+      pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+      SlowSink::arrives, &sink, nullptr);
   gst_object_unref(pad);
   g_signal_connect(fakesink, "handoff", G_CALLBACK(SlowSink::renders), &sink);
   // A test clock's waits return once released, every one here at a time

@@ -802,8 +802,8 @@ TEST_P(ByBackend, EosWithFramesInFlightDeliversEveryFrame) {
     EXPECT_EQ(made.buffers.load(), 97);
     EXPECT_EQ(delivered.buffers.load(), 97);
     EXPECT_FALSE(delivered.pts_decreased);
-    std::printf("max-inflight %d: frames out %ld, pushed by cudagray's output task %ld\n",
-                inflight, delivered.buffers.load(), delivered.from_that_thread.load());
+    std::printf("max-inflight %d: frames out %ld, pushed by cudagray's output task %ld\n", inflight,
+                delivered.buffers.load(), delivered.from_that_thread.load());
     // more than one in flight: frames leave from the output task
     if (inflight > 1)
       EXPECT_GT(delivered.from_that_thread.load(), 0) << "no frame went through the output task";
