@@ -20,20 +20,14 @@ PyObject *imported_attribute(const char *module_name, const char *path) {
   PyObject *object = modules ? PyDict_GetItemString(modules, module_name) : NULL;
   if (!object) return NULL;
   Py_INCREF(object);
-  PyObject *names = PyUnicode_FromString(path);
-  PyObject *parts = names ? PyUnicode_Split(names, NULL, -1) : NULL;
-  Py_XDECREF(names);
-  if (!parts) {
-    Py_DECREF(object);
-    PyErr_Clear();
-    return NULL;
-  }
-  for (Py_ssize_t i = 0; object && i < PyList_Size(parts); i++) {
-    PyObject *next = PyObject_GetAttr(object, PyList_GetItem(parts, i));
+  std::string rest = path;
+  while (object && !rest.empty()) {
+    const size_t dot = rest.find('.');
+    PyObject *next = PyObject_GetAttrString(object, rest.substr(0, dot).c_str());
     Py_DECREF(object);
     object = next;
+    rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
   }
-  Py_DECREF(parts);
   if (!object) PyErr_Clear();
   return object;
 }

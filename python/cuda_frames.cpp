@@ -155,6 +155,7 @@ class HeldFrame {
     consumed_.erase(std::remove_if(consumed_.begin(), consumed_.end(), finished), consumed_.end());
     return consumed_.empty();
   }
+  GstBuffer *buffer() const { return video_.buffer; }
   /* Blocks until every consumer is done. */
   void wait() {
     for (const Event &event : consumed_) consumer_done(cudaEventSynchronize(event.get()));
@@ -307,13 +308,19 @@ void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device
     consumed.push_back(std::move(legacy_stream_work));
   else
     GST_WARNING("frame released without waiting for the legacy default stream: %s", why.c_str());
+  GST_LOG("frame %p released after %zu events, %zu frames held before it", video->buffer,
+          consumed.size(), held_frames.size());
   held_frames.push_back(std::make_unique<HeldFrame>(*video, sample, std::move(consumed)));
   release_consumed_frames();
 }
 
 void release_consumed_frames() {
-  while (!held_frames.empty() && held_frames.front()->consumers_done()) held_frames.pop_front();
+  while (!held_frames.empty() && held_frames.front()->consumers_done()) {
+    GST_LOG("frame %p given back", held_frames.front()->buffer());
+    held_frames.pop_front();
+  }
   if (held_frames.size() <= held_frames_limit) return;
+  GST_DEBUG("%zu frames held: waiting for the oldest one's consumers", held_frames.size());
   std::unique_ptr<HeldFrame> oldest = std::move(held_frames.front());
   held_frames.pop_front();
   GilReleased released;
