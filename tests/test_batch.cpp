@@ -3,7 +3,8 @@
 // documented normalisation, written again here without kernels/ (binary32
 // operations in the documented order, binary16 by a search of every finite
 // half), each slot's gray from convert_cpu of its own conversion (held to
-// the gray formulas by test_kernels and test_scale).
+// the gray formulas by test_kernels and test_scale); the CUDA batch equal
+// to the CPU one bit for bit (skipped without a GPU, saying why).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,11 @@
 #include "common.h"
 #include "cudagray/batch.h"
 #include "normalise.h"
+#ifdef CUDAGRAY_TEST_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "cudagray/convert_cuda.h"
+#endif
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -449,3 +455,132 @@ TEST(BatchCpu, RefusedBatchesSayWhyAndWriteNothing) {
   slots[1].present = false;
   EXPECT_TRUE(valid_batch(ok, slots.data(), 2, &why)) << why;
 }
+
+#ifdef CUDAGRAY_TEST_HAVE_CUDA
+
+namespace {
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// Device memory, freed at scope end.
+struct DeviceBytes {
+  void *data = nullptr;
+  explicit DeviceBytes(size_t bytes) { EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(bytes, 1)), cudaSuccess); }
+  ~DeviceBytes() { cudaFree(data); }
+  DeviceBytes(const DeviceBytes &) = delete;
+  DeviceBytes &operator=(const DeviceBytes &) = delete;
+  uint8_t *bytes() const { return static_cast<uint8_t *>(data); }
+};
+
+// Batch b made on the GPU (device copies of its frames, same offsets and
+// strides) into a device buffer between guards, brought back whole.
+void batch_on_device(const TestBatch &b, const Weights &w, BatchBuffer *out) {
+  std::vector<std::unique_ptr<DeviceBytes>> frames;
+  std::vector<const uint8_t *> bases;
+  for (const TestFrame &f : b.frames) {
+    frames.push_back(std::make_unique<DeviceBytes>(f.bytes.size()));
+    if (!f.bytes.empty()) {
+      ASSERT_CUDA(cudaMemcpy(frames.back()->data, f.bytes.data(), f.bytes.size(),
+                             cudaMemcpyHostToDevice));
+    }
+    bases.push_back(frames.back()->bytes());
+  }
+  DeviceBytes device(out->bytes.size());
+  ASSERT_CUDA(cudaMemcpy(device.data, out->bytes.data(), out->bytes.size(), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::vector<BatchSlot> slots = b.slots_at(bases);
+  ASSERT_CUDA(convert_batch_cuda(b.format, slots.data(), static_cast<int>(slots.size()),
+                                 device.bytes() + out->offset, w, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  ASSERT_CUDA(cudaStreamDestroy(stream));
+  ASSERT_CUDA(cudaMemcpy(out->bytes.data(), device.data, out->bytes.size(), cudaMemcpyDeviceToHost));
+}
+
+// The CPU batch of b and the GPU one, byte for byte, guards included.
+void expect_cuda_equals_cpu(const TestBatch &b, const Weights &w) {
+  const int count = static_cast<int>(b.slots.size());
+  const size_t align = dtype_bytes(b.format.dtype);
+  BatchBuffer cpu(batch_bytes(b.format, count), align), gpu(batch_bytes(b.format, count), align);
+  convert_batch_cpu(b.format, b.slots.data(), count, cpu.data(), w);
+  batch_on_device(b, w, &gpu);
+  int differ = 0;
+  for (size_t i = 0; i < cpu.bytes.size(); ++i) differ += cpu.bytes[i] != gpu.bytes[i];
+  EXPECT_EQ(differ, 0) << describe(b.format) << ": bytes differ between CPU and CUDA";
+  EXPECT_TRUE(gpu.guards_untouched()) << describe(b.format);
+  if (differ) {
+    EXPECT_TRUE(matches_formula(b, gpu.data(), w)) << "the CUDA batch";
+  }
+}
+
+}  // namespace
+
+class CudaBatch : public ::testing::Test {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_GPU(); }
+};
+
+// One layout a batch (one launch), each layout in turn, each method, dtype
+// and gray depth, padded and aligned rows, absent slots among them.
+TEST_F(CudaBatch, EachLayoutEqualsTheCpu) {
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  for (PixelLayout layout : every_layout())
+    for (ScaleMethod method : kMethods) {
+      const BatchDType dtype = kDTypes[random_int(0, 2)];
+      const int depth = dtype == BatchDType::UInt8 ? 8 : 8 << random_int(0, 1);
+      const auto [mean, std] = dtype == BatchDType::UInt8
+                                   ? std::pair<float, float>{0.0f, 1.0f}
+                                   : kMeanStd[random_int(0, static_cast<int>(std::size(kMeanStd)) - 1)];
+      const BatchFormat f =
+          format_of(random_int(1, 70), random_int(1, 50), dtype, depth, mean, std);
+      SCOPED_TRACE(std::string(layout_info(layout).name) + " method " +
+                   std::to_string(static_cast<int>(method)));
+      expect_cuda_equals_cpu(random_batch(f, random_int(1, 5), {layout}, method, 90, true,
+                                          random_int(0, 1) ? Rows::Padded : Rows::Aligned16),
+                             w);
+    }
+}
+
+// Mixed layouts and methods in one batch; odd batch sizes up to 641x481 and
+// 4097x3 from frames up to 1921x1081; 64 slots; nothing but absent slots.
+TEST_F(CudaBatch, MixedBatchesEqualTheCpu) {
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  const std::vector<PixelLayout> layouts = every_layout();
+  for (const Size &size : std::vector<Size>{{1, 1}, {641, 481}, {4097, 3}, {640, 640}, {33, 17}})
+    for (BatchDType dtype : kDTypes) {
+      const int depth = dtype == BatchDType::UInt8 ? 8 : 8 << random_int(0, 1);
+      const BatchFormat f = dtype == BatchDType::UInt8
+                                ? format_of(size.width, size.height, dtype, depth)
+                                : format_of(size.width, size.height, dtype, depth, 0.449f, 0.226f);
+      TestBatch b = random_batch(f, 4, layouts, kMethods[random_int(0, 2)], 1921, true);
+      // a second method family among the slots: one more launch
+      const TestBatch more = random_batch(f, 2, layouts, kMethods[random_int(0, 2)], 300, false);
+      b.frames.insert(b.frames.end(), more.frames.begin(), more.frames.end());
+      b.slots.insert(b.slots.end(), more.slots.begin(), more.slots.end());
+      for (size_t i = 0; i < b.slots.size(); ++i)
+        if (b.slots[i].present) b.slots[i].frame = b.frames[i].view();
+      expect_cuda_equals_cpu(b, w);
+    }
+  const BatchFormat f = format_of(31, 7, BatchDType::Float16, 16, 0.5f, 0.5f);
+  expect_cuda_equals_cpu(random_batch(f, kMaxBatchSlots, layouts, ScaleMethod::Area, 50, true), w);
+  expect_cuda_equals_cpu(random_batch(f, kMaxBatchSlots, {PixelLayout::Luma}, ScaleMethod::Bilinear, 50, true), w);
+  const TestBatch absent{f, {TestFrame{}, TestFrame{}, TestFrame{}},
+                         {BatchSlot{}, BatchSlot{}, BatchSlot{}}};
+  expect_cuda_equals_cpu(absent, w);
+}
+
+// Refused: what valid_batch refuses, and a batch not aligned to its element.
+TEST_F(CudaBatch, RefusedBatchesLaunchNothing) {
+  const BatchFormat f = format_of(4, 4, BatchDType::Float32, 16);
+  DeviceBytes out(batch_bytes(f, 1) + 4);
+  BatchSlot absent;
+  EXPECT_EQ(convert_batch_cuda(f, &absent, 1, out.bytes() + 2, standard_weights(Matrix::BT601), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(convert_batch_cuda(f, &absent, 0, out.bytes(), standard_weights(Matrix::BT601), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(convert_batch_cuda(f, &absent, 1, out.bytes() + 4, standard_weights(Matrix::BT601), nullptr),
+            cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+#endif  // CUDAGRAY_TEST_HAVE_CUDA
