@@ -569,6 +569,60 @@ TEST_F(CudaBatch, MixedBatchesEqualTheCpu) {
   expect_cuda_equals_cpu(absent, w);
 }
 
+namespace {
+
+// The kernels convert_batch_cuda launches for batch b (frames anywhere:
+// nothing runs), counted from a CUDA graph captured from its stream.
+int kernel_launches(const TestBatch &b) {
+  std::vector<const uint8_t *> bases(b.frames.size(), nullptr);
+  DeviceBytes frame(1 << 20), out(batch_bytes(b.format, static_cast<int>(b.slots.size())));
+  for (auto &base : bases) base = frame.bytes();
+  const std::vector<BatchSlot> slots = b.slots_at(bases);
+  cudaStream_t stream;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(convert_batch_cuda(b.format, slots.data(), static_cast<int>(slots.size()), out.data,
+                               standard_weights(Matrix::BT601), stream),
+            cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  size_t count = 0;
+  EXPECT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(count);
+  EXPECT_EQ(cudaGraphGetNodes(graph, nodes.data(), &count), cudaSuccess);
+  int kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    EXPECT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+    kernels += type == cudaGraphNodeTypeKernel;
+  }
+  EXPECT_EQ(static_cast<int>(count), kernels) << "nodes other than kernels";
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return kernels;
+}
+
+}  // namespace
+
+// One launch for a batch of one layout and method family, absent slots
+// included; one more for each further layout or family.
+TEST_F(CudaBatch, OneLaunchForEachLayoutAndMethodFamily) {
+  const BatchFormat f = format_of(640, 640, BatchDType::Float16, 16, 0.449f, 0.226f);
+  EXPECT_EQ(kernel_launches(random_batch(f, 16, {PixelLayout::Luma}, ScaleMethod::Area, 64, true)), 1);
+  EXPECT_EQ(kernel_launches(random_batch(f, kMaxBatchSlots, {PixelLayout::RGBx}, ScaleMethod::Bilinear, 64, true)), 1);
+  TestBatch mixed = random_batch(f, 4, {PixelLayout::Luma}, ScaleMethod::Nearest, 64, false);
+  mixed.slots[1].conversion.method = ScaleMethod::Bilinear;  // the same family
+  EXPECT_EQ(kernel_launches(mixed), 1);
+  mixed.slots[2].conversion.method = ScaleMethod::Area;
+  EXPECT_EQ(kernel_launches(mixed), 2);
+  const TestBatch other = random_batch(f, 1, {PixelLayout::RGB}, ScaleMethod::Nearest, 64, false);
+  mixed.frames.push_back(other.frames[0]);
+  mixed.slots.push_back(other.slots[0]);
+  EXPECT_EQ(kernel_launches(mixed), 3);
+  const TestBatch absent{f, {TestFrame{}, TestFrame{}}, {BatchSlot{}, BatchSlot{}}};
+  EXPECT_EQ(kernel_launches(absent), 1);
+}
+
 // Refused: what valid_batch refuses, and a batch not aligned to its element.
 TEST_F(CudaBatch, RefusedBatchesLaunchNothing) {
   const BatchFormat f = format_of(4, 4, BatchDType::Float32, 16);
