@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// convert_batch_cuda: every slot of a batch in one kernel launch. The grid's
-// z is the slot; x and y tile the batch's output size, which every slot
-// shares. Each block runs the frame kernels' resampling block
+// convert_batch_cuda: the slots of a batch in one kernel launch a layout.
+// The grid's z is the slot; x and y tile the batch's output size, which
+// every slot shares. Each block runs the frame kernels' resampling block
 // (convert_cuda.cuh: area, or nearest and bilinear) for its slot, with a
 // store that normalises each pixel into the slot's elements (normalise.h)
 // instead of storing gray; the slots' descriptions travel as the launch's
