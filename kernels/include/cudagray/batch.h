@@ -10,8 +10,9 @@
 //         or GRAY16 (65535), the letterbox bars 0
 //   float32: v = (float(g) / full_scale - mean) / std, three IEEE-754
 //         binary32 operations in that order, each rounded to nearest even,
-//         no fused multiply-add, subnormals kept (torchvision's ToTensor
-//         then Normalize computes the same three operations)
+//         no fused multiply-add, subnormals kept (the operations of
+//         torchvision's ToTensor then Normalize, as PyTorch computes them
+//         on the CPU)
 //   float16: v rounded to nearest even into binary16 (overflow to infinity)
 //   uint8:  g itself (GRAY8); mean 0 and std 1 only: a uint8 code q stands
 //         for q / 255, so normalising needs a float type
