@@ -117,7 +117,8 @@ void convert_batch_cpu(const BatchFormat &f, const BatchSlot *slots, int count, 
   const size_t black_bytes = dtype_bytes(f.dtype);
   const int normalise_threads = static_cast<int>(std::clamp<long>(
       static_cast<long>(elements) / kElementsPerThread, 1, std::min(threads, kMaxThreads)));
-  const int chunk_rows = static_cast<int>(std::clamp<long>(kElementsPerChunk / f.width, 1, f.height));
+  const int chunk_rows =
+      static_cast<int>(std::clamp<long>(kElementsPerChunk / f.width, 1, f.height));
   std::vector<uint8_t> gray;  // a slot's gray, when it is not the batch's elements themselves
   for (int i = 0; i < count; ++i) {
     uint8_t *slot = static_cast<uint8_t *>(out) + i * slot_bytes;
@@ -131,7 +132,8 @@ void convert_batch_cpu(const BatchFormat &f, const BatchSlot *slots, int count, 
       gray.resize(elements * gray_bytes);
       convert_cpu(s.conversion, s.frame, GrayFrame{gray.data(), f.width * gray_bytes}, w, threads);
       parallel_rows(f.height, chunk_rows, normalise_threads, [&](int y0, int y1) {
-        const size_t begin = static_cast<size_t>(y0) * f.width, end = static_cast<size_t>(y1) * f.width;
+        const size_t begin = static_cast<size_t>(y0) * f.width,
+                     end = static_cast<size_t>(y1) * f.width;
         if (f.gray_depth == 16)
           normalise_range<uint16_t>(f.dtype, gray.data(), slot, begin, end, n);
         else

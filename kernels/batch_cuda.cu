@@ -38,8 +38,8 @@ struct SlotOnDevice {
   Planes planes;
   Conversion c;
   uint64_t denominator;  // resample_denominator(c)
-  int index;         // its place in the batch
-  int band_columns;  // area: its tile's down-sums a row
+  int index;             // its place in the batch
+  int band_columns;      // area: its tile's down-sums a row
   bool present, wide;
 };
 
@@ -70,8 +70,7 @@ struct ElementStore {
   }
 };
 
-__device__ __forceinline__ ElementStore element_store(const BatchLaunch &b,
-                                                      const SlotOnDevice &s) {
+__device__ __forceinline__ ElementStore element_store(const BatchLaunch &b, const SlotOnDevice &s) {
   return {b.out + s.index * b.slot_bytes, b.width, b.dtype, b.gray8, b.normaliser};
 }
 
@@ -118,11 +117,9 @@ __global__ void __launch_bounds__(kSampleColumns *kSampleRows)
     if (x < s.c.out_width && y < s.c.out_height) store(x, y, 0);
     return;
   }
-  with_gray_op<Layout>(s, batch.weights,
-                       [&](auto op) {
-                         sample_block<Layout>(s.planes, s.c, QuotientRounder(s.denominator), op,
-                                              store);
-                       });
+  with_gray_op<Layout>(s, batch.weights, [&](auto op) {
+    sample_block<Layout>(s.planes, s.c, QuotientRounder(s.denominator), op, store);
+  });
 }
 
 // The slots one launch converts: one layout and one kernel.

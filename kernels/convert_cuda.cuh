@@ -24,7 +24,6 @@ namespace cudagray {
 
 namespace {
 
-
 constexpr int kThreadsPerBlock = 256;
 
 // Pixels a thread converts on the wide path: 16, fed by 16-byte loads; 8

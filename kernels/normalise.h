@@ -51,7 +51,7 @@ CUDAGRAY_HOST_DEVICE uint32_t float_bits(float f) {
 CUDAGRAY_HOST_DEVICE uint16_t half_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u, magnitude = x & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);  // NaN
+  if (magnitude > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
   if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520
   if (magnitude >= 0x38800000u) {  // >= 2^-14: normal; rebias 127 -> 15, 23 -> 10 bits
     const uint32_t v = magnitude - 0x38000000u;

@@ -113,8 +113,8 @@ struct TestBatch {
 // luma) either range.
 Conversion random_slot_conversion(const TestFrame &f, const BatchFormat &format,
                                   ScaleMethod method) {
-  Conversion c = f.conversion(format.gray_depth, layout_info(f.layout).family == LayoutFamily::Luma &&
-                                                     random_int(0, 1));
+  Conversion c = f.conversion(
+      format.gray_depth, layout_info(f.layout).family == LayoutFamily::Luma && random_int(0, 1));
   c.method = method;
   c.out_width = format.width;
   c.out_height = format.height;
@@ -125,9 +125,11 @@ Conversion random_slot_conversion(const TestFrame &f, const BatchFormat &format,
     case 1:  // letterboxed: bars on both sides of one axis
       c.dest = Rect{0, 0, format.width, format.height};
       if (format.width > 2 && random_int(0, 1))
-        c.dest.width = random_int(1, format.width - 2), c.dest.x = random_int(1, format.width - c.dest.width - 1);
+        c.dest.width = random_int(1, format.width - 2),
+        c.dest.x = random_int(1, format.width - c.dest.width - 1);
       else if (format.height > 2)
-        c.dest.height = random_int(1, format.height - 2), c.dest.y = random_int(1, format.height - c.dest.height - 1);
+        c.dest.height = random_int(1, format.height - 2),
+        c.dest.y = random_int(1, format.height - c.dest.height - 1);
       break;
     default:  // cropped and placed anywhere
       c.crop.width = random_int(1, f.width);
@@ -145,8 +147,9 @@ Conversion random_slot_conversion(const TestFrame &f, const BatchFormat &format,
 // A batch of `count` slots of random frames (layouts from `layouts`, sizes
 // up to max_in, padded or 16-byte aligned rows), absent with probability
 // 1/4 where absent is true.
-TestBatch random_batch(const BatchFormat &format, int count, const std::vector<PixelLayout> &layouts,
-                       ScaleMethod method, int max_in, bool absent, Rows rows = Rows::Padded) {
+TestBatch random_batch(const BatchFormat &format, int count,
+                       const std::vector<PixelLayout> &layouts, ScaleMethod method, int max_in,
+                       bool absent, Rows rows = Rows::Padded) {
   TestBatch b{format, {}, {}};
   for (int i = 0; i < count; ++i) {
     BatchSlot s;
@@ -182,8 +185,8 @@ struct BatchBuffer {
   ::testing::AssertionResult guards_untouched() const {
     for (size_t i = 0; i < bytes.size(); ++i)
       if ((i < offset || i >= offset + size) && bytes[i] != kGuard)
-        return ::testing::AssertionFailure() << "byte " << static_cast<long>(i - offset)
-                                             << " from the batch's start written";
+        return ::testing::AssertionFailure()
+               << "byte " << static_cast<long>(i - offset) << " from the batch's start written";
     return ::testing::AssertionSuccess();
   }
 };
@@ -202,8 +205,7 @@ struct BatchBuffer {
   for (size_t i = 0; i < b.slots.size(); ++i) {
     GrayImage gray(f.width, f.height, 0, f.gray_depth);
     std::fill(gray.bytes.begin(), gray.bytes.end(), 0);
-    if (b.slots[i].present)
-      convert_cpu(b.slots[i].conversion, b.frames[i].view(), gray.frame(), w);
+    if (b.slots[i].present) convert_cpu(b.slots[i].conversion, b.frames[i].view(), gray.frame(), w);
     const uint8_t *slot = out + i * elements * esize;
     for (int y = 0; y < f.height; ++y)
       for (int x = 0; x < f.width; ++x) {
@@ -220,7 +222,8 @@ struct BatchBuffer {
       }
   }
   if (wrong == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << describe(f) << ": " << wrong << " elements wrong:" << first;
+  return ::testing::AssertionFailure()
+         << describe(f) << ": " << wrong << " elements wrong:" << first;
 }
 
 const BatchDType kDTypes[] = {BatchDType::UInt8, BatchDType::Float16, BatchDType::Float32};
@@ -229,9 +232,9 @@ const ScaleMethod kMethods[] = {ScaleMethod::Nearest, ScaleMethod::Bilinear, Sca
 // Means and stds a model uses (ImageNet's gray, [-1, 1], none) and ones at
 // the edges of binary32 and binary16: results past 65504 (infinite in
 // float16), subnormal ones, a negative std.
-const std::pair<float, float> kMeanStd[] = {{0.0f, 1.0f},       {0.449f, 0.226f}, {0.5f, 0.5f},
-                                            {0.485f, 0.229f},   {-3.0f, -0.01f},  {0.25f, 1e-6f},
-                                            {0.1f, 3e35f},      {1.0f, 1e-38f},   {0.0f, 7.0f}};
+const std::pair<float, float> kMeanStd[] = {{0.0f, 1.0f},     {0.449f, 0.226f}, {0.5f, 0.5f},
+                                            {0.485f, 0.229f}, {-3.0f, -0.01f},  {0.25f, 1e-6f},
+                                            {0.1f, 3e35f},    {1.0f, 1e-38f},   {0.0f, 7.0f}};
 
 BatchFormat format_of(int width, int height, BatchDType dtype, int depth, float mean = 0,
                       float std = 1) {
@@ -274,7 +277,8 @@ TEST(BatchHalf, RoundsToNearestEvenAsTheSearch) {
       // the rest 0), just below, just above, and random below bit k
       const uint32_t high = (static_cast<uint32_t>(rng()()) & 0x7FFFFFu) >> k << k;
       const uint32_t half = k ? 1u << (k - 1) : 0;
-      for (uint32_t low : {half, half ? half - 1 : 0u, half + 1, static_cast<uint32_t>(rng()()) & ((1u << k) - 1)})
+      for (uint32_t low :
+           {half, half ? half - 1 : 0u, half + 1, static_cast<uint32_t>(rng()()) & ((1u << k) - 1)})
         for (uint32_t sign : {0u, 0x80000000u})
           bits.push_back(sign | exponent << 23 | ((high | low) & 0x7FFFFFu));
     }
@@ -366,14 +370,15 @@ TEST(BatchCpu, MixedSlotsEveryElementMatchesTheFormula) {
     for (BatchDType dtype : kDTypes)
       for (int depth : {8, 16}) {
         if (dtype == BatchDType::UInt8 && depth == 16) continue;
-        const auto [mean, std] = dtype == BatchDType::UInt8
-                                     ? std::pair<float, float>{0.0f, 1.0f}
-                                     : kMeanStd[random_int(0, static_cast<int>(std::size(kMeanStd)) - 1)];
+        const auto [mean, std] =
+            dtype == BatchDType::UInt8
+                ? std::pair<float, float>{0.0f, 1.0f}
+                : kMeanStd[random_int(0, static_cast<int>(std::size(kMeanStd)) - 1)];
         const BatchFormat f = format_of(size.width, size.height, dtype, depth, mean, std);
         const bool large = size.width * size.height > 10000;
         const int count = large ? 3 : random_int(1, 6);
-        const TestBatch b = random_batch(f, count, layouts, kMethods[random_int(0, 2)],
-                                         large ? 700 : 40, true);
+        const TestBatch b =
+            random_batch(f, count, layouts, kMethods[random_int(0, 2)], large ? 700 : 40, true);
         BatchBuffer out(batch_bytes(f, count), random_int(0, 3));
         convert_batch_cpu(f, b.slots.data(), count, out.data(), w);
         EXPECT_TRUE(matches_formula(b, out.data(), w));
@@ -384,8 +389,8 @@ TEST(BatchCpu, MixedSlotsEveryElementMatchesTheFormula) {
 // A batch of absent slots only: black frames, the value of gray 0.
 TEST(BatchCpu, AbsentSlotsAreBlack) {
   for (BatchDType dtype : kDTypes) {
-    const BatchFormat f =
-        dtype == BatchDType::UInt8 ? format_of(5, 3, dtype, 8) : format_of(5, 3, dtype, 16, 0.449f, 0.226f);
+    const BatchFormat f = dtype == BatchDType::UInt8 ? format_of(5, 3, dtype, 8)
+                                                     : format_of(5, 3, dtype, 16, 0.449f, 0.226f);
     const TestBatch b{f, {TestFrame{}, TestFrame{}}, {BatchSlot{}, BatchSlot{}}};
     BatchBuffer out(batch_bytes(f, 2));
     convert_batch_cpu(f, b.slots.data(), 2, out.data(), standard_weights(Matrix::BT601));
@@ -430,8 +435,7 @@ TEST(BatchCpu, RefusedBatchesSayWhyAndWriteNothing) {
       {zero_std, 1, "std 0 is not a finite number other than 0"},
       {inf_std, 1, "std inf is not a finite number other than 0"},
       {uint8_deep, 1, "uint8 holds GRAY8: gray depth 16 needs float16 or float32"},
-      {uint8_mean, 1,
-       "uint8 holds the gray itself: mean 0.5 and std 0.25 need float16 or float32"},
+      {uint8_mean, 1, "uint8 holds the gray itself: mean 0.5 and std 0.25 need float16 or float32"},
       {other, 1, "slot 0: output size 8x6 is not the batch's 9x6"},
       {format_of(8, 6, BatchDType::Float32, 8), 1,
        "slot 0: output depth 16 is not the batch's gray depth 8"},
@@ -443,8 +447,9 @@ TEST(BatchCpu, RefusedBatchesSayWhyAndWriteNothing) {
     EXPECT_EQ(why, c.why);
     BatchBuffer out(std::max<size_t>(batch_bytes(c.f, c.count), 1));
     convert_batch_cpu(c.f, slots.data(), c.count, out.data(), standard_weights(Matrix::BT601));
-    EXPECT_TRUE(std::all_of(out.bytes.begin(), out.bytes.end(), [](uint8_t v) { return v == kGuard; }))
-        << c.why;
+    EXPECT_TRUE(std::all_of(out.bytes.begin(), out.bytes.end(), [](uint8_t v) {
+      return v == kGuard;
+    })) << c.why;
   }
   // a slot's own conversion, named by its place
   slots[1].conversion.crop.width = 9;
@@ -465,7 +470,9 @@ namespace {
 // Device memory, freed at scope end.
 struct DeviceBytes {
   void *data = nullptr;
-  explicit DeviceBytes(size_t bytes) { EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(bytes, 1)), cudaSuccess); }
+  explicit DeviceBytes(size_t bytes) {
+    EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(bytes, 1)), cudaSuccess);
+  }
   ~DeviceBytes() { cudaFree(data); }
   DeviceBytes(const DeviceBytes &) = delete;
   DeviceBytes &operator=(const DeviceBytes &) = delete;
@@ -480,13 +487,14 @@ void batch_on_device(const TestBatch &b, const Weights &w, BatchBuffer *out) {
   for (const TestFrame &f : b.frames) {
     frames.push_back(std::make_unique<DeviceBytes>(f.bytes.size()));
     if (!f.bytes.empty()) {
-      ASSERT_CUDA(cudaMemcpy(frames.back()->data, f.bytes.data(), f.bytes.size(),
-                             cudaMemcpyHostToDevice));
+      ASSERT_CUDA(
+          cudaMemcpy(frames.back()->data, f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
     }
     bases.push_back(frames.back()->bytes());
   }
   DeviceBytes device(out->bytes.size());
-  ASSERT_CUDA(cudaMemcpy(device.data, out->bytes.data(), out->bytes.size(), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(device.data, out->bytes.data(), out->bytes.size(), cudaMemcpyHostToDevice));
   cudaStream_t stream;
   ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const std::vector<BatchSlot> slots = b.slots_at(bases);
@@ -494,7 +502,8 @@ void batch_on_device(const TestBatch &b, const Weights &w, BatchBuffer *out) {
                                  device.bytes() + out->offset, w, stream));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   ASSERT_CUDA(cudaStreamDestroy(stream));
-  ASSERT_CUDA(cudaMemcpy(out->bytes.data(), device.data, out->bytes.size(), cudaMemcpyDeviceToHost));
+  ASSERT_CUDA(
+      cudaMemcpy(out->bytes.data(), device.data, out->bytes.size(), cudaMemcpyDeviceToHost));
 }
 
 // The CPU batch of b and the GPU one, byte for byte, guards included.
@@ -528,9 +537,10 @@ TEST_F(CudaBatch, EachLayoutEqualsTheCpu) {
     for (ScaleMethod method : kMethods) {
       const BatchDType dtype = kDTypes[random_int(0, 2)];
       const int depth = dtype == BatchDType::UInt8 ? 8 : 8 << random_int(0, 1);
-      const auto [mean, std] = dtype == BatchDType::UInt8
-                                   ? std::pair<float, float>{0.0f, 1.0f}
-                                   : kMeanStd[random_int(0, static_cast<int>(std::size(kMeanStd)) - 1)];
+      const auto [mean, std] =
+          dtype == BatchDType::UInt8
+              ? std::pair<float, float>{0.0f, 1.0f}
+              : kMeanStd[random_int(0, static_cast<int>(std::size(kMeanStd)) - 1)];
       const BatchFormat f =
           format_of(random_int(1, 70), random_int(1, 50), dtype, depth, mean, std);
       SCOPED_TRACE(std::string(layout_info(layout).name) + " method " +
@@ -563,9 +573,10 @@ TEST_F(CudaBatch, MixedBatchesEqualTheCpu) {
     }
   const BatchFormat f = format_of(31, 7, BatchDType::Float16, 16, 0.5f, 0.5f);
   expect_cuda_equals_cpu(random_batch(f, kMaxBatchSlots, layouts, ScaleMethod::Area, 50, true), w);
-  expect_cuda_equals_cpu(random_batch(f, kMaxBatchSlots, {PixelLayout::Luma}, ScaleMethod::Bilinear, 50, true), w);
-  const TestBatch absent{f, {TestFrame{}, TestFrame{}, TestFrame{}},
-                         {BatchSlot{}, BatchSlot{}, BatchSlot{}}};
+  expect_cuda_equals_cpu(
+      random_batch(f, kMaxBatchSlots, {PixelLayout::Luma}, ScaleMethod::Bilinear, 50, true), w);
+  const TestBatch absent{
+      f, {TestFrame{}, TestFrame{}, TestFrame{}}, {BatchSlot{}, BatchSlot{}, BatchSlot{}}};
   expect_cuda_equals_cpu(absent, w);
 }
 
@@ -608,8 +619,11 @@ int kernel_launches(const TestBatch &b) {
 // included; one more for each further layout or family.
 TEST_F(CudaBatch, OneLaunchForEachLayoutAndMethodFamily) {
   const BatchFormat f = format_of(640, 640, BatchDType::Float16, 16, 0.449f, 0.226f);
-  EXPECT_EQ(kernel_launches(random_batch(f, 16, {PixelLayout::Luma}, ScaleMethod::Area, 64, true)), 1);
-  EXPECT_EQ(kernel_launches(random_batch(f, kMaxBatchSlots, {PixelLayout::RGBx}, ScaleMethod::Bilinear, 64, true)), 1);
+  EXPECT_EQ(kernel_launches(random_batch(f, 16, {PixelLayout::Luma}, ScaleMethod::Area, 64, true)),
+            1);
+  EXPECT_EQ(kernel_launches(random_batch(f, kMaxBatchSlots, {PixelLayout::RGBx},
+                                         ScaleMethod::Bilinear, 64, true)),
+            1);
   TestBatch mixed = random_batch(f, 4, {PixelLayout::Luma}, ScaleMethod::Nearest, 64, false);
   mixed.slots[1].conversion.method = ScaleMethod::Bilinear;  // the same family
   EXPECT_EQ(kernel_launches(mixed), 1);
@@ -628,12 +642,15 @@ TEST_F(CudaBatch, RefusedBatchesLaunchNothing) {
   const BatchFormat f = format_of(4, 4, BatchDType::Float32, 16);
   DeviceBytes out(batch_bytes(f, 1) + 4);
   BatchSlot absent;
-  EXPECT_EQ(convert_batch_cuda(f, &absent, 1, out.bytes() + 2, standard_weights(Matrix::BT601), nullptr),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(convert_batch_cuda(f, &absent, 0, out.bytes(), standard_weights(Matrix::BT601), nullptr),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(convert_batch_cuda(f, &absent, 1, out.bytes() + 4, standard_weights(Matrix::BT601), nullptr),
-            cudaSuccess);
+  EXPECT_EQ(
+      convert_batch_cuda(f, &absent, 1, out.bytes() + 2, standard_weights(Matrix::BT601), nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      convert_batch_cuda(f, &absent, 0, out.bytes(), standard_weights(Matrix::BT601), nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      convert_batch_cuda(f, &absent, 1, out.bytes() + 4, standard_weights(Matrix::BT601), nullptr),
+      cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
