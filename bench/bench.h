@@ -78,7 +78,8 @@ struct Row {
   std::string what;     // readable name
   std::string format;   // input format, or "" when none applies
   double bytes = 0;     // bytes per frame counted for GB/s
-  double us = 0;        // µs per frame (latency rows: the median)
+  double us = 0;        // µs per frame (latency rows: the median; renegotiation: a flip)
+  double cpu_us = NAN;  // pipeline rows: the process's CPU time a frame in the window
   long frames = 0;      // frames (or operations) measured
   std::string ceiling;  // key of the row this one is a ratio to ("" none)
   std::string peer;     // key of a peer row ("" none)
@@ -202,6 +203,20 @@ void latency_rows(const FrameSize &size, const Options &options, const Elements 
 // stream of its own, spread over options.devices (group "streams").
 void stream_rows(const FrameSize &size, const Options &options, const Elements &elements,
                  const std::string &no_cuda, std::vector<Row> *rows);
+
+// The process's CPU time a frame (group "cputime"), flat out: cudagray
+// from pageable RGB and from RGB in CUDA memory, each beside the same
+// pipeline without a converter, and from CUDA memory beside nvcodec's
+// cudaconvertscale where it registers (output_rows.cpp).
+void cputime_rows(const FrameSize &size, const Options &options, const Elements &elements,
+                  const std::string &no_cuda, std::vector<Row> *rows);
+
+// The wall time one caps flip downstream costs with frames in flight (group
+// "renegotiation"): memory, size and format flips at max-inflight 1, 4 and
+// 16 on each backend, every frame checked out once and in order
+// (output_rows.cpp).
+void renegotiation_rows(const FrameSize &size, const Elements &elements, const std::string &no_cuda,
+                        std::vector<Row> *rows);
 
 // videoconvert 1 thread and all cores, cudagray backend=cpu (group "cpu").
 void cpu_rows(const FrameSize &size, const Options &options, const Elements &elements,

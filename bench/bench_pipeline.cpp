@@ -343,6 +343,13 @@ double gpu_mib_used(const std::vector<int> &devices) {
 #endif
 }
 
+// The CPU time of every thread of the process so far, those ended included.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 // Where the process's CPU time went between two thread_cpu_times() taken
 // seconds apart while frames arrived, as a note: the busiest threads' CPU
 // time a frame, and how much of the span each was on a CPU (a thread near
@@ -530,6 +537,7 @@ void time_pipelines(const Run &run, const Options &options, Row &row) {
   const long base = arrivals();  // once all are warm: at least min_frames more are measured
   const auto cpu_before = harness::thread_cpu_times();
   const Clock::time_point cpu_from = Clock::now();
+  const double process_cpu_from = process_cpu_seconds();
   row.load.gpu_mib = (gpu_mib_used(run.devices) - gpu_before) / count;
   row.load.process_threads = harness::proc_entries("task");
   row.load.threads = static_cast<double>(row.load.process_threads - threads_before - count) / count;
@@ -539,8 +547,10 @@ void time_pipelines(const Run &run, const Options &options, Row &row) {
     std::this_thread::sleep_for(10ms);
     throw_if_failed();
   }
+  const long cpu_frames = arrivals() - base;
+  row.cpu_us = 1e6 * (process_cpu_seconds() - process_cpu_from) / cpu_frames;
   const std::string cpu_note =
-      thread_cpu_note(cpu_before, harness::thread_cpu_times(), arrivals() - base,
+      thread_cpu_note(cpu_before, harness::thread_cpu_times(), cpu_frames,
                       std::chrono::duration<double>(Clock::now() - cpu_from).count());
   for (auto &s : streams) s->join();
   throw_if_failed();

@@ -105,6 +105,8 @@ int run(int argc, char **argv) {
     if (options.wants("element")) element_rows(size, options, elements, no_cuda, &rows);
     if (options.wants("scaled")) scaled_rows(size, options, elements, no_cuda, &rows);
     stream_rows(size, options, elements, no_cuda, &rows);
+    if (options.wants("cputime")) cputime_rows(size, options, elements, no_cuda, &rows);
+    if (options.wants("renegotiation")) renegotiation_rows(size, elements, no_cuda, &rows);
     if (options.wants("cpu")) {
       cpu_rows(size, options, elements, &rows);
       cpu_kernel_rows(size, options, &rows);

@@ -15,7 +15,10 @@ const char kUsage[] =
     "usage: cudagray-bench [options]\n"
     "  --sizes LIST     frame sizes: 640x480 (vga), 1080p, 4k, 8k, or WxH (default: all four)\n"
     "  --rows LIST      what to measure: kernel copy raw element scaled latency cpu npp\n"
-    "                   (default: all); scaled: GRAY8 at 640x360 from cudagray, cudagray then\n"
+    "                   cputime renegotiation (default: all); cputime: the process's CPU time\n"
+    "                   a frame with and without cudagray, and with cudaconvertscale;\n"
+    "                   renegotiation: the wall time of a caps flip with frames in flight;\n"
+    "                   scaled: GRAY8 at 640x360 from cudagray, cudagray then\n"
     "                   videoscale, and videoconvertscale, with the same-size rows and ceiling;\n"
     "                   the scaled kernel rows and their NPP peers (also with kernel, npp)\n"
     "  --formats LIST   kernel rows: layout names (RGB, Luma10_Msb, Luma_v210, Bayer_RGGB, ...),\n"
@@ -106,7 +109,9 @@ std::vector<PixelLayout> parse_formats(const std::string &text) {
 
 std::vector<std::string> parse_groups(const std::string &text) {
   return pick<std::string>(
-      text, {"kernel", "copy", "raw", "element", "scaled", "latency", "cpu", "npp"},
+      text,
+      {"kernel", "copy", "raw", "element", "scaled", "latency", "cpu", "npp", "cputime",
+       "renegotiation"},
       [](const std::string &name, const std::string &g) { return name == "all" || name == g; },
       "row group");
 }

@@ -47,17 +47,21 @@ Ratios ratios_of(const Row &row, const std::vector<Row> &rows) {
     return r ? r->us / row.us : NAN;
   };
   if (!row.skipped.empty()) return {};
-  // copies, latencies and many streams at once are not videoconvert's kind of work
+  // copies, latencies, many streams at once and flips are not videoconvert's kind of work
   const bool versus_videoconvert = row.group != "copy" && row.group != "latency" &&
-                                   row.group != "streams" && row.key != cpu_peer_of(row);
+                                   row.group != "streams" && row.group != "renegotiation" &&
+                                   row.group != "cputime" && row.key != cpu_peer_of(row);
   const Row *peer = reference(row, row.peer, rows);
   return {versus(row.ceiling), versus_videoconvert ? versus(cpu_peer_of(row)) : NAN,
           peer ? peer->us / row.us : NAN, peer ? peer->key : ""};
 }
 
 bool is_latency(const Row &row) { return row.group == "latency"; }
-double fps_of(const Row &row) { return is_latency(row) ? NAN : 1e6 / row.us; }
-double gbps_of(const Row &row) { return is_latency(row) ? NAN : row.bytes / row.us / 1e3; }
+bool is_flip(const Row &row) { return row.group == "renegotiation"; }
+double fps_of(const Row &row) { return is_latency(row) || is_flip(row) ? NAN : 1e6 / row.us; }
+double gbps_of(const Row &row) {
+  return is_latency(row) || is_flip(row) ? NAN : row.bytes / row.us / 1e3;
+}
 
 std::string number(double value) {  // "-" for NaN, as format_double
   const double a = std::fabs(value);
@@ -115,6 +119,29 @@ void print_streams_table(std::FILE *out, const std::vector<Row> &rows) {
                  "ms: what the process grew by, per stream; dropped: pushed, never arrived.\n");
 }
 
+// The rows of the process's CPU time a frame, against the same pipeline
+// without the converter.
+void print_cputime_table(std::FILE *out, const std::vector<Row> &rows) {
+  const char *columns = "%-6s %-34s %10s %12s %10s\n";
+  bool heading = false;
+  for (const Row &r : rows) {
+    if (r.group != "cputime" || !r.skipped.empty()) continue;
+    if (!heading) {
+      std::fprintf(out, "\n== the process's CPU time a frame, flat out ==\n");
+      std::fprintf(out, columns, "size", "row", "us/frame", "CPU us/frame", "CPU added");
+    }
+    heading = true;
+    const Row *none = reference(r, r.peer, rows);
+    std::fprintf(out, columns, r.size.name.c_str(), r.key.c_str(), number(r.us).c_str(),
+                 number(r.cpu_us).c_str(),
+                 none && none != &r ? number(r.cpu_us - none->cpu_us).c_str() : "-");
+  }
+  if (heading)
+    std::fprintf(out,
+                 "CPU added: this row's CPU time a frame less that of the same upstream without a "
+                 "converter (identity).\n");
+}
+
 }  // namespace
 
 void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &measure) {
@@ -129,9 +156,13 @@ void record(std::vector<Row> *rows, Row row, const std::function<void(Row &)> &m
     }
   }
   const std::string what = row.what + (row.format.empty() ? "" : " " + row.format);
-  const std::string result = !row.skipped.empty() ? row.skipped
-                             : is_latency(row)    ? number(row.us) + " us latency"
-                                                  : number(row.us) + " us/frame";
+  const std::string result =
+      !row.skipped.empty() ? row.skipped
+      : is_latency(row)    ? number(row.us) + " us latency"
+      : is_flip(row)
+          ? number(row.us) + " us a flip"
+          : number(row.us) + " us/frame" +
+                (std::isnan(row.cpu_us) ? "" : ", CPU " + number(row.cpu_us) + " us/frame");
   std::fprintf(stderr, "[%s] %s: %s\n", row.size.name.c_str(), what.c_str(), result.c_str());
   rows->push_back(std::move(row));
 }
@@ -172,7 +203,8 @@ void print_table(std::FILE *out, const std::vector<Row> &rows) {
   }
 
   std::fputs(R"(
-us/frame: mean time per frame in steady state (latency rows: median single-frame latency).
+us/frame: mean time per frame in steady state (latency rows: median single-frame latency;
+renegotiation rows: the wall time one caps flip adds, with frames in flight).
 GB/s: input plus GRAY8 output bytes per second (copies: bytes read plus written;
 transfers: bytes moved).
 x ...: reference time / this time, so above 1 is faster than the reference.
@@ -199,6 +231,7 @@ x ...: reference time / this time, so above 1 is faster than the reference.
              out);
 
   print_streams_table(out, rows);
+  print_cputime_table(out, rows);
 
   bool heading = false;
   for (const Row &r : rows) {
@@ -222,7 +255,8 @@ void write_csv(const std::string &path, const std::vector<Row> &rows) {
   csv << "size,width,height,group,key,what,format,frames,us_per_frame,fps,gb_per_s,"
          "ceiling,x_ceiling,x_videoconvert_all,peer,x_peer,status,streams,gpus,stream_fps_min,"
          "stream_fps_max,latency_p50_us,latency_p99_us,gpu_mib_per_stream,pinned_mib_per_stream,"
-         "threads_per_stream,process_threads,start_ms_per_stream,dropped,late,note\n";
+         "threads_per_stream,process_threads,start_ms_per_stream,dropped,late,cpu_us_per_frame,"
+         "note\n";
   for (const Row &r : rows) {
     const bool ok = r.skipped.empty();
     const Ratios ratios = ratios_of(r, rows);
@@ -244,7 +278,7 @@ void write_csv(const std::string &path, const std::vector<Row> &rows) {
           << l.late << ',';
     else
       csv << std::string(13, ',');
-    csv << csv_field(r.note) << '\n';
+    csv << (ok ? csv_number(r.cpu_us, 2) : "") << ',' << csv_field(r.note) << '\n';
   }
   if (!csv.flush()) throw std::runtime_error("cannot write " + path);
 }

@@ -74,10 +74,14 @@ int strip_count(const Conversion &c) {
 
 // One frame's worth of device buffers and events; frames take slots in turn.
 struct Slot {
-  // none while inputs (device_in) or outputs (device_out) are on the device
-  DeviceMemory device_in, device_out;
+  // Kept, with their sizes, from one configuration to the next while they are
+  // large enough: a renegotiation allocates only what grew (pinned memory
+  // takes milliseconds to allocate and free).
+  DeviceMemory device_in, device_out;  // used while inputs / outputs are in host memory
+  size_t device_in_bytes = 0, device_out_bytes = 0;
   size_t in_plane_bytes = 0;             // each input plane's room in device_in and staging_in
   PinnedMemory staging_in, staging_out;  // allocated on first use, for pageable host memory
+  size_t staging_in_bytes = 0, staging_out_bytes = 0;
   // timed, recorded on timed frames only
   EventOwner upload_start, upload_end, kernel_start, kernel_end, download_start, download_end;
   EventOwner input_written;  // the producer's writes to a device input, recorded on its stream
@@ -131,7 +135,6 @@ class CudaBackend final : public Backend {
     const InCudaContext in_context(context_);
     discard_all();
     const CudaResourceChange change;  // one wait for the context's lock, not one per buffer
-    slots_.clear();                   // free before allocating, so that large frames fit
     try {
       conversion_ = c;
       info_ = &layout_info(c.layout);
@@ -146,20 +149,15 @@ class CudaBackend final : public Backend {
                                               info_->tight_stride(c.in_width, c.in_height))
                          : in_pitch_ * c.in_height;
       strips_ = strip_count(c);
+      const bool kept = !slots_.empty();
       slots_.resize(std::max(1, c.max_in_flight));
-      for (Slot &s : slots_) {
-        if (!c.inputs_on_device) s.device_in = make_device_memory(plane_bytes_ * info_->planes);
-        s.in_plane_bytes = plane_bytes_;
-        if (!c.outputs_on_device) s.device_out = make_device_memory(out_pitch_ * c.out_height);
-        for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
-                              &s.download_start, &s.download_end})
-          *e = make_event(cudaEventDefault);
-        for (EventOwner *e : {&s.input_written, &s.output_free})
-          *e = make_event(cudaEventDisableTiming);
-        for (int i = 0; i < strips_; ++i) {
-          s.strip_uploaded[i] = make_event(cudaEventDisableTiming);
-          s.strip_done[i] = make_event(cudaEventDisableTiming);
-        }
+      try {
+        for (Slot &s : slots_) fit_slot(s);
+      } catch (const CudaError &) {  // what the slots kept may be what is missing: free it all
+        if (!kept) throw;
+        slots_.clear();
+        slots_.resize(std::max(1, c.max_in_flight));
+        for (Slot &s : slots_) fit_slot(s);
       }
       return true;
     } catch (const CudaError &e) {
@@ -182,11 +180,11 @@ class CudaBackend final : public Backend {
       index = (first_ + count_) % slots_.size();
     }
     // every slot has the device buffers configure was asked for
-    if (!in.on_device && !slots_[index].device_in.get()) {
+    if (!in.on_device && conversion_.inputs_on_device) {
       *error = "a frame in host memory, but the backend was configured for frames on the GPU";
       return false;
     }
-    if (!out.on_device && !slots_[index].device_out.get()) {
+    if (!out.on_device && conversion_.outputs_on_device) {
       *error = "a result in host memory, but the backend was configured for results on the GPU";
       return false;
     }
@@ -400,22 +398,66 @@ class CudaBackend final : public Backend {
   void make_room(Slot &s, size_t bytes) {
     if (bytes <= s.in_plane_bytes) return;
     const CudaResourceChange change;
-    s.device_in.reset();
-    s.staging_in.reset();
-    s.device_in = make_device_memory(bytes * info_->planes);
     s.in_plane_bytes = bytes;
+    fit_input(s);
+  }
+
+  // Slot s made to fit the configuration: device buffers for what is in
+  // host memory, events for every strip (staging grows when a frame needs
+  // it: allocate_staging).
+  void fit_slot(Slot &s) {
+    s.in_plane_bytes = plane_bytes_;
+    fit_input(s);
+    const size_t out_bytes = out_pitch_ * conversion_.out_height;
+    if (!conversion_.outputs_on_device && s.device_out_bytes < out_bytes) {
+      s.device_out.reset();
+      s.device_out = make_device_memory(out_bytes);
+      s.device_out_bytes = out_bytes;
+    }
+    if (!s.upload_start.get()) {
+      for (EventOwner *e : {&s.upload_start, &s.upload_end, &s.kernel_start, &s.kernel_end,
+                            &s.download_start, &s.download_end})
+        *e = make_event(cudaEventDefault);
+      for (EventOwner *e : {&s.input_written, &s.output_free})
+        *e = make_event(cudaEventDisableTiming);
+    }
+    for (int i = 0; i < strips_; ++i) {
+      if (s.strip_done[i].get()) continue;
+      s.strip_uploaded[i] = make_event(cudaEventDisableTiming);
+      s.strip_done[i] = make_event(cudaEventDisableTiming);
+    }
+  }
+
+  // Room in slot s's device input for every plane at s.in_plane_bytes.
+  void fit_input(Slot &s) {
+    const size_t in_bytes = s.in_plane_bytes * info_->planes;
+    if (!conversion_.inputs_on_device && s.device_in_bytes < in_bytes) {
+      s.device_in.reset();
+      s.device_in = make_device_memory(in_bytes);
+      s.device_in_bytes = in_bytes;
+    }
   }
 
   // Pinned staging for pageable input or output, made when a frame first
   // needs it: whether upstream and downstream hand over pinned memory (the
   // element's pools) shows only in their frames.
   void allocate_staging(Slot &s) {
-    const bool staging_in = s.in_staged && !s.staging_in.get();
-    const bool staging_out = s.out_staged && !s.staging_out.get();
+    const size_t in_bytes = s.in_plane_bytes * info_->planes;
+    const size_t out_bytes = out_pitch_ * conversion_.out_height;
+    const bool staging_in = s.in_staged && s.staging_in_bytes < in_bytes;
+    const bool staging_out = s.out_staged && s.staging_out_bytes < out_bytes;
     if (!(staging_in || staging_out)) return;
     const CudaResourceChange change;
-    if (staging_in) s.staging_in = make_pinned_memory(s.in_plane_bytes * info_->planes);
-    if (staging_out) s.staging_out = make_pinned_memory(out_pitch_ * conversion_.out_height);
+    if (staging_in) {
+      s.staging_in.reset();
+      s.staging_in = make_pinned_memory(in_bytes);
+      s.staging_in_bytes = in_bytes;
+    }
+    if (staging_out) {
+      s.staging_out.reset();
+      s.staging_out = make_pinned_memory(out_bytes);
+      s.staging_out_bytes = out_bytes;
+    }
   }
 
   // Copies pageable input into slot s's pinned staging buffer, from where

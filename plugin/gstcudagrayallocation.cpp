@@ -2,11 +2,15 @@
 /* Pinned host memory for CUDA's copies: the GstAllocator, and the buffer
  * pools of it offered upstream and used for the output. Its memories
  * are plain system memories (mappable anywhere) whose bytes come from
- * cudaHostAlloc and go back with cudaFreeHost when the last reference drops. */
+ * cudaHostAlloc and go back, when the last reference drops, to be used
+ * again or freed with cudaFreeHost (PinnedParking). */
 #include "gstcudagrayallocation.h"
 
 #include <gst/video/video.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "cudagray/device.h"
@@ -16,9 +20,71 @@
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_pinned_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_pinned_debug
 
+/* Blocks whose memories were let go, kept for the next memory of the same
+ * size: a renegotiation back to caps served before (a pool deactivated,
+ * then made again) then allocates nothing, where cudaHostAlloc and
+ * cudaFreeHost take milliseconds a frame. What is kept stays within twice
+ * the most this allocator ever had out at once (the pools of two caps
+ * flipped between); the rest is freed. Shared by
+ * the allocator and every memory of it, and gone with the last of them. */
+class PinnedParking {
+ public:
+  explicit PinnedParking(const cudagray::CudaContextSwitch &context) : context_(context) {}
+  ~PinnedParking() {
+    for (const auto &[bytes, data] : parked_) cudagray::free_pinned(data, context_);
+  }
+  PinnedParking(const PinnedParking &) = delete;
+  PinnedParking &operator=(const PinnedParking &) = delete;
+
+  /* bytes of pinned memory, parked or new; null and *error when none */
+  void *take(gsize bytes, std::string *error) {
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      const auto parked = parked_.find(bytes);
+      if (parked != parked_.end()) {
+        void *data = parked->second;
+        parked_.erase(parked);
+        parked_bytes_ -= bytes;
+        out(bytes);
+        return data;
+      }
+    }
+    void *data = cudagray::alloc_pinned(bytes, error, context_);
+    if (data) {
+      std::lock_guard<std::mutex> hold(lock_);
+      out(bytes);
+    }
+    return data;
+  }
+
+  void give_back(void *data, gsize bytes) {
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      out_bytes_ -= bytes;
+      if (parked_bytes_ + bytes <= 2 * most_out_bytes_) {
+        parked_.emplace(bytes, data);
+        parked_bytes_ += bytes;
+        return;
+      }
+    }
+    cudagray::free_pinned(data, context_);
+  }
+
+ private:
+  void out(gsize bytes) {
+    out_bytes_ += bytes;
+    most_out_bytes_ = MAX(most_out_bytes_, out_bytes_);
+  }
+
+  const cudagray::CudaContextSwitch context_;
+  std::mutex lock_;
+  std::multimap<gsize, void *> parked_;
+  gsize parked_bytes_ = 0, out_bytes_ = 0, most_out_bytes_ = 0;
+};
+
 typedef struct {
   GstAllocator parent;
-  cudagray::CudaContextSwitch *context; /* entered around alloc and free */
+  std::shared_ptr<PinnedParking> *parking; /* its context is entered around alloc and free */
 } GstCudaGrayPinnedAllocator;
 
 typedef struct {
@@ -27,16 +93,16 @@ typedef struct {
 
 G_DEFINE_TYPE(GstCudaGrayPinnedAllocator, gst_cuda_gray_pinned_allocator, GST_TYPE_ALLOCATOR);
 
-/* What a memory's last unref frees, in the context it was allocated in
- * (the switch's copy keeps that context). */
+/* What a memory's last unref gives back. */
 struct PinnedBlock {
   void *data;
-  cudagray::CudaContextSwitch context;
+  gsize bytes;
+  std::shared_ptr<PinnedParking> parking;
 };
 
-static void free_pinned_block(gpointer user_data) {
+static void give_back_pinned_block(gpointer user_data) {
   auto *block = static_cast<PinnedBlock *>(user_data);
-  cudagray::free_pinned(block->data, block->context);
+  block->parking->give_back(block->data, block->bytes);
   delete block;
 }
 
@@ -46,7 +112,7 @@ static GstMemory *gst_cuda_gray_pinned_alloc(GstAllocator *allocator, gsize size
   const gsize align = params->align | 63; /* at least a cache line */
   const gsize maxsize = params->prefix + size + params->padding + align;
   std::string error;
-  auto *data = static_cast<guint8 *>(cudagray::alloc_pinned(maxsize, &error, *self->context));
+  auto *data = static_cast<guint8 *>((*self->parking)->take(maxsize, &error));
   if (!data) {
     GST_WARNING("cannot allocate %" G_GSIZE_FORMAT " pinned bytes: %s", maxsize, error.c_str());
     return NULL;
@@ -56,14 +122,14 @@ static GstMemory *gst_cuda_gray_pinned_alloc(GstAllocator *allocator, gsize size
   if (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED) memset(data, 0, offset);
   if (params->flags & GST_MEMORY_FLAG_ZERO_PADDED)
     memset(data + offset + size, 0, maxsize - offset - size);
-  auto *block = new PinnedBlock{data, *self->context};
+  auto *block = new PinnedBlock{data, maxsize, *self->parking};
   return gst_memory_new_wrapped((GstMemoryFlags)params->flags, data, maxsize, offset, size, block,
-                                free_pinned_block);
+                                give_back_pinned_block);
 }
 
 static void gst_cuda_gray_pinned_allocator_finalize(GObject *object) {
   auto *self = reinterpret_cast<GstCudaGrayPinnedAllocator *>(object);
-  delete self->context;
+  delete self->parking;
   G_OBJECT_CLASS(gst_cuda_gray_pinned_allocator_parent_class)->finalize(object);
 }
 
@@ -85,7 +151,7 @@ GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwit
   auto *self = static_cast<GstCudaGrayPinnedAllocator *>(
       g_object_new(gst_cuda_gray_pinned_allocator_get_type(), NULL));
   gst_object_ref_sink(self);
-  self->context = new cudagray::CudaContextSwitch(context);
+  self->parking = new std::shared_ptr<PinnedParking>(std::make_shared<PinnedParking>(context));
   return GST_ALLOCATOR(self);
 }
 

@@ -149,7 +149,10 @@ gboolean gst_cuda_gray_context_open(GstCudaGrayContext *context, gint device_id,
 }
 
 void gst_cuda_gray_context_close(GstCudaGrayContext *context) {
-  cudagray::change_cuda_resources([context] { gst_cuda_gray_stream_clear(&context->stream); });
+  cudagray::change_cuda_resources([context] {
+    gst_cuda_gray_stream_clear(&context->stream);
+    context->parking.reset();
+  });
   gst_clear_object(&context->cuda);
   context->device = -1;
 }

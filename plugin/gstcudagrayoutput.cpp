@@ -25,6 +25,7 @@ void GstCudaGrayOutput::stop() {
 void GstCudaGrayOutput::restart(bool discont) {
   queue_.reset();
   discont_pending_ = discont;
+  discont_out_ = false;
   processed_ = dropped_ = 0;
   served_for_ = GstCudaGrayDownstreamState();
   std::lock_guard<std::mutex> hold(state_lock_);
@@ -58,8 +59,13 @@ void GstCudaGrayOutput::add_latency(GstQuery *query) {
 }
 
 /* Pushes a buffer, remembering where it ends for the POSITION query (as
- * GstBaseTransform does for the buffers it pushes). */
+ * GstBaseTransform does for the buffers it pushes); the first after a frame
+ * held was dropped late is flagged DISCONT. */
 GstFlowReturn GstCudaGrayOutput::push_buffer(GstBuffer *buffer) {
+  if (discont_out_.exchange(false)) {
+    buffer = gst_buffer_make_writable(buffer);
+    GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DISCONT);
+  }
   if (GST_BUFFER_PTS_IS_VALID(buffer)) {
     GstClockTime end = GST_BUFFER_PTS(buffer);
     if (GST_BUFFER_DURATION_IS_VALID(buffer)) end += GST_BUFFER_DURATION(buffer);
@@ -134,7 +140,7 @@ GstFlowReturn GstCudaGrayOutput::push_item(GstCudaGrayOutputItem &item, gboolean
     finish(item);
     return GST_FLOW_OK;
   }
-  if (stopped) return GST_FLOW_OK;
+  if (stopped || drop_late_held(item)) return GST_FLOW_OK;
   const GstFlowReturn ret =
       item.converting() ? push_converted(item) : push_buffer(gst_buffer_ref(item.buffer()));
   if (ret == GST_FLOW_NOT_NEGOTIATED)
@@ -169,8 +175,12 @@ void GstCudaGrayOutput::loop(GstCudaGrayOutput *self) {
     return;
   }
   GstCudaGrayOutputItem item = self->queue_.take_oldest();
+  const bool frame = item.is_frame();
   gboolean refused;
   const GstFlowReturn ret = self->push_item(item, &refused);
+  /* tests/validate.sh counts these: frames in flight leave from here */
+  if (frame && !refused && ret == GST_FLOW_OK)
+    GST_LOG_OBJECT(self->element_, "frame out from the output task");
   if (refused) { /* waits for the streaming thread to convert it again */
     self->queue_.refuse(std::move(item));
     return;
@@ -238,12 +248,13 @@ gboolean GstCudaGrayOutput::push_event(GstEvent *event) {
 
 gboolean GstCudaGrayOutput::take_discont() { return std::exchange(discont_pending_, false); }
 
-gboolean GstCudaGrayOutput::drop_late(GstBuffer *input) {
-  if (!gst_base_transform_is_qos_enabled(trans_) || trans_->segment.format != GST_FORMAT_TIME)
-    return FALSE;
-  const GstClockTime pts = GST_BUFFER_PTS(input);
-  const GstClockTime running_time =
-      gst_segment_to_running_time(&trans_->segment, GST_FORMAT_TIME, pts);
+/* GstBaseTransform's QoS rule for a buffer of segment: due at or before the
+ * last QoS event's timestamp + jitter, it is late; it is counted and a QoS
+ * message posted. */
+gboolean GstCudaGrayOutput::late(const GstSegment &segment, GstBuffer *buffer, const char *what) {
+  if (!gst_base_transform_is_qos_enabled(trans_) || segment.format != GST_FORMAT_TIME) return FALSE;
+  const GstClockTime pts = GST_BUFFER_PTS(buffer);
+  const GstClockTime running_time = gst_segment_to_running_time(&segment, GST_FORMAT_TIME, pts);
   GstClockTime earliest;
   gdouble proportion;
   {
@@ -254,19 +265,40 @@ gboolean GstCudaGrayOutput::drop_late(GstBuffer *input) {
   if (!GST_CLOCK_TIME_IS_VALID(running_time) || !GST_CLOCK_TIME_IS_VALID(earliest) ||
       running_time > earliest)
     return FALSE;
-  dropped_++;
-  discont_pending_ = true;
+  const guint64 dropped = ++dropped_;
   GST_DEBUG_OBJECT(element_,
-                   "frame due at %" GST_TIME_FORMAT " is late (earliest %" GST_TIME_FORMAT
-                   "): not converted",
-                   GST_TIME_ARGS(running_time), GST_TIME_ARGS(earliest));
-  GstMessage *qos =
-      gst_message_new_qos(GST_OBJECT(element_), FALSE, running_time,
-                          gst_segment_to_stream_time(&trans_->segment, GST_FORMAT_TIME, pts), pts,
-                          GST_BUFFER_DURATION(input));
+                   "frame due at %" GST_TIME_FORMAT " is late (earliest %" GST_TIME_FORMAT "): %s",
+                   GST_TIME_ARGS(running_time), GST_TIME_ARGS(earliest), what);
+  GstMessage *qos = gst_message_new_qos(GST_OBJECT(element_), FALSE, running_time,
+                                        gst_segment_to_stream_time(&segment, GST_FORMAT_TIME, pts),
+                                        pts, GST_BUFFER_DURATION(buffer));
   gst_message_set_qos_values(qos, GST_CLOCK_DIFF(running_time, earliest), proportion, 1000000);
-  gst_message_set_qos_stats(qos, GST_FORMAT_BUFFERS, processed_, dropped_);
+  gst_message_set_qos_stats(qos, GST_FORMAT_BUFFERS, processed_, dropped);
   gst_element_post_message(element_, qos);
+  return TRUE;
+}
+
+gboolean GstCudaGrayOutput::drop_late(GstBuffer *input) {
+  if (!late(trans_->segment, input, "not converted")) return FALSE;
+  discont_pending_ = true;
+  return TRUE;
+}
+
+/* A frame or buffer held while a QoS event said it is late is dropped
+ * before it leaves, as one arriving then would have been (and as
+ * GstVideoDecoder drops a late frame when it is finished): with frames in
+ * flight, the QoS events that a slow sink sends come after the frames
+ * behind the one it was late with have been taken. */
+gboolean GstCudaGrayOutput::drop_late_held(GstCudaGrayOutputItem &item) {
+  GstSegment segment;
+  {
+    std::lock_guard<std::mutex> hold(state_lock_);
+    segment = out_segment_;
+  }
+  GstBuffer *buffer = item.converting() ? item.frame().input_buffer() : item.buffer();
+  if (!late(segment, buffer, "dropped before it left")) return FALSE;
+  if (item.converting()) finish(item); /* the backend lets go of it first */
+  discont_out_ = true;
   return TRUE;
 }
 

@@ -104,7 +104,8 @@ class GstCudaGrayOutput {
    * flush or a QoS drop. */
   gboolean take_discont();
   /* GstBaseTransform's QoS rule: input due before the last QoS event's
-   * timestamp + jitter is late; it is counted and a QoS message posted. */
+   * timestamp + jitter is late; it is counted and a QoS message posted.
+   * The pushing thread applies it again to what is held (drop_late_held). */
   gboolean drop_late(GstBuffer *input);
 
   /* Source pad side. */
@@ -126,6 +127,8 @@ class GstCudaGrayOutput {
    * FALSE after posting the backend's error. */
   gboolean finish(GstCudaGrayOutputItem &item);
   GstFlowReturn push_item(GstCudaGrayOutputItem &item, gboolean *refused);
+  gboolean late(const GstSegment &segment, GstBuffer *buffer, const char *what);
+  gboolean drop_late_held(GstCudaGrayOutputItem &item);
 
   GstBaseTransform *trans_;
   GstElement *element_;
@@ -144,7 +147,11 @@ class GstCudaGrayOutput {
 
   /* streaming thread only */
   bool discont_pending_ = false;
-  guint64 processed_ = 0, dropped_ = 0;
+  /* the pushing thread's: the next buffer out is flagged DISCONT */
+  std::atomic<bool> discont_out_{false};
+  /* QoS counts: frames taken by the streaming thread, dropped late by it or
+   * by the pushing thread */
+  std::atomic<guint64> processed_{0}, dropped_{0};
 
   /* what the source pad side reads; guarded by state_lock_ */
   std::mutex state_lock_;

@@ -8,6 +8,10 @@
 #include <gst/cuda/gstcudamemory.h>
 #include <gst/video/video.h>
 
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "cudagray/device.h"
 #include "gstcudagraycontextprivate.h"
 
@@ -105,6 +109,73 @@ void gst_cuda_gray_offer_input_pool(GstCudaGrayContext *context, GstQuery *query
   gst_object_unref(pool);
 }
 
+/* CUDA memory let go by the element's output pools, kept for the next pool
+ * asking for the same frames in the same context and stream: a
+ * renegotiation back to caps served before (GstBaseTransform deactivates
+ * the old pool, and with it frees its buffers) then allocates nothing. What
+ * is kept stays within twice the most the pools ever had out at once (the
+ * pools of two caps flipped between); the rest is freed. Memory another
+ * buffer still shares is never kept. */
+class GstCudaGrayDeviceParking {
+ public:
+  ~GstCudaGrayDeviceParking() {
+    cudagray::change_cuda_resources([this] {
+      for (GstMemory *mem : parked_) gst_memory_unref(mem);
+    });
+  }
+
+  /* a kept memory of the same layout, context and stream, or null */
+  GstMemory *take(const GstVideoInfo *info, GstCudaContext *context, gpointer stream) {
+    std::lock_guard<std::mutex> hold(lock_);
+    for (auto it = parked_.begin(); it != parked_.end(); ++it) {
+      GstCudaMemory *mem = GST_CUDA_MEMORY_CAST(*it);
+      if (mem->context != context || streams_[it - parked_.begin()] != stream ||
+          GST_VIDEO_INFO_WIDTH(&mem->info) != GST_VIDEO_INFO_WIDTH(info) ||
+          GST_VIDEO_INFO_HEIGHT(&mem->info) != GST_VIDEO_INFO_HEIGHT(info) ||
+          GST_VIDEO_INFO_FORMAT(&mem->info) != GST_VIDEO_INFO_FORMAT(info))
+        continue;
+      GstMemory *taken = *it;
+      streams_.erase(streams_.begin() + (it - parked_.begin()));
+      parked_.erase(it);
+      parked_bytes_ -= taken->maxsize;
+      went_out(taken->maxsize);
+      return taken;
+    }
+    return NULL;
+  }
+
+  void went_out(gsize bytes) {
+    out_bytes_ += bytes;
+    most_out_bytes_ = MAX(most_out_bytes_, out_bytes_);
+  }
+  void allocated(GstMemory *mem) {
+    std::lock_guard<std::mutex> hold(lock_);
+    went_out(mem->maxsize);
+  }
+
+  /* mem (transfer full), of a buffer the pool frees */
+  void give_back(GstMemory *mem, gpointer stream) {
+    {
+      std::lock_guard<std::mutex> hold(lock_);
+      out_bytes_ -= MIN(out_bytes_, mem->maxsize);
+      if (GST_MINI_OBJECT_REFCOUNT_VALUE(mem) == 1 &&
+          parked_bytes_ + mem->maxsize <= 2 * most_out_bytes_) {
+        parked_.push_back(mem);
+        streams_.push_back(stream);
+        parked_bytes_ += mem->maxsize;
+        return;
+      }
+    }
+    gst_memory_unref(mem);
+  }
+
+ private:
+  std::mutex lock_;
+  std::vector<GstMemory *> parked_;
+  std::vector<gpointer> streams_; /* the stream each parked memory was made for */
+  gsize parked_bytes_ = 0, out_bytes_ = 0, most_out_bytes_ = 0;
+};
+
 /* The element's pool for gray (GRAY8, GRAY16_LE) in CUDA memory. GStreamer's
  * CUDA allocator lays out no gray (1.22 asserts, 1.24+ fails), so each frame
  * is asked of it as a packed 4-byte frame a quarter of the row's bytes wide:
@@ -115,10 +186,11 @@ void gst_cuda_gray_offer_input_pool(GstCudaGrayContext *context, GstQuery *query
  * its own configuring, starting and allocating, and GstBufferPool's rest. */
 typedef struct {
   GstCudaBufferPool parent;
-  GstAllocator *allocator;   /* GStreamer's CUDA allocator */
-  GstVideoInfo gray;         /* what the buffers hold */
-  GstVideoInfo standin;      /* what the allocator is asked for */
-  GstCudaGrayStream *stream; /* from the config: the memories carry it */
+  GstAllocator *allocator;                            /* GStreamer's CUDA allocator */
+  GstVideoInfo gray;                                  /* what the buffers hold */
+  GstVideoInfo standin;                               /* what the allocator is asked for */
+  GstCudaGrayStream *stream;                          /* from the config: the memories carry it */
+  std::shared_ptr<GstCudaGrayDeviceParking> *parking; /* the element's */
 } GstCudaGrayDevicePool;
 
 typedef struct {
@@ -141,6 +213,16 @@ static GstMemory *device_pool_alloc_memory(GstCudaGrayDevicePool *self) {
   });
 }
 
+/* A frame's memory: one the element's pools let go, or a new one. */
+static GstMemory *device_pool_take_memory(GstCudaGrayDevicePool *self) {
+  GstCudaGrayDeviceParking &parking = **self->parking;
+  GstMemory *mem = parking.take(&self->standin, self->parent.context, self->stream);
+  if (mem) return mem;
+  mem = device_pool_alloc_memory(self);
+  if (mem) parking.allocated(mem);
+  return mem;
+}
+
 static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config) {
   auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(pool);
   GstCaps *caps = NULL;
@@ -160,7 +242,7 @@ static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config
   gst_cuda_gray_stream_clear(&self->stream);
   self->stream = gst_cuda_gray_pool_config_get_stream(config);
   /* one allocation tells the size at the pitch the driver picks */
-  GstMemory *probe = device_pool_alloc_memory(self);
+  GstMemory *probe = device_pool_take_memory(self);
   if (!probe) {
     GST_WARNING_OBJECT(pool, "cannot allocate a %dx%d %s frame in CUDA memory",
                        GST_VIDEO_INFO_WIDTH(&gray), GST_VIDEO_INFO_HEIGHT(&gray),
@@ -168,7 +250,7 @@ static gboolean device_pool_set_config(GstBufferPool *pool, GstStructure *config
     return FALSE;
   }
   gst_buffer_pool_config_set_params(config, caps, probe->size, min_buffers, max_buffers);
-  cudagray::change_cuda_resources([&] { gst_memory_unref(probe); });
+  cudagray::change_cuda_resources([&] { (*self->parking)->give_back(probe, self->stream); });
   return base_pool_class()->set_config(pool, config);
 }
 
@@ -179,7 +261,7 @@ static gboolean device_pool_start(GstBufferPool *pool) { return base_pool_class(
 static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **buffer,
                                               GstBufferPoolAcquireParams *params) {
   auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(pool);
-  GstMemory *mem = device_pool_alloc_memory(self);
+  GstMemory *mem = device_pool_take_memory(self);
   if (!mem) {
     GST_WARNING_OBJECT(pool, "cannot allocate CUDA memory");
     return GST_FLOW_ERROR;
@@ -196,13 +278,23 @@ static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **b
 }
 
 static void device_pool_free_buffer(GstBufferPool *pool, GstBuffer *buffer) {
-  cudagray::change_cuda_resources([&] { base_pool_class()->free_buffer(pool, buffer); });
+  auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(pool);
+  GstMemory *mem = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_get_memory(buffer, 0) : NULL;
+  cudagray::change_cuda_resources([&] {
+    base_pool_class()->free_buffer(pool, buffer);
+    if (mem && self->parking)
+      (*self->parking)->give_back(mem, self->stream);
+    else if (mem)
+      gst_memory_unref(mem);
+  });
 }
 
 static void gst_cuda_gray_device_pool_dispose(GObject *object) {
   auto *self = reinterpret_cast<GstCudaGrayDevicePool *>(object);
   gst_clear_object(&self->allocator);
   gst_cuda_gray_stream_clear(&self->stream);
+  delete self->parking;
+  self->parking = NULL;
   G_OBJECT_CLASS(gst_cuda_gray_device_pool_parent_class)->dispose(object);
 }
 
@@ -220,7 +312,8 @@ static void gst_cuda_gray_device_pool_init(GstCudaGrayDevicePool *self) {
   gst_video_info_init(&self->standin);
 }
 
-static GstBufferPool *device_pool_new(GstCudaContext *cuda_context) {
+static GstBufferPool *device_pool_new(GstCudaGrayContext *context) {
+  GstCudaContext *cuda_context = context->cuda;
   gst_cuda_memory_init_once();
   GstAllocator *allocator = gst_allocator_find(GST_CUDA_MEMORY_TYPE_NAME);
   if (!allocator) {
@@ -233,6 +326,8 @@ static GstBufferPool *device_pool_new(GstCudaContext *cuda_context) {
   /* as gst_cuda_buffer_pool_new does */
   self->parent.context = (GstCudaContext *)gst_object_ref(cuda_context);
   self->allocator = allocator;
+  if (!context->parking) context->parking = std::make_shared<GstCudaGrayDeviceParking>();
+  self->parking = new std::shared_ptr<GstCudaGrayDeviceParking>(context->parking);
   return GST_BUFFER_POOL(self);
 }
 
@@ -270,7 +365,7 @@ gboolean gst_cuda_gray_decide_output_pool(GstCudaGrayContext *context, GstQuery 
     *why = "the allocation query has no video caps";
     return FALSE;
   }
-  GstBufferPool *pool = device_pool_new(context->cuda);
+  GstBufferPool *pool = device_pool_new(context);
   if (!pool) {
     *why = "GStreamer's CUDA allocator is not registered";
     return FALSE;

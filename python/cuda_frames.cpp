@@ -175,9 +175,16 @@ constexpr size_t held_frames_limit = 64;
 
 }  // namespace
 
-/* the events of one frame's consumers, in the order of their exports */
-struct ConsumerEvents {
-  std::vector<Event> recorded;
+/* One consumer's stream: while its owner is held, the stream lives, and the
+ * release records its event; without an owner, the event recorded at export. */
+struct Consumer {
+  cudaStream_t stream;
+  PyObject *owner;
+  Event exported;
+};
+
+struct ConsumerStreams {
+  std::vector<Consumer> consumers;
 };
 
 std::string cuda_frames_unavailable(int device) {
@@ -242,26 +249,61 @@ bool order_after(int device, void *pending_stream, void *consumer_stream, std::s
                  "cudaStreamWaitEvent", why);
 }
 
-bool record_consumer(ConsumerEvents **events, int device, void *consumer_stream, std::string *why) {
-  DeviceScope scope;
-  Event consumed;
-  if (!scope.enter(device, why) ||
-      !consumed.record(static_cast<cudaStream_t>(consumer_stream), why))
-    return false;
-  if (!*events) *events = new ConsumerEvents();
-  (*events)->recorded.push_back(std::move(consumed));
+bool add_consumer(ConsumerStreams **streams, int device, void *stream, PyObject *owner,
+                  std::string *why) {
+  const intptr_t handle = reinterpret_cast<intptr_t>(stream);
+  if (handle == legacy_default_stream || handle == per_thread_default_stream) {
+    Py_XDECREF(owner);
+    return true;
+  }
+  if (!*streams) *streams = new ConsumerStreams();
+  std::vector<Consumer> &consumers = (*streams)->consumers;
+  auto known = std::find_if(consumers.begin(), consumers.end(),
+                            [stream](const Consumer &c) { return c.stream == stream; });
+  if (known != consumers.end() && known->owner) {
+    Py_XDECREF(owner);
+    return true;
+  }
+  Event exported;
+  if (!owner) {
+    DeviceScope scope;
+    if (!scope.enter(device, why) || !exported.record(static_cast<cudaStream_t>(stream), why))
+      return false;
+  }
+  if (known != consumers.end()) {
+    /* the later export's event, or the owner now known */
+    known->owner = owner;
+    known->exported = std::move(exported);
+  } else {
+    consumers.push_back(Consumer{static_cast<cudaStream_t>(stream), owner, std::move(exported)});
+  }
   return true;
 }
 
 void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
-                             ConsumerEvents *events) {
+                             ConsumerStreams *streams) {
   std::vector<Event> consumed;
-  if (events) consumed = std::move(events->recorded);
-  delete events;
   std::string why;
   DeviceScope scope;
+  const bool on_device = scope.enter(device, &why);
+  if (streams) {
+    for (Consumer &consumer : streams->consumers) {
+      if (!consumer.owner) {
+        consumed.push_back(std::move(consumer.exported));
+        continue;
+      }
+      Event released;
+      if (on_device && released.record(consumer.stream, &why))
+        consumed.push_back(std::move(released));
+      else
+        GST_WARNING("frame released without waiting for a consumer's stream: %s", why.c_str());
+      /* may destroy the stream, with the work queued on it still to finish */
+      Py_DECREF(consumer.owner);
+    }
+    delete streams;
+  }
   Event legacy_stream_work;
-  if (scope.enter(device, &why) && legacy_stream_work.record(cudaStreamLegacy, &why))
+  if (on_device && legacy_stream_work.record(cudaStreamLegacy, &why))
     consumed.push_back(std::move(legacy_stream_work));
   else
     GST_WARNING("frame released without waiting for the legacy default stream: %s", why.c_str());
@@ -277,6 +319,17 @@ void release_consumed_frames() {
   GilReleased released;
   oldest->wait();
   oldest.reset();
+}
+
+bool copy_to_host(int device, const void *source, size_t source_stride, void *destination,
+                  size_t destination_stride, size_t row_bytes, size_t rows, std::string *why) {
+  DeviceScope scope;
+  /* on the legacy default stream, which waits for every blocking stream, and
+   * returns once the copy is done */
+  return scope.enter(device, why) &&
+         checked(cudaMemcpy2D(destination, destination_stride, source, source_stride, row_bytes,
+                              rows, cudaMemcpyDeviceToHost),
+                 "cudaMemcpy2D", why);
 }
 
 void finish_pending(GstBuffer *buffer) {

@@ -29,17 +29,24 @@ bool order_after(int, void *, void *, std::string *why) {
 
 void finish_pending(GstBuffer *) {}
 
-bool record_consumer(ConsumerEvents **, int, void *, std::string *why) {
+bool add_consumer(ConsumerStreams **, int, void *, PyObject *owner, std::string *why) {
+  Py_XDECREF(owner);
   *why = cuda_frames_unavailable(0);
   return false;
 }
 
 /* no frame is in CUDA memory here: nothing to wait for */
-void release_after_consumers(GstVideoFrame *video, GstSample *sample, int, ConsumerEvents *) {
+void release_after_consumers(GstVideoFrame *video, GstSample *sample, int, ConsumerStreams *) {
   gst_video_frame_unmap(video);
   gst_sample_unref(sample);
 }
 
 void release_consumed_frames() {}
+
+bool copy_to_host(int device, const void *, size_t, void *, size_t, size_t, size_t,
+                  std::string *why) {
+  *why = cuda_frames_unavailable(device);
+  return false;
+}
 
 }  // namespace cudagray_python

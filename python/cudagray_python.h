@@ -89,25 +89,57 @@ constexpr intptr_t per_thread_default_stream = 2;
  * block); false with *why when a CUDA call fails. */
 bool order_after(int device, void *pending_stream, void *consumer_stream, std::string *why);
 
-/* The events a frame's release waits for, one per consumer (cuda_frames.cpp). */
-struct ConsumerEvents;
-/* Records an event on a consumer's stream (a stream handle, or a
- * pseudo-handle above) after the work queued on it so far, and keeps it in
- * *events (made on first use) for the frame's release. Only at export: the
- * DLPack specification leaves the stream the consumer's, who may destroy it
- * before letting the frame go. False with *why when a CUDA call fails. */
-bool record_consumer(ConsumerEvents **events, int device, void *consumer_stream, std::string *why);
-/* Takes a freed frame's mapping, sample and events (NULL: none recorded) and
- * keeps the first two until every event is done, and one recorded now on the
- * legacy default stream (all work queued so far there and on every blocking
- * stream, CuPy's among them), so that cudagray does not write a new frame
- * into memory a kernel still reads. Releases them at once when no event can
- * be recorded. */
+/* The consumers' streams of one frame (cuda_frames.cpp). */
+struct ConsumerStreams;
+/* Keeps a consumer's stream (a stream handle, or a pseudo-handle above) in
+ * *streams (made on first use) for the frame's release, which records an
+ * event on it then, after all the work queued on it by then. owner (its
+ * reference taken) is the Python object whose life keeps the stream alive
+ * (its library destroys the stream only once the object is gone), held until
+ * then, or None when the caller vouches for the stream's life. Without an
+ * owner (NULL) the stream may be gone before the frame, so the event is
+ * recorded now instead, after the work queued so far. The pseudo-handles
+ * need nothing kept: the release waits for the legacy default stream, so for
+ * every blocking stream, each thread's per-thread default stream among them.
+ * False with *why when a CUDA call fails. */
+bool add_consumer(ConsumerStreams **streams, int device, void *stream, PyObject *owner,
+                  std::string *why);
+/* Takes a freed frame's mapping, sample and consumers' streams (NULL: none)
+ * and keeps the first two until the work queued on those streams by now is
+ * done, and that on the legacy default stream (so on every blocking stream,
+ * CuPy's by default among them), so that cudagray does not write a new frame
+ * into memory a kernel still reads. It does not wait for them: later calls
+ * (and each reader's next()) release the frames whose events are done, as
+ * release_consumed_frames. Releases them at once when no event can be
+ * recorded. Called with the GIL. */
 void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
-                             ConsumerEvents *events);
+                             ConsumerStreams *streams);
 /* Releases the frames whose consumers are done; past a bound, waits for the
  * oldest with the GIL released. Called with the GIL. */
 void release_consumed_frames();
+/* Copies a frame in CUDA memory of device to host memory, after the work
+ * queued on every blocking stream; false with *why when a CUDA call fails. */
+bool copy_to_host(int device, const void *source, size_t source_stride, void *destination,
+                  size_t destination_stride, size_t row_bytes, size_t rows, std::string *why);
+
+/* The Python objects of consumers' CUDA streams (consumer_streams.cpp): of
+ * PyTorch and CuPy, whichever is imported, whose streams live as long as
+ * their objects (CuPy destroys a stream with its object; PyTorch never
+ * destroys its pool's). */
+
+/* A new reference to the current stream of PyTorch or CuPy on device whose
+ * handle is handle; NULL, with no exception, when it is neither's. */
+PyObject *current_stream_owner(int device, intptr_t handle);
+/* Adds the current streams of PyTorch and CuPy on device, other than their
+ * default streams, as the frame's consumers (the CUDA array interface names
+ * no consumer stream: reads queued on the current one are the likely ones);
+ * false with a Python exception set. */
+bool add_current_streams(ConsumerStreams **streams, int device);
+/* frame.record_stream's argument: an int handle (the caller keeps the stream
+ * valid), or an object with cuda_stream (PyTorch) or ptr (CuPy), held.
+ * Puts the handle in *handle and a new reference (None for an int) in
+ * *owner; false with a Python exception set. */
+bool stream_argument(PyObject *stream, intptr_t *handle, PyObject **owner);
 
 /* GST_MAP_CUDA: maps CUDA memory as its device pointer. */
 GstMapFlags cuda_map_flag();

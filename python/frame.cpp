@@ -6,6 +6,8 @@
 #include <dlpack/dlpack.h>
 #include <gst/video/video.h>
 
+#include <cstring>
+
 #include "cudagray_python.h"
 
 namespace cudagray_python {
@@ -19,10 +21,11 @@ struct Frame {
   GstVideoFrame video; /* mapped until the frame is freed */
   bool on_cuda;
   CudaMemoryInfo cuda;
-  /* handed to a consumer on the GPU (DLPack with a stream other than -1, or
-   * the CUDA array interface): its release waits for that consumer */
+  /* handed to a consumer on the GPU (DLPack with a stream other than -1, the
+   * CUDA array interface, record_stream): its release waits for the legacy
+   * default stream and the consumers' streams */
   bool consumed_on_gpu;
-  ConsumerEvents *consumers; /* one event per DLPack export, or NULL */
+  ConsumerStreams *consumers; /* or NULL */
   Py_ssize_t itemsize;
   Py_ssize_t shape[2];   /* height, width */
   Py_ssize_t strides[2]; /* in bytes: the row stride from the video meta */
@@ -122,10 +125,12 @@ PyObject *get_cuda_array_interface(PyObject *self, void *) {
                     "protocol, __array_interface__ or __dlpack__");
     return NULL;
   }
-  /* the stream the consumer must order its work after; None: complete.
-   * This consumer names no stream of its own: the frame's release waits for
-   * the legacy default stream, and so for every blocking stream */
+  /* This consumer names no stream of its own: the frame's release waits for
+   * the legacy default stream, so for every blocking stream, and for the
+   * current streams of PyTorch and CuPy, where their reads are queued */
   frame->consumed_on_gpu = true;
+  if (!add_current_streams(&frame->consumers, frame->cuda.device)) return NULL;
+  /* the stream the consumer must order its work after; None: complete */
   PyObject *stream = frame->cuda.pending_stream ? PyLong_FromVoidPtr(frame->cuda.pending_stream)
                                                 : Py_NewRef(Py_None);
   if (!stream) return NULL;
@@ -140,41 +145,58 @@ PyObject *dlpack_device(PyObject *self, PyObject *) {
                         : Py_BuildValue("(ii)", (int)kDLCPU, 0);
 }
 
-/* One DLPack export: the tensor, its shape and strides, and the frame it
- * keeps alive until the consumer calls the deleter. */
+/* One DLPack export: the tensor (versioned or not), its shape and strides,
+ * and what keeps its memory: the frame, until the consumer calls the
+ * deleter, or a copy of the export's own. */
 struct Export {
-  DLManagedTensor managed;
+  DLManagedTensor unversioned;
+  DLManagedTensorVersioned versioned;
   int64_t shape[2];
   int64_t strides[2]; /* in elements */
-  PyObject *frame;
+  PyObject *frame;    /* NULL for a copy */
+  void *copy;         /* the copied rows, or NULL */
 };
 
-void export_delete(DLManagedTensor *managed) {
-  Export *exported = static_cast<Export *>(managed->manager_ctx);
+void export_free(Export *exported) {
   /* a consumer may free its tensor on any thread, or after Python is gone */
-  if (Py_IsInitialized()) {
+  if (exported->frame && Py_IsInitialized()) {
     PyGILState_STATE gil = PyGILState_Ensure();
     Py_DECREF(exported->frame);
     PyGILState_Release(gil);
   }
+  g_free(exported->copy);
   delete exported;
 }
 
-void capsule_destructor(PyObject *capsule) {
-  /* a capsule no consumer took ("used_dltensor" once taken) */
+void unversioned_delete(DLManagedTensor *managed) {
+  export_free(static_cast<Export *>(managed->manager_ctx));
+}
+
+void versioned_delete(DLManagedTensorVersioned *managed) {
+  export_free(static_cast<Export *>(managed->manager_ctx));
+}
+
+/* a capsule no consumer took ("used_dltensor" once taken) */
+void unversioned_capsule_destructor(PyObject *capsule) {
   if (!PyCapsule_IsValid(capsule, "dltensor")) return;
   auto *managed = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule, "dltensor"));
   managed->deleter(managed);
 }
 
-/* DLPack's stream argument, as the Python array API specifies it: for a
- * CUDA frame, None or 1 is the legacy default stream, 2 the calling
- * thread's per-thread default stream, -1 asks for no synchronization, a
- * larger value is the consumer's stream, and 0 (ambiguous) is refused; a
- * frame in system memory takes None (or -1, nothing to synchronize). Puts
- * the stream in *consumer, or sets *unordered for -1; false with an
- * exception set. */
-bool consumer_stream(Frame *frame, PyObject *stream, void **consumer, bool *unordered) {
+void versioned_capsule_destructor(PyObject *capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor_versioned")) return;
+  auto *managed =
+      static_cast<DLManagedTensorVersioned *>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+  managed->deleter(managed);
+}
+
+/* DLPack's stream argument, as the Python array API specifies it: on a CUDA
+ * device, None or 1 is the legacy default stream, 2 the calling thread's
+ * per-thread default stream, -1 asks for no synchronization, a larger value
+ * is the consumer's stream, and 0 (ambiguous) is refused; on the CPU only
+ * None. Puts the stream in *consumer, or sets *unordered for -1; false with
+ * an exception set. */
+bool consumer_stream(bool on_cuda, PyObject *stream, void **consumer, bool *unordered) {
   long long value = legacy_default_stream;
   if (stream != Py_None) {
     if (!PyLong_Check(stream)) {
@@ -184,8 +206,7 @@ bool consumer_stream(Frame *frame, PyObject *stream, void **consumer, bool *unor
     value = PyLong_AsLongLong(stream);
     if (value == -1 && PyErr_Occurred()) return false;
   }
-  *unordered = value == -1;
-  if (!frame->on_cuda && stream != Py_None && !*unordered) {
+  if (!on_cuda && stream != Py_None) {
     PyErr_Format(PyExc_ValueError, "stream=%lld: a frame in system memory has no stream, pass None",
                  value);
     return false;
@@ -197,18 +218,20 @@ bool consumer_stream(Frame *frame, PyObject *stream, void **consumer, bool *unor
                  value);
     return false;
   }
+  *unordered = value == -1;
   *consumer = reinterpret_cast<void *>((intptr_t)value);
   return true;
 }
 
 /* Orders the consumer after cudagray's work on the frame, as the DLPack
  * protocol asks (stream None: the frame is complete before it is handed
- * over), and records an event on the consumer's stream for the frame's
- * release: the stream is the consumer's, used during this call only. */
+ * over), and keeps the consumer's stream for the frame's release, with the
+ * stream's owner when it is the current stream of PyTorch or CuPy (theirs
+ * pass it). */
 bool order_consumer(Frame *frame, PyObject *stream) {
   void *consumer = nullptr;
   bool unordered = false;
-  if (!consumer_stream(frame, stream, &consumer, &unordered)) return false;
+  if (!consumer_stream(frame->on_cuda, stream, &consumer, &unordered)) return false;
   if (!frame->on_cuda || unordered) return true;
   std::string why;
   if (frame->cuda.pending_stream && stream == Py_None) {
@@ -223,60 +246,175 @@ bool order_consumer(Frame *frame, PyObject *stream) {
                  why.c_str());
     return false;
   }
-  if (!record_consumer(&frame->consumers, frame->cuda.device, consumer, &why)) {
+  const intptr_t handle = reinterpret_cast<intptr_t>(consumer);
+  PyObject *owner =
+      handle > per_thread_default_stream ? current_stream_owner(frame->cuda.device, handle) : NULL;
+  /* the release takes the consumers kept so far, whatever happens here */
+  frame->consumed_on_gpu = true;
+  if (!add_consumer(&frame->consumers, frame->cuda.device, consumer, owner, &why)) {
     PyErr_Format(PyExc_BufferError, "could not record the consumer's work on its stream: %s",
                  why.c_str());
     return false;
   }
-  frame->consumed_on_gpu = true;
   return true;
+}
+
+/* max_version: the versioned tensor when the consumer takes DLPack 1.x, in
+ * *version the newest both know; 0 for the unversioned one, -1 with an
+ * exception set. */
+int versioned_export(PyObject *max_version, DLPackVersion *version) {
+  if (max_version == Py_None) return 0;
+  long major = -1, minor = -1;
+  if (PyTuple_Check(max_version) && PyTuple_Size(max_version) == 2) {
+    major = PyLong_AsLong(PyTuple_GetItem(max_version, 0));
+    minor = PyLong_AsLong(PyTuple_GetItem(max_version, 1));
+  }
+  if (major < 0 || minor < 0) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "max_version must be a tuple (major, minor) of ints");
+    return -1;
+  }
+  if (major < 1) return 0;
+  version->major = DLPACK_MAJOR_VERSION;
+  version->minor = major > DLPACK_MAJOR_VERSION || minor > DLPACK_MINOR_VERSION
+                       ? DLPACK_MINOR_VERSION
+                       : (uint32_t)minor;
+  return 1;
+}
+
+/* dl_device: true in *to_host when the consumer asks a frame in CUDA memory
+ * for system memory; false with an exception set for another device. */
+bool target_device(PyObject *self, PyObject *dl_device, bool *to_host) {
+  *to_host = false;
+  if (dl_device == Py_None) return true;
+  PyObject *own = dlpack_device(self, NULL);
+  PyObject *host = Py_BuildValue("(ii)", (int)kDLCPU, 0);
+  const int same = own && host ? PyObject_RichCompareBool(dl_device, own, Py_EQ) : -1;
+  const int cpu = same == 0 ? PyObject_RichCompareBool(dl_device, host, Py_EQ) : 0;
+  Py_XDECREF(own);
+  Py_XDECREF(host);
+  if (same < 0 || cpu < 0) return false;
+  if (!same && !cpu) {
+    PyErr_SetString(PyExc_BufferError,
+                    "dl_device: cudagray hands a frame over on its own device, or copied to "
+                    "system memory (1, 0)");
+    return false;
+  }
+  *to_host = cpu;
+  return true;
+}
+
+/* A copy of the frame's rows in system memory, without padding, into
+ * exported; false with an exception set. */
+bool copy_rows(Frame *frame, Export *exported) {
+  const size_t row_bytes = frame->shape[1] * frame->itemsize;
+  exported->copy = g_malloc(row_bytes * frame->shape[0]);
+  exported->strides[0] = frame->shape[1];
+  const uint8_t *rows = static_cast<const uint8_t *>(frame_data(frame));
+  if (!frame->on_cuda) {
+    for (Py_ssize_t y = 0; y < frame->shape[0]; y++)
+      memcpy(static_cast<uint8_t *>(exported->copy) + y * row_bytes, rows + y * frame->strides[0],
+             row_bytes);
+    return true;
+  }
+  std::string why;
+  bool copied;
+  {
+    GilReleased released;
+    finish_pending(frame->video.buffer);
+    copied = copy_to_host(frame->cuda.device, rows, frame->strides[0], exported->copy, row_bytes,
+                          row_bytes, frame->shape[0], &why);
+  }
+  frame->cuda.pending_stream = nullptr;
+  if (!copied) PyErr_Format(PyExc_BufferError, "could not copy the frame: %s", why.c_str());
+  return copied;
 }
 
 PyObject *dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {"stream", "max_version", "dl_device", "copy", NULL};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", const_cast<char **>(keywords),
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", const_cast<char **>(keywords),
                                    &stream, &max_version, &dl_device, &copy))
     return NULL;
   Frame *frame = as_frame(self);
-  /* max_version: this DLPack (0.x) has no versioned tensor; consumers take
-   * the unversioned capsule, as the protocol allows */
-  if (copy != Py_None && PyObject_IsTrue(copy)) {
-    PyErr_SetString(PyExc_BufferError, "cudagray frames are handed over without a copy");
+  DLPackVersion version;
+  const int versioned = versioned_export(max_version, &version);
+  const int copy_asked = copy == Py_None ? -1 : PyObject_IsTrue(copy);
+  bool to_host = false;
+  if (versioned < 0 || (copy != Py_None && copy_asked < 0) ||
+      !target_device(self, dl_device, &to_host))
+    return NULL;
+  if (to_host && copy_asked == 0) {
+    PyErr_SetString(PyExc_BufferError,
+                    "copy=False, and a frame in CUDA memory reaches system memory only copied");
     return NULL;
   }
-  if (dl_device != Py_None) {
-    PyObject *own = dlpack_device(self, NULL);
-    const int same = own ? PyObject_RichCompareBool(dl_device, own, Py_EQ) : -1;
-    Py_XDECREF(own);
-    if (same < 0) return NULL;
-    if (!same) {
-      PyErr_SetString(PyExc_BufferError,
-                      "dl_device differs from the frame's device, and frames are not copied");
-      return NULL;
-    }
+  const bool copied = to_host || copy_asked == 1;
+  if (copied && frame->on_cuda && !to_host) {
+    PyErr_SetString(PyExc_BufferError,
+                    "cudagray copies a frame in CUDA memory only to system memory "
+                    "(dl_device=(1, 0)); copy it on the GPU with its consumer's library");
+    return NULL;
   }
-  if (!order_consumer(frame, stream)) return NULL;
-
   Export *exported = new Export();
-  exported->frame = Py_NewRef(self);
   exported->shape[0] = frame->shape[0];
   exported->shape[1] = frame->shape[1];
   exported->strides[0] = frame->strides[0] / frame->itemsize;
   exported->strides[1] = 1;
-  DLTensor &tensor = exported->managed.dl_tensor;
-  tensor.data = frame_data(frame);
-  tensor.device = frame->on_cuda ? DLDevice{kDLCUDA, frame->cuda.device} : DLDevice{kDLCPU, 0};
+  void *consumer;
+  bool unordered;
+  /* a copy in system memory takes a stream as the CPU does: None */
+  if (copied ? !consumer_stream(false, stream, &consumer, &unordered) || !copy_rows(frame, exported)
+             : !order_consumer(frame, stream)) {
+    export_free(exported);
+    return NULL;
+  }
+  if (!copied) exported->frame = Py_NewRef(self);
+  DLTensor tensor;
+  tensor.data = copied ? exported->copy : frame_data(frame);
+  tensor.device =
+      frame->on_cuda && !copied ? DLDevice{kDLCUDA, frame->cuda.device} : DLDevice{kDLCPU, 0};
   tensor.ndim = 2;
   tensor.dtype = DLDataType{kDLUInt, (uint8_t)(8 * frame->itemsize), 1};
   tensor.shape = exported->shape;
   tensor.strides = exported->strides;
   tensor.byte_offset = 0;
-  exported->managed.manager_ctx = exported;
-  exported->managed.deleter = export_delete;
-  PyObject *capsule = PyCapsule_New(&exported->managed, "dltensor", capsule_destructor);
-  if (!capsule) export_delete(&exported->managed);
+  PyObject *capsule;
+  if (versioned) {
+    /* the frame is cudagray's, read-only as the buffer protocol and the
+     * array interfaces say; a copy is the consumer's */
+    exported->versioned = DLManagedTensorVersioned{
+        version, exported, versioned_delete,
+        copied ? DLPACK_FLAG_BITMASK_IS_COPIED : DLPACK_FLAG_BITMASK_READ_ONLY, tensor};
+    capsule =
+        PyCapsule_New(&exported->versioned, "dltensor_versioned", versioned_capsule_destructor);
+  } else {
+    exported->unversioned = DLManagedTensor{tensor, exported, unversioned_delete};
+    capsule = PyCapsule_New(&exported->unversioned, "dltensor", unversioned_capsule_destructor);
+  }
+  if (!capsule) export_free(exported);
   return capsule;
+}
+
+/* frame.record_stream(stream): a consumer's stream that DLPack or the CUDA
+ * array interface did not name, as PyTorch's Tensor.record_stream. */
+PyObject *record_stream(PyObject *self, PyObject *stream) {
+  Frame *frame = as_frame(self);
+  if (!frame->on_cuda) {
+    PyErr_SetString(PyExc_ValueError, "a frame in system memory has no stream");
+    return NULL;
+  }
+  intptr_t handle;
+  PyObject *owner;
+  if (!stream_argument(stream, &handle, &owner)) return NULL;
+  std::string why;
+  frame->consumed_on_gpu = true;
+  if (!add_consumer(&frame->consumers, frame->cuda.device, reinterpret_cast<void *>(handle), owner,
+                    &why)) {
+    PyErr_Format(PyExc_BufferError, "could not keep the consumer's stream: %s", why.c_str());
+    return NULL;
+  }
+  Py_RETURN_NONE;
 }
 
 /* The buffer protocol, for system-memory frames: read-only, 2-D, strided. */
@@ -315,13 +453,27 @@ int get_buffer(PyObject *self, Py_buffer *view, int flags) {
 
 PyMethodDef frame_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))dlpack, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__(stream=None, *, max_version=None, dl_device=None, copy=None)\n--\n\n"
-     "A DLPack capsule of the frame, without a copy. With a CUDA stream (1: the legacy "
-     "default stream, 2: this thread's per-thread default stream), that stream waits for "
-     "cudagray's work on the frame, and the frame goes back to cudagray's pool only once the "
-     "work queued on it by then is done; None: the legacy default stream, the frame complete "
-     "when returned; -1: no synchronization; 0 is refused. A frame in system memory takes "
-     "None."},
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "A DLPack capsule of the frame, without a copy: read-only (DLPack 1.x, for a consumer "
+     "whose max_version is (1, 0) or later: the versioned tensor with its read-only flag). "
+     "stream, for a frame in CUDA memory: the consumer's stream, which waits for cudagray's "
+     "work on the frame (1: the legacy default stream, 2: this thread's per-thread default "
+     "stream, None: the legacy default stream, the frame complete when returned, -1: no "
+     "synchronization; 0 is refused). The frame goes back to cudagray's pool once the work "
+     "queued on that stream before the frame and every array of it were let go is done, "
+     "where the stream is PyTorch's or CuPy's current one (theirs pass it); for another, "
+     "call record_stream. A frame in system memory takes None. dl_device (1, 0) copies a "
+     "frame in CUDA memory to system memory; copy=True copies a frame in system memory "
+     "(the copy is writable); copy=False never copies."},
+    {"record_stream", record_stream, METH_O,
+     "record_stream(stream)\n--\n\nMarks the frame's memory as read by work queued on "
+     "stream, as torch.Tensor.record_stream: the frame goes back to cudagray's pool only once "
+     "the work queued there before the frame and every array of it were let go is done. "
+     "stream: a torch.cuda.Stream or cupy.cuda.Stream (held until then), or a CUDA stream "
+     "handle (int; kept alive by the caller until then), 1 or 2 for the default streams. "
+     "Needed where a consumer reads on a stream it did not name: the CUDA array interface "
+     "on a stream other than PyTorch's or CuPy's current one, a DLPack export with -1 or a "
+     "stream not current in PyTorch or CuPy."},
     {"__dlpack_device__", dlpack_device, METH_NOARGS,
      "(device type, device id): (2, id) for CUDA, (1, 0) for the CPU"},
     {NULL, NULL, 0, NULL},

@@ -44,8 +44,11 @@ PyObject *frame_from_sample(PyObject *, PyObject *sample) {
 PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))reader_open, METH_VARARGS | METH_KEYWORDS,
      "open(source, *, width=None, height=None, format='GRAY8', memory='auto', **properties)\n--\n\n"
-     "A Reader of `source ! cudagray ! caps ! appsink`. source: a gst-launch-1.0 fragment that "
-     "makes video, or a URI (decoded by uridecodebin). width, height: the size cudagray scales "
+     "A Reader of `source ! cudagray ! caps ! appsink`. source: a file path, a URI (file, "
+     "http(s), rtsp, ...: decoded by uridecodebin, with NVDEC first where GStreamer's nvcodec "
+     "found a GPU), a device path (/dev/video0: v4l2src ! decodebin), "
+     "or a gst-launch-1.0 fragment that makes video; reader.pipeline_description says what "
+     "was chosen. width, height: the size cudagray scales "
      "to. format: GRAY8 or GRAY16. memory: cuda (frames stay on the GPU), system, or auto "
      "(cuda when cudagray converts with CUDA, decided once its backend is open). GStreamer's "
      "warnings go to the warnings module as cudagray.Warning. properties: cudagray's (backend, "

@@ -28,7 +28,8 @@ struct Reader {
   GstElement *sink;
   GstBus *bus;
   PyObject *description;
-  bool finished; /* end of stream reached */
+  PyObject *downstream; /* "cudagray ... ! caps ! appsink", for pipeline_description */
+  bool finished;        /* end of stream reached */
   FrameCaps *layout;
 };
 
@@ -99,8 +100,10 @@ bool warn_bus_warnings(Reader *reader) {
  * this waits, by another thread or a signal handler. */
 PyObject *reader_next(PyObject *self) {
   Reader *reader = as_reader(self);
-  release_consumed_frames();
   for (;;) {
+    /* also while waiting: frames held for their consumers may be all that
+     * cudagray's pool has left */
+    release_consumed_frames();
     if (!warn_bus_warnings(reader)) return NULL;
     if (!reader->pipeline) return NULL;
     if (raise_bus_error(reader)) {
@@ -146,11 +149,120 @@ PyObject *get_description(PyObject *self, void *) {
   return Py_NewRef(as_reader(self)->description);
 }
 
+/* A property's value as gst-launch-1.0 reads it: quoted where a space, a
+ * '!' or a quote would end it. */
+std::string launch_value(const char *value) {
+  if (!strpbrk(value, " !\"'\\")) return value;
+  std::string quoted = "\"";
+  for (const char *c = value; *c; c++) {
+    if (*c == '"' || *c == '\\') quoted += '\\';
+    quoted += *c;
+  }
+  return quoted + "\"";
+}
+
+/* An element as gst-launch-1.0 names it, with the properties that say where
+ * its data comes from. */
+std::string element_text(GstElement *element) {
+  GstElementFactory *factory = gst_element_get_factory(element);
+  std::string text = factory ? GST_OBJECT_NAME(factory) : G_OBJECT_TYPE_NAME(element);
+  for (const char *name : {"location", "uri", "device"}) {
+    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name);
+    if (!spec || spec->value_type != G_TYPE_STRING || !(spec->flags & G_PARAM_READABLE)) continue;
+    gchar *value = NULL;
+    g_object_get(element, name, &value, NULL);
+    if (value) text += std::string(" ") + name + "=" + launch_value(value);
+    g_free(value);
+  }
+  return text;
+}
+
+/* The pad whose data reaches pad's peer: through bins (ghost pads) to the
+ * element inside that pushes it, out of a bin to what feeds it. NULL when
+ * nothing is linked; a bin's ghost pad without target yet (decodebin before
+ * it has chosen) is that pad. */
+GstPad *upstream_pad(GstPad *sink) {
+  GstPad *pad = gst_pad_get_peer(sink);
+  while (pad) {
+    if (GST_IS_GHOST_PAD(pad)) {
+      /* a bin's source pad: into the bin */
+      GstPad *target = gst_ghost_pad_get_target(GST_GHOST_PAD(pad));
+      if (!target) return pad;
+      gst_object_unref(pad);
+      pad = target;
+      continue;
+    }
+    GstObject *parent = gst_object_get_parent(GST_OBJECT(pad));
+    if (!parent || !GST_IS_GHOST_PAD(parent)) {
+      if (parent) gst_object_unref(parent);
+      return pad;
+    }
+    /* the inside of a bin's sink pad: out of the bin */
+    gst_object_unref(pad);
+    pad = gst_pad_get_peer(GST_PAD(parent));
+    gst_object_unref(parent);
+  }
+  return NULL;
+}
+
+/* The sink pad whose data leaves by src (demuxers, multiqueue: the one of
+ * that stream); NULL for a source. */
+GstPad *internal_sink_pad(GstPad *src) {
+  GstIterator *links = gst_pad_iterate_internal_links(src);
+  GstPad *sink = NULL;
+  GValue item = G_VALUE_INIT;
+  while (links && !sink && gst_iterator_next(links, &item) == GST_ITERATOR_OK) {
+    GstPad *pad = GST_PAD(g_value_get_object(&item));
+    if (GST_PAD_IS_SINK(pad)) sink = GST_PAD(gst_object_ref(pad));
+    g_value_reset(&item);
+  }
+  g_value_unset(&item);
+  if (links) gst_iterator_free(links);
+  return sink;
+}
+
+/* The elements that feed cudagray now, source first, joined by " ! ". */
+std::string upstream_description(GstElement *cudagray) {
+  std::string text;
+  GstPad *sink = gst_element_get_static_pad(cudagray, "sink");
+  while (sink) {
+    GstPad *src = upstream_pad(sink);
+    gst_object_unref(sink);
+    sink = NULL;
+    if (!src) break;
+    GstElement *element = gst_pad_get_parent_element(src);
+    if (element) {
+      text = element_text(element) + (text.empty() ? "" : " ! ") + text;
+      gst_object_unref(element);
+      /* a bin that has not linked its inside yet ends the walk */
+      if (!GST_IS_GHOST_PAD(src)) sink = internal_sink_pad(src);
+    }
+    gst_object_unref(src);
+  }
+  return text;
+}
+
+PyObject *get_pipeline_description(PyObject *self, void *) {
+  Reader *reader = as_reader(self);
+  if (!reader->pipeline) return Py_NewRef(reader->description);
+  GstElement *cudagray = gst_bin_get_by_name(GST_BIN(reader->pipeline), "cudagray");
+  std::string upstream;
+  {
+    GilReleased released;
+    upstream = upstream_description(cudagray);
+  }
+  gst_object_unref(cudagray);
+  /* nothing linked to cudagray yet (a decodebin still choosing) */
+  if (upstream.empty()) return Py_NewRef(reader->description);
+  return PyUnicode_FromFormat("%s ! %U", upstream.c_str(), reader->downstream);
+}
+
 void reader_dealloc(PyObject *self) {
   Reader *reader = as_reader(self);
   PyTypeObject *type = Py_TYPE(self);
   stop(reader);
   Py_XDECREF(reader->description);
+  Py_XDECREF(reader->downstream);
   delete reader->layout;
   reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
   Py_DECREF(type);
@@ -168,7 +280,13 @@ PyMethodDef reader_methods[] = {
 
 PyGetSetDef reader_getset[] = {
     {"closed", get_closed, NULL, "True once the pipeline is stopped", NULL},
-    {"description", get_description, NULL, "the pipeline, as gst-launch-1.0 would take it", NULL},
+    {"description", get_description, NULL,
+     "the pipeline open() made, as gst-launch-1.0 would take it", NULL},
+    {"pipeline_description", get_pipeline_description, NULL,
+     "the elements linked now, from the source to the appsink, as gst-launch-1.0 would take "
+     "them: for a file, URI or device, the decoding chosen (complete once the first frame "
+     "is read); description once the reader is closed",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -381,12 +499,66 @@ GstPadProbeReturn choose_memory_once_open(GstPad *pad, GstPadProbeInfo *info, gp
   return GST_PAD_PROBE_REMOVE;
 }
 
+/* A decoder of the nvcodec plugin (NVDEC, nvJPEG): nvcodec registers its
+ * decoders only where it finds an NVIDIA GPU. */
+bool nvcodec_decoder(GstElementFactory *factory) {
+  const gchar *klass = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_KLASS);
+  return g_strcmp0(gst_plugin_feature_get_plugin_name(GST_PLUGIN_FEATURE(factory)), "nvcodec") ==
+             0 &&
+         klass && strstr(klass, "Decoder");
+}
+
+/* decodebin's autoplug-sort: nvcodec's decoders first, each group in the
+ * order of its ranks, so that frames are decoded on the GPU, in CUDA memory
+ * cudagray converts without a copy. */
+GValueArray *nvcodec_decoders_first(GstElement *, GstPad *, GstCaps *, GValueArray *factories,
+                                    gpointer) {
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  GValueArray *sorted = g_value_array_new(factories->n_values);
+  for (bool nvcodec : {true, false})
+    for (guint i = 0; i < factories->n_values; i++) {
+      GValue *factory = g_value_array_get_nth(factories, i);
+      if (nvcodec_decoder(GST_ELEMENT_FACTORY(g_value_get_object(factory))) == nvcodec)
+        g_value_array_append(sorted, factory);
+    }
+  G_GNUC_END_IGNORE_DEPRECATIONS
+  return sorted;
+}
+
+/* What open()'s source names: a video device, a file (decoded from its
+ * URI), a URI, or else a gst-launch-1.0 fragment (videotestsrc, a name that
+ * is no file, or text with a '!' or a space that names no file). */
+enum class SourceKind { fragment, uri, device };
+
+SourceKind source_kind(const char *source, std::string *uri) {
+  if (g_str_has_prefix(source, "/dev/") && !strpbrk(source, "! ")) return SourceKind::device;
+  const bool bare = !strpbrk(source, "! ");
+  if (bare && gst_uri_is_valid(source)) {
+    *uri = source;
+    return SourceKind::uri;
+  }
+  const bool path = g_file_test(source, G_FILE_TEST_EXISTS) ||
+                    (bare && (g_path_is_absolute(source) || g_str_has_prefix(source, "./") ||
+                              g_str_has_prefix(source, "../")));
+  gchar *file_uri = path ? gst_filename_to_uri(source, NULL) : NULL;
+  if (!file_uri) return SourceKind::fragment;
+  *uri = file_uri;
+  g_free(file_uri);
+  return SourceKind::uri;
+}
+
 /* Builds the pipeline into reader; false with a Python exception set. */
 bool build(Reader *reader, const char *source, const Options &options, PyObject *properties) {
-  /* a URI alone is decoded by uridecodebin */
-  const bool uri = gst_uri_is_valid(source) && !strchr(source, '!') && !strchr(source, ' ');
+  std::string uri;
+  const SourceKind kind = source_kind(source, &uri);
+  /* a URI or a file is decoded by uridecodebin, a device's frames (raw,
+   * or MJPEG) by decodebin */
+  std::string head = source;
+  if (kind == SourceKind::uri) head = "uridecodebin name=cudagray-source";
+  if (kind == SourceKind::device)
+    head = std::string("v4l2src device=") + source + " ! decodebin name=cudagray-source";
   const std::string description =
-      std::string(uri ? "uridecodebin name=cudagray-source" : source) +
+      head +
       " ! cudagray name=cudagray ! appsink name=cudagray-sink sync=false max-buffers=4 "
       "enable-last-sample=false";
   GError *error = NULL;
@@ -401,14 +573,15 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   reader->pipeline = pipeline;
   reader->bus = gst_element_get_bus(pipeline);
   reader->sink = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-sink");
-  if (uri) {
-    GstElement *decoder = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-source");
-    g_object_set(decoder, "uri", source, NULL);
-    gst_object_unref(decoder);
-  }
   GstElement *cudagray = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray");
   std::string element = "cudagray";
   bool ok = set_properties(cudagray, properties, &element);
+  if (kind != SourceKind::fragment) {
+    GstElement *decoder = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-source");
+    if (kind == SourceKind::uri) g_object_set(decoder, "uri", uri.c_str(), NULL);
+    g_signal_connect(decoder, "autoplug-sort", G_CALLBACK(nvcodec_decoders_first), NULL);
+    gst_object_unref(decoder);
+  }
   Memory memory = Memory::system;
   if (ok && options.memory != "system") {
     const std::string why = cuda_output_unavailable(cudagray);
@@ -442,10 +615,12 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   }
   gchar *caps_text = gst_caps_to_string(caps);
   gst_caps_unref(caps);
-  const std::string shown = uri ? std::string("uridecodebin uri=") + source : std::string(source);
-  reader->description =
-      PyUnicode_FromFormat("%s ! %s ! %s ! appsink", shown.c_str(), element.c_str(), caps_text);
+  reader->downstream = PyUnicode_FromFormat("%s ! %s ! appsink", element.c_str(), caps_text);
   g_free(caps_text);
+  if (!reader->downstream) return false;
+  if (kind == SourceKind::uri) head = "uridecodebin uri=" + uri;
+  if (kind == SourceKind::device) head = std::string("v4l2src device=") + source + " ! decodebin";
+  reader->description = PyUnicode_FromFormat("%s ! %U", head.c_str(), reader->downstream);
   return reader->description != NULL;
 }
 

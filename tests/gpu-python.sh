@@ -40,6 +40,7 @@ step() {  # LIMIT_S COMMAND...: runs it under timeout, counts its status
   # GStreamer's own (1.22), which cudagray's (0.1) is not
   step 60 gst-inspect-1.0 --exists --atleast-version=0.0.0 cudagray
   step 300 "$PYTHON" tests/test_python.py -v
+  step 300 "$PYTHON" tests/test_consumer_streams.py -v
   step 400 "$PYTHON" tests/python_perf.py
   step 120 gst-launch-1.0 -q videotestsrc num-buffers=600 pattern=ball ! \
     video/x-raw,format=I420,width=1920,height=1080 ! x264enc speed-preset=ultrafast ! h264parse ! \

@@ -4,6 +4,8 @@
 // the stress runs last.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -100,6 +102,11 @@ class Count {
 // Counts the buffers that reach a pad and, when asked, hashes each frame.
 struct PadCounter {
   Count buffers;
+  // buffers pushed from the thread named from_thread, when set: cudagray's
+  // output task is named after its source pad, "<element>:src" (at most 15
+  // characters)
+  std::string from_thread;
+  Count from_that_thread;
   int width = 0, height = 0;  // hash frames of this size when width > 0
   std::vector<uint64_t> hashes;
   GstClockTime last_pts = GST_CLOCK_TIME_NONE;
@@ -119,6 +126,11 @@ struct PadCounter {
         pts < self->last_pts)
       self->pts_decreased = true;
     self->last_pts = pts;
+    if (!self->from_thread.empty()) {
+      char thread[16] = "";
+      pthread_getname_np(pthread_self(), thread, sizeof thread);
+      if (self->from_thread == thread) ++self->from_that_thread;
+    }
     ++self->buffers;
     return GST_PAD_PROBE_OK;
   }

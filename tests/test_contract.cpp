@@ -5,6 +5,7 @@
 // cudagray on each backend, max-inflight and output memory; cudagray's
 // observable outcome must equal the control's.
 #include <gst/app/gstappsink.h>
+#include <gst/check/gsttestclock.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -52,6 +54,10 @@ struct Converter {
   bool cuda_memory = false;
 
   bool is_control() const { return backend.empty(); }
+  // How many frames the converter may hold: max-inflight, whose default
+  // (0) is 4 on both backends when upstream is not live (docs/properties.md);
+  // the control holds none beyond the one it is converting.
+  int frames_in_flight() const { return is_control() ? 1 : max_inflight > 0 ? max_inflight : 4; }
   // Gray caps in this converter's output memory (the control's is system).
   std::string gray_caps(const std::string &format, int width = 0, int height = 0) const {
     std::string caps = cuda_memory ? "video/x-raw(memory:CUDAMemory)" : "video/x-raw";
@@ -169,6 +175,7 @@ struct BusRecord {
   std::mutex lock;
   std::condition_variable changed;
   std::vector<std::string> errors, warnings, qos;
+  std::vector<std::pair<std::string, GstClockTime>> qos_at;  // role, running time
   std::string texts;
   bool eos = false;
   std::string ignored_warning;  // a warning text that is timing noise in a scenario
@@ -195,6 +202,9 @@ struct BusRecord {
         gst_message_parse_qos_stats(message, &format, &processed, &dropped);
         self->qos.push_back("[" + role + "] " + gst_format_get_name(format) + " processed=" +
                             std::to_string(processed) + " dropped=" + std::to_string(dropped));
+        GstClockTime running_time;
+        gst_message_parse_qos(message, nullptr, &running_time, nullptr, nullptr, nullptr);
+        self->qos_at.emplace_back(role, running_time);
         break;
       }
       case GST_MESSAGE_EOS: self->eos = true; break;
@@ -610,6 +620,71 @@ void set_caps(GstElement *capsfilter, const std::string &caps) {
   gst_caps_unref(c);
 }
 
+// Holds the buffers that cudagray's output task pushes through a pad until
+// released; buffers pushed by any other thread (all of the control's, and
+// cudagray's own when it pushes on the streaming thread) pass. cudagray then
+// keeps frames in flight, whatever the machine's speed, while the
+// application acts.
+struct TaskHold {
+  std::mutex lock;
+  std::condition_variable changed;
+  bool holding = true;
+  long arrived = 0;  // buffers that reached the pad, held or not
+
+  void attach(GstElement *element, const char *pad_name) {
+    GstPad *pad = gst_element_get_static_pad(element, pad_name);
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, this, nullptr);
+    gst_object_unref(pad);
+  }
+  static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *, gpointer data) {
+    auto *self = static_cast<TaskHold *>(data);
+    char thread[16] = "";
+    pthread_getname_np(pthread_self(), thread, sizeof thread);
+    std::unique_lock<std::mutex> hold(self->lock);
+    ++self->arrived;
+    self->changed.notify_all();
+    if (std::string(thread) == "convin:src")
+      self->changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                             [&] { return !self->holding; });
+    return GST_PAD_PROBE_OK;
+  }
+  bool wait_arrived(long n) {
+    std::unique_lock<std::mutex> hold(lock);
+    return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                            [&] { return arrived >= n; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> hold(lock);
+    holding = false;
+    changed.notify_all();
+  }
+};
+
+// Waits until no push is under way on pad (an IDLE probe: at once when
+// none is); whether it came.
+bool wait_idle(GstPad *pad) {
+  struct Idle {
+    std::mutex lock;
+    std::condition_variable changed;
+    bool idle = false;
+  };
+  auto idle = std::make_shared<Idle>();
+  gst_pad_add_probe(
+      pad, GST_PAD_PROBE_TYPE_IDLE,
+      [](GstPad *, GstPadProbeInfo *, gpointer data) {
+        Idle &i = **static_cast<std::shared_ptr<Idle> *>(data);
+        std::lock_guard<std::mutex> hold(i.lock);
+        i.idle = true;
+        i.changed.notify_all();
+        return GST_PAD_PROBE_REMOVE;
+      },
+      new std::shared_ptr<Idle>(idle),
+      [](gpointer data) { delete static_cast<std::shared_ptr<Idle> *>(data); });
+  std::unique_lock<std::mutex> hold(idle->lock);
+  return idle->changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                                [&] { return idle->idle; });
+}
+
 // ------------------------------------------------------------------ scenarios
 
 // A live source feeds a tee whose second branch keeps it going; the
@@ -846,6 +921,138 @@ Outcome flip_input_format_and_size(const Converter &c) {
   return flip_from_application(g, list[0], g.gray_caps("GRAY8"), "incaps", list, 300, 3, false);
 }
 
+// The input's caps change right behind frames in flight: ten rounds of four
+// caps (a format, a size, gray passed through, an odd size), five frames of
+// each pushed back to back: every frame out, in order, each by the formula
+// of its own caps.
+Outcome input_caps_flips_in_flight(const Converter &c) {
+  const Converter g = gray_input(c);
+  Run run(g, g.slot(g.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  struct Input {
+    const char *format;
+    PixelLayout layout;
+    int width, height;
+  };
+  const Input inputs[] = {{"BGRx", PixelLayout::BGRx, kWidth, kHeight},
+                          {"RGB", PixelLayout::RGB, 96, 72},
+                          {"GRAY8", PixelLayout::Luma, kWidth, kHeight},
+                          {"BGRx", PixelLayout::BGRx, 33, 17}};
+  long index = 0, refused = 0;
+  for (int round = 0; round < 10; ++round)
+    for (const Input &input : inputs) {
+      GstCaps *caps =
+          gst_caps_from_string(frame_caps(input.format, input.width, input.height).c_str());
+      if (!src.event(gst_event_new_caps(caps))) ++refused;
+      gst_caps_unref(caps);
+      for (int i = 0; i < 5; ++i) {
+        GstBuffer *buf = buffer_for(random_frame(input.layout, input.width, input.height));
+        // the luma layout's meta names no format: this one is GRAY8
+        gst_buffer_get_video_meta(buf)->format = gst_video_format_from_string(input.format);
+        if (src.push(buf, index++) != GST_FLOW_OK) ++refused;
+      }
+    }
+  outcome.note("caps or frames refused", refused);
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("input", run.in.formats());
+  outcome.note("output", listed(run.out.caps_out));
+  outcome.note("frames checked", run.out.checked);
+  run.report(outcome);
+  return outcome;
+}
+
+// Downstream answers a new ALLOCATION with another pool mid-stream (it sent
+// RECONFIGURE after frame 5): frames 0-5 come from the first pool, 6-11
+// from the second, whose rows are padded (a video meta says so); every
+// frame by the formula. In system memory, where downstream's pool is used.
+Outcome new_pool_mid_stream(const Converter &c) {
+  const Converter g = gray_input(c);
+  Run run(g, g.slot(g.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  struct Pools {
+    std::mutex lock;
+    int generation = 0;
+    GstBufferPool *pools[2] = {nullptr, nullptr};
+    std::vector<std::string> used;
+    // the pool of this generation, made for the caps asked the first time
+    static GstBufferPool *make(GstCaps *caps, int padding) {
+      GstVideoInfo info;
+      if (!caps || !gst_video_info_from_caps(&info, caps)) return nullptr;
+      GstVideoAlignment align;
+      gst_video_alignment_reset(&align);
+      align.padding_right = padding;
+      gst_video_info_align(&info, &align);
+      GstBufferPool *pool = gst_video_buffer_pool_new();
+      GstStructure *config = gst_buffer_pool_get_config(pool);
+      gst_buffer_pool_config_set_params(config, caps, GST_VIDEO_INFO_SIZE(&info), 2, 0);
+      gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+      gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
+      gst_buffer_pool_config_set_video_alignment(config, &align);
+      gst_buffer_pool_set_config(pool, config);
+      return pool;
+    }
+    static GstPadProbeReturn on_query(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      GstQuery *query = GST_PAD_PROBE_INFO_QUERY(info);
+      if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION) return GST_PAD_PROBE_OK;
+      auto *self = static_cast<Pools *>(data);
+      GstCaps *caps;
+      gst_query_parse_allocation(query, &caps, nullptr);
+      std::lock_guard<std::mutex> hold(self->lock);
+      GstBufferPool *&pool = self->pools[self->generation];
+      if (!pool) pool = make(caps, self->generation == 0 ? 0 : 13);
+      if (!pool) return GST_PAD_PROBE_OK;
+      GstStructure *config = gst_buffer_pool_get_config(pool);
+      guint size;
+      gst_buffer_pool_config_get_params(config, nullptr, &size, nullptr, nullptr);
+      gst_structure_free(config);
+      gst_query_add_allocation_pool(query, pool, size, 2, 0);
+      gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, nullptr);
+      return GST_PAD_PROBE_HANDLED;
+    }
+    static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<Pools *>(data);
+      GstBufferPool *from = GST_PAD_PROBE_INFO_BUFFER(info)->pool;
+      std::lock_guard<std::mutex> hold(self->lock);
+      self->used.push_back(from && from == self->pools[0]   ? "first pool"
+                           : from && from == self->pools[1] ? "second pool"
+                                                            : "another pool");
+      return GST_PAD_PROBE_OK;
+    }
+  } pools;
+  GstPad *sink = gst_element_get_static_pad(run.element("sink"), "sink");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, Pools::on_query, &pools, nullptr);
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, Pools::on_buffer, &pools, nullptr);
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  {
+    PadSource src(run.element("convin"), frame_caps("BGRx"));
+    for (long i = 0; i < 6; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+    {
+      std::lock_guard<std::mutex> hold(pools.lock);
+      pools.generation = 1;
+    }
+    outcome.note("RECONFIGURE sent", yes_no(gst_pad_push_event(sink, gst_event_new_reconfigure())));
+    for (long i = 6; i < 12; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+    src.event(gst_event_new_eos());
+    outcome.note("EOS", yes_no(run.bus.wait_end()));
+    gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
+  }
+  gst_object_unref(sink);
+  {
+    std::lock_guard<std::mutex> hold(pools.lock);
+    outcome.note("buffers by pool", listed(pools.used));
+    for (GstBufferPool *pool : pools.pools)
+      if (pool) gst_object_unref(pool);
+  }
+  outcome.note("frames out", runs(run.out.indices));
+  outcome.note("frames checked", run.out.checked);
+  run.report(outcome);
+  return outcome;
+}
+
 // Flushing seeks on a playing pipeline with frames in flight: each answered,
 // the segment of each seek downstream, then frames from its position, and
 // EOS at the end.
@@ -878,6 +1085,177 @@ Outcome flushing_seeks(const Converter &c) {
   outcome.note("first frame after each seek", runs(firsts));
   gst_element_send_event(run.pipeline.get(), gst_event_new_eos());
   outcome.note("EOS", yes_no(run.bus.wait_end()));
+  run.report(outcome);
+  return outcome;
+}
+
+// A storm of flushing seeks from another thread while frames flow: sixty
+// back to back, none waiting for frames between them, the last with a stop.
+// Each is answered; after the last flush, the frames from its start to its
+// stop, then EOS.
+Outcome seek_storm(const Converter &c) {
+  Run run(c, "videotestsrc name=src pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames before seeking", yes_no(run.out.wait_count(10)));
+  int answered = 0;
+  std::thread seeker([&] {
+    for (int i = 0; i < 60; ++i)
+      answered += gst_element_seek_simple(run.pipeline.get(), GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
+                                          ((i * 13) % 50) * kFrame);
+    answered += gst_element_seek(run.pipeline.get(), 1.0, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH,
+                                 GST_SEEK_TYPE_SET, 40 * kFrame, GST_SEEK_TYPE_SET, 70 * kFrame);
+  });
+  seeker.join();
+  outcome.note("seeks answered", answered);
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("state after the seeks",
+               gst_element_state_change_return_get_name(
+                   gst_element_get_state(run.pipeline.get(), nullptr, nullptr, kGenerous)));
+  outcome.note("after the last flush", run.out.sequence(run.out.after_last("flush-stop")));
+  run.report(outcome);
+  return outcome;
+}
+
+// A flushing seek while downstream refused a frame that cudagray holds:
+// frames stay in flight (TaskHold) while the application changes the caps
+// after the converter (the old ones refused from then on), then the frame
+// held is refused and waits to be converted again on the streaming thread,
+// which is idle; a flush comes from upstream meanwhile. After it, the new
+// frames come out in the new caps, then EOS; nothing hangs. Frames in
+// flight before the flush may be dropped by it, so only what follows it is
+// compared.
+Outcome flush_while_refused(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  // the capsfilter warns when a buffer of the caps it dropped meets it
+  run.bus.ignored_warning = "not negotiated";
+  gst_util_set_object_arg(G_OBJECT(run.element("convout")), "caps-change-mode", "immediate");
+  TaskHold hold;
+  hold.attach(run.element("sink"), "sink");
+  PadCounter at_filter;
+  at_filter.attach(run.element("convout"), "sink");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  // within max-inflight: the pushes return while the output task is held
+  const long frames = std::min(c.frames_in_flight(), 3);
+  for (long i = 0; i < frames; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  outcome.note("the first frame reached the sink", yes_no(hold.wait_arrived(1)));
+  set_caps(run.element("convout"), c.gray_caps("GRAY16_LE"));
+  // a buffer in the caps before is refused from now on, as a sink pad that
+  // no longer takes them refuses it
+  GstPad *filter_sink = gst_element_get_static_pad(run.element("convout"), "sink");
+  Count refused;
+  gst_pad_add_probe(
+      filter_sink, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+        GstCaps *caps = gst_pad_get_current_caps(pad);
+        GstStructure *s = caps ? gst_caps_get_structure(caps, 0) : nullptr;
+        const bool old = s && g_strcmp0(gst_structure_get_string(s, "format"), "GRAY8") == 0;
+        if (caps) gst_caps_unref(caps);
+        if (!old) return GST_PAD_PROBE_OK;
+        gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+        GST_PAD_PROBE_INFO_DATA(info) = nullptr;
+        GST_PAD_PROBE_INFO_FLOW_RETURN(info) = GST_FLOW_NOT_NEGOTIATED;
+        ++*static_cast<Count *>(data);
+        return GST_PAD_PROBE_HANDLED;
+      },
+      &refused, nullptr);
+  gst_object_unref(filter_sink);
+  hold.release();
+  // the frame after the first met the capsfilter (refused, where it was
+  // held), and no push is under way
+  GstPad *converter_src = gst_element_get_static_pad(run.element("convin"), "src");
+  const bool settled =
+      wait_for(at_filter.buffers, std::min(frames, 2L), 20000) && wait_idle(converter_src);
+  outcome.note("the refusal settled", yes_no(settled));
+  outcome.details += "frames refused: " + std::to_string(refused.load()) + "\n";
+  gst_object_unref(converter_src);
+  EXPECT_TRUE(src.event(gst_event_new_flush_start()));
+  EXPECT_TRUE(src.event(gst_event_new_flush_stop(TRUE)));
+  EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
+  for (long i = 10; i < 15; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK) << "frame " << i;
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("after the flush", run.out.sequence(run.out.after_last("flush-stop")));
+  outcome.note("output", listed(run.out.caps_out));
+  run.report(outcome);
+  return outcome;
+}
+
+// A flushing seek while cudagray drains the frames it holds (held by
+// TaskHold) for a new input caps or for an ALLOCATION query on the
+// streaming thread: the flush comes from the application's thread once the
+// event or query reached the converter, and ends the drain. After it, the
+// new frames come out (in the new caps), then EOS; nothing hangs.
+Outcome flush_while_draining(const Converter &c, bool for_caps) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false async=false");
+  TaskHold hold;
+  // before the capsfilter: a sink's FLUSH_START waits for a buffer held at its pad
+  hold.attach(run.element("convout"), "sink");
+  struct Arrival {
+    std::mutex lock;
+    std::condition_variable changed;
+    GstPadProbeType type;
+    bool arrived = false;
+    static GstPadProbeReturn seen(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<Arrival *>(data);
+      if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM) {
+        if (GST_QUERY_TYPE(GST_PAD_PROBE_INFO_QUERY(info)) != GST_QUERY_ALLOCATION)
+          return GST_PAD_PROBE_OK;
+      } else if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) != GST_EVENT_CAPS) {
+        return GST_PAD_PROBE_OK;
+      }
+      std::lock_guard<std::mutex> hold(self->lock);
+      self->arrived = true;
+      self->changed.notify_all();
+      return GST_PAD_PROBE_OK;
+    }
+    bool wait() {
+      std::unique_lock<std::mutex> hold(lock);
+      return changed.wait_for(hold, std::chrono::nanoseconds(kGenerous), [&] { return arrived; });
+    }
+  } arrival;
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  PadSource src(run.element("convin"), frame_caps("BGRx"));
+  const long frames = std::min(c.frames_in_flight(), 3);
+  for (long i = 0; i < frames; ++i) EXPECT_EQ(src.push_bgrx(i), GST_FLOW_OK);
+  outcome.note("the first frame reached the sink", yes_no(hold.wait_arrived(1)));
+  GstPad *converter_sink = gst_element_get_static_pad(run.element("convin"), "sink");
+  gst_pad_add_probe(
+      converter_sink,
+      for_caps ? GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM : GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM,
+      Arrival::seen, &arrival, nullptr);
+  gst_object_unref(converter_sink);
+  const std::string new_caps = for_caps ? frame_caps("BGRx", 96, 72) : frame_caps("BGRx");
+  std::thread streaming([&] {
+    if (for_caps) {
+      GstCaps *caps = gst_caps_from_string(new_caps.c_str());
+      src.event(gst_event_new_caps(caps));
+      gst_caps_unref(caps);
+    } else {
+      GstCaps *caps = gst_caps_from_string(frame_caps("BGRx").c_str());
+      GstQuery *allocation = gst_query_new_allocation(caps, TRUE);
+      gst_caps_unref(caps);
+      gst_pad_peer_query(src.pad, allocation);
+      gst_query_unref(allocation);
+    }
+  });
+  outcome.note("the drain began", yes_no(arrival.wait()));
+  EXPECT_TRUE(src.event(gst_event_new_flush_start()));
+  streaming.join();
+  hold.release();
+  EXPECT_TRUE(src.event(gst_event_new_flush_stop(TRUE)));
+  EXPECT_TRUE(src.segment(1.0, 0, GST_CLOCK_TIME_NONE));
+  const int width = for_caps ? 96 : kWidth, height = for_caps ? 72 : kHeight;
+  for (long i = 10; i < 15; ++i)
+    EXPECT_EQ(src.push(buffer_for(random_frame(PixelLayout::BGRx, width, height)), i), GST_FLOW_OK)
+        << "frame " << i;
+  src.event(gst_event_new_eos());
+  outcome.note("EOS", yes_no(run.bus.wait_end()));
+  outcome.note("after the flush", run.out.sequence(run.out.after_last("flush-stop")));
   run.report(outcome);
   return outcome;
 }
@@ -950,6 +1328,115 @@ Outcome eos_from_downstream_first(const Converter &c) {
   EXPECT_TRUE(run.play());
   outcome.note("EOS", yes_no(run.bus.wait_end()));
   outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// Downstream ends (identity eos-after or error-after) while the converter
+// holds frames behind the one it ends on: frame 9 waits before identity
+// until the converter has taken as many frames as it may hold. Then as
+// eos_from_downstream_first and error_from_downstream: the same frames at
+// the sink as through the control, the EOS, the errors.
+Outcome downstream_ends_with_frames_in_flight(const Converter &c, const std::string &ending) {
+  Run run(c, "videotestsrc num-buffers=300 pattern=ball ! " + frame_caps("BGRx") + " ! " +
+                 c.slot(c.gray_caps("GRAY8")) + " ! identity name=ending " + ending +
+                 "=10 ! fakesink name=sink sync=false");
+  struct Hold {
+    PadCounter in;
+    long until;
+    std::atomic<bool> held{false};
+    static GstPadProbeReturn on_buffer(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<Hold *>(data);
+      if (GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info)) / kFrame == 9)
+        self->held = wait_for(self->in.buffers, self->until, 20000);
+      return GST_PAD_PROBE_OK;
+    }
+  } hold;
+  hold.until = 9 + c.frames_in_flight();
+  hold.in.attach(run.element("convin"), "sink");
+  GstPad *pad = gst_element_get_static_pad(run.element("ending"), "sink");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, Hold::on_buffer, &hold, nullptr);
+  gst_object_unref(pad);
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  if (ending == "eos-after") {
+    outcome.note("EOS", yes_no(run.bus.wait_end()));
+  } else {
+    outcome.note("upstream stopped with an error", yes_no(run.bus.wait_error_from("videotestsrc")));
+    outcome.note("EOS at the sink", yes_no(run.out.wait_item("eos")));
+  }
+  outcome.note("frames in flight behind frame 9", yes_no(hold.held.load()));
+  outcome.note("at the sink", run.out.sequence());
+  run.report(outcome);
+  return outcome;
+}
+
+// A branch holding the converter removed from a tee under an IDLE probe
+// while a source that is not live runs (so that frames are in flight in
+// it), then drained with EOS as GStreamer's dynamic-pipeline guide does:
+// every frame that went into the converter comes out, in order, then the
+// EOS; the branch goes to NULL; the other branch goes on.
+Outcome branch_removal_under_idle_probe(const Converter &c) {
+  Run run(c,
+          "videotestsrc pattern=ball ! " + frame_caps("BGRx") +
+              " ! tee name=t ! queue ! fakesink name=other sync=false t. ! queue name=branch ! " +
+              c.slot(c.gray_caps("GRAY8")) + " ! fakesink name=sink sync=false");
+  PadCounter other;
+  other.attach(run.element("other"), "sink");
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  outcome.note("frames through the branch", yes_no(run.out.wait_count(20)));
+  GstPad *branch_sink = gst_element_get_static_pad(run.element("branch"), "sink");
+  GstPad *tee_pad = gst_pad_get_peer(branch_sink);
+  struct Unlink {
+    std::mutex lock;
+    std::condition_variable changed;
+    bool done = false;
+    GstPad *branch_sink;
+    static GstPadProbeReturn when_idle(GstPad *pad, GstPadProbeInfo *, gpointer data) {
+      auto *self = static_cast<Unlink *>(data);
+      std::lock_guard<std::mutex> hold(self->lock);
+      if (!self->done) gst_pad_unlink(pad, self->branch_sink);
+      self->done = true;
+      self->changed.notify_all();
+      return GST_PAD_PROBE_REMOVE;
+    }
+  } unlink;
+  unlink.branch_sink = branch_sink;
+  gst_pad_add_probe(tee_pad, GST_PAD_PROBE_TYPE_IDLE, Unlink::when_idle, &unlink, nullptr);
+  {
+    std::unique_lock<std::mutex> hold(unlink.lock);
+    outcome.note("unlinked under IDLE",
+                 yes_no(unlink.changed.wait_for(hold, std::chrono::nanoseconds(kGenerous),
+                                                [&] { return unlink.done; })));
+  }
+  gst_pad_send_event(branch_sink, gst_event_new_eos());
+  outcome.note("EOS through the removed branch", yes_no(run.out.wait_item("eos")));
+  bool to_null = true;
+  for (const char *name : {"branch", "convin", "convout", "sink"}) {
+    GstElement *element = run.element(name);
+    to_null = gst_element_set_state(element, GST_STATE_NULL) == GST_STATE_CHANGE_SUCCESS && to_null;
+    gst_bin_remove(GST_BIN(run.pipeline.get()), element);
+  }
+  outcome.note("branch to NULL", yes_no(to_null));
+  GstElement *tee = run.element("t");
+  gst_element_release_request_pad(tee, tee_pad);
+  gst_object_unref(tee_pad);
+  gst_object_unref(branch_sink);
+  outcome.note("the other branch goes on",
+               yes_no(wait_for(other.buffers, other.buffers.load() + 10, 20000)));
+  {
+    std::lock_guard<std::mutex> hold(run.in.lock);
+    outcome.note("frames in that never came out", static_cast<long>(run.in.by_pts.size()));
+  }
+  {
+    std::lock_guard<std::mutex> hold(run.out.lock);
+    long next = 0;
+    for (long index : run.out.indices) next += index == next;
+    outcome.note("frames out from the first, in order, each once",
+                 yes_no(next == static_cast<long>(run.out.indices.size())));
+  }
+  gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
   run.report(outcome);
   return outcome;
 }
@@ -1170,6 +1657,111 @@ Outcome qos(const Converter &c) {
   return outcome;
 }
 
+// QoS as a slow sink and a source that drops frames make it, on a test
+// clock that only the sink moves, so that every run is the same: the sink
+// syncs, drops what is more than a quarter frame late and sends QoS events
+// upstream; rendering frames 10-39 takes 2.5 frames of clock time, the
+// source drops 50-54 and delivers 55-69 5.5 frames late. Each frame is
+// rendered, dropped late by the sink or dropped by the converter's QoS, the
+// same ones as through the control: a frame the converter holds when a QoS
+// event says it is late is dropped as one arriving then would be.
+Outcome qos_slow_sink_and_upstream_drops(const Converter &c) {
+  Run run(c, c.slot(c.gray_caps("GRAY8")) +
+                 " ! fakesink name=sink sync=true qos=true async=false signal-handoffs=true "
+                 "max-lateness=" +
+                 std::to_string(kFrame / 4));
+  GstClock *clock = gst_test_clock_new();
+  gst_pipeline_use_clock(GST_PIPELINE(run.pipeline.get()), clock);
+  gst_element_set_start_time(run.pipeline.get(), GST_CLOCK_TIME_NONE);
+  gst_element_set_base_time(run.pipeline.get(), 0);  // running time is clock time
+  struct SlowSink {
+    GstTestClock *clock;
+    std::vector<long> rendered = {};
+    static void move_to(GstTestClock *clock, GstClockTime t) {
+      if (t > gst_clock_get_time(GST_CLOCK(clock))) gst_test_clock_set_time(clock, t);
+    }
+    // a frame reaches the sink no earlier than its time, 5.5 frames late from 55 to 69
+    static GstPadProbeReturn arrives(GstPad *, GstPadProbeInfo *info, gpointer data) {
+      auto *self = static_cast<SlowSink *>(data);
+      if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+        const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
+        const long index = static_cast<long>(pts / kFrame);
+        move_to(self->clock, pts + (index >= 55 && index < 70 ? 11 * kFrame / 2 : 0));
+      } else if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) == GST_EVENT_EOS) {
+        move_to(self->clock, gst_clock_get_time(GST_CLOCK(self->clock)) + GST_SECOND * 3600);
+      }
+      return GST_PAD_PROBE_OK;
+    }
+    // rendering takes 2.5 frames from 10 to 39
+    static void renders(GstElement *, GstBuffer *buf, GstPad *, gpointer data) {
+      auto *self = static_cast<SlowSink *>(data);
+      const long index = static_cast<long>(GST_BUFFER_PTS(buf) / kFrame);
+      self->rendered.push_back(index);
+      if (index >= 10 && index < 40)
+        move_to(self->clock, gst_clock_get_time(GST_CLOCK(self->clock)) + 5 * kFrame / 2);
+    }
+  } sink{GST_TEST_CLOCK(clock)};
+  GstElement *fakesink = run.element("sink");
+  GstPad *pad = gst_element_get_static_pad(fakesink, "sink");
+  gst_pad_add_probe(
+      pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+      SlowSink::arrives, &sink, nullptr);
+  gst_object_unref(pad);
+  g_signal_connect(fakesink, "handoff", G_CALLBACK(SlowSink::renders), &sink);
+  // A test clock's waits return once released, every one here at a time
+  // already reached (the sink's, since it moves the clock first); the last
+  // one released is the test's own, ending the thread.
+  std::atomic<GstClockID> last{nullptr};
+  std::thread release([&] {
+    for (bool done = false; !done;) {
+      gst_test_clock_wait_for_next_pending_id(GST_TEST_CLOCK(clock), nullptr);
+      GstClockID id = gst_test_clock_process_next_clock_id(GST_TEST_CLOCK(clock));
+      done = id && id == last.load();
+      if (id) gst_clock_id_unref(id);
+    }
+  });
+  auto end_release = [&] {
+    GstClockID id = gst_clock_new_single_shot_id(clock, 0);
+    last = id;
+    gst_clock_id_wait(id, nullptr);
+    release.join();
+    gst_clock_id_unref(id);
+  };
+  Outcome outcome;
+  EXPECT_TRUE(run.play());
+  {
+    PadSource src(run.element("convin"), frame_caps("BGRx"));
+    for (long i = 0; i < 80; ++i) {
+      if (i >= 50 && i < 55) continue;
+      GstBuffer *buf = buffer_for(random_frame(PixelLayout::BGRx, kWidth, kHeight));
+      if (i == 55) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DISCONT);
+      EXPECT_EQ(src.push(buf, i), GST_FLOW_OK) << "frame " << i;
+    }
+    src.event(gst_event_new_eos());
+    outcome.note("EOS", yes_no(run.bus.wait_end()));
+    gst_element_set_state(run.pipeline.get(), GST_STATE_NULL);
+  }
+  end_release();
+  gst_object_unref(clock);
+  outcome.note("rendered", runs(sink.rendered));
+  outcome.note("at the sink", runs(run.out.indices));
+  outcome.note("DISCONT at the sink", runs(run.out.discont));
+  {
+    std::lock_guard<std::mutex> hold(run.bus.lock);
+    std::map<std::string, std::vector<long>> dropped;
+    for (const auto &[role, running_time] : run.bus.qos_at)
+      dropped[role].push_back(static_cast<long>(running_time / kFrame));
+    // frames the converter still held are dropped on its output's thread,
+    // so its messages may come in another order
+    for (auto &[role, frames] : dropped) {
+      std::sort(frames.begin(), frames.end());
+      outcome.note("QoS drops by the " + role, runs(frames));
+    }
+  }
+  run.report(outcome);
+  return outcome;
+}
+
 // Segments of rate 1, 2, -1 and -4 (trick mode) in turn, frames in each in
 // the segment's direction: all at the sink in order, the segments with them.
 // Backwards, each frame is at the sink when its push returns, as the
@@ -1353,15 +1945,29 @@ const std::vector<Scenario> &scenarios() {
       {"flip_output_format_from_gray8", flip_output_format_from_gray8},
       {"flip_output_size_through_passthrough", flip_output_size_through_passthrough},
       {"flip_input_format_and_size", flip_input_format_and_size},
+      {"input_caps_flips_with_frames_in_flight", input_caps_flips_in_flight},
+      {"new_allocation_pool_mid_stream", new_pool_mid_stream},
       {"flushing_seeks", flushing_seeks},
       {"flush_from_another_thread", flush_from_another_thread},
+      {"seek_storm_from_another_thread", seek_storm},
+      {"flushing_seek_while_a_refused_frame_waits", flush_while_refused},
+      {"flushing_seek_while_draining_for_caps",
+       [](const Converter &c) { return flush_while_draining(c, true); }},
+      {"flushing_seek_while_draining_for_allocation",
+       [](const Converter &c) { return flush_while_draining(c, false); }},
       {"eos_from_downstream_first", eos_from_downstream_first},
+      {"downstream_eos_with_frames_in_flight",
+       [](const Converter &c) { return downstream_ends_with_frames_in_flight(c, "eos-after"); }},
+      {"downstream_error_with_frames_in_flight",
+       [](const Converter &c) { return downstream_ends_with_frames_in_flight(c, "error-after"); }},
+      {"branch_removal_under_idle_probe", branch_removal_under_idle_probe},
       {"element_swap_from_eos_probe", element_swap_from_eos_probe},
       {"appsink_blocked_while_eos_arrives", appsink_blocked_while_eos_arrives},
       {"error_from_downstream", error_from_downstream},
       {"state_cycles_with_frames_in_flight", state_cycles},
       {"appsink_stops_and_resumes", appsink_stops_and_resumes},
       {"qos", qos},
+      {"qos_slow_sink_and_upstream_drops", qos_slow_sink_and_upstream_drops},
       {"rates_and_reverse_playback", rates_and_reverse},
       {"gap_events", gap_events},
       {"drain_and_allocation_mid_stream", drain_and_allocation},

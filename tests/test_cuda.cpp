@@ -386,6 +386,54 @@ TEST(CudaBackendInputs, FramesOnTheDeviceNeedNoUploadBuffers) {
 #endif
 }
 
+// A renegotiation back and forth between caps the backend has served (GRAY8
+// and GRAY16 from pageable frames into pageable results, staged both ways,
+// 4 in flight) allocates nothing once each has run: every cudaMalloc and
+// every cudaHostAlloc is made to fail meanwhile, and the frames still come
+// out equal to the CPU. Before the slots were kept, each configure freed
+// and allocated them all again.
+TEST(CudaBackendReconfigure, FlipsBetweenCapsServedBeforeAllocateNothing) {
+  SKIP_WITHOUT_GPU();
+#ifndef CUDAGRAY_FAULT_INJECTION
+  GTEST_SKIP()
+      << "counts allocations with fault injection: configure with -Dfault-injection=enabled";
+#else
+  constexpr int kWidth = 641, kHeight = 481, kInFlight = 4;
+  const WeightChoice &bt601 = kWeightChoices[0];
+  std::string error;
+  auto backend = backend_on_first_device(&error);
+  ASSERT_NE(backend, nullptr) << error;
+  const auto run_frames = [&](int depth) {
+    SCOPED_TRACE("GRAY" + std::to_string(depth));
+    ASSERT_TRUE(backend->configure(
+        backend_conversion(PixelLayout::RGBx, kWidth, kHeight, depth, kInFlight, false, false),
+        &error))
+        << error;
+    std::vector<TestFrame> frames;
+    std::vector<GrayImage> outs;
+    for (int i = 0; i < kInFlight; ++i) {
+      frames.push_back(random_frame(PixelLayout::RGBx, kWidth, kHeight));
+      outs.emplace_back(kWidth, kHeight, 2 * i + 1, depth);
+      ASSERT_TRUE(backend->submit(frames[i].view(), outs[i].frame(), weights_of(bt601), &error))
+          << error;
+    }
+    for (int i = 0; i < kInFlight; ++i) {
+      ASSERT_TRUE(backend->finish_oldest(&error)) << error;
+      EXPECT_TRUE(same_pixels(outs[i], cpu_reference(frames[i], bt601, depth))) << "frame " << i;
+    }
+  };
+  run_frames(8);
+  run_frames(16);
+  for (const char *allocation : {"cudaMalloc", "cudaHostAlloc"}) {
+    SCOPED_TRACE(std::string(allocation) + " armed to fail");
+    inject_cuda_fault(std::string(allocation) + ":1");
+    run_frames(8);
+    run_frames(16);
+    inject_cuda_fault("");
+  }
+#endif
+}
+
 // What the element asks of the CUDA backend: frames in flight, pinned host
 // memory, device input and output.
 TEST(CudaBackendNeeds, KeepsFramesInFlightWantsPinnedMemoryReadsAndWritesTheDevice) {

@@ -134,3 +134,52 @@ INSTANTIATE_TEST_SUITE_P(CudaCalls, Fault,
                          ::testing::Values("cudaMalloc", "cudaHostAlloc", "cudaMemcpy2DAsync",
                                            "convert_cuda", "cudaEventRecord", "poll_event"),
                          [](const auto &info) { return std::string(info.param); });
+
+namespace {
+
+// Sets the capsfilter's caps, then waits until `frames` more frames
+// reached the sink.
+void flip_and_run(GstElement *capsfilter, const Count &arrived, const char *caps_text,
+                  long frames) {
+  GstCaps *caps = gst_caps_from_string(caps_text);
+  g_object_set(capsfilter, "caps", caps, nullptr);
+  gst_caps_unref(caps);
+  const long reached = arrived.load() + frames;
+  ASSERT_TRUE(wait_for(arrived, reached, 20000)) << caps_text << ": frames stopped";
+}
+
+}  // namespace
+
+// A renegotiation back to caps served before (downstream flipping between
+// GRAY8 and GRAY16 in system memory and GRAY8 in CUDA memory, with frames
+// in flight) allocates neither device nor pinned memory of cudagray's: the
+// backend keeps its slots' buffers, and the pools' memory is used again.
+// After one flip to each, every cudaMalloc, then every cudaHostAlloc, is
+// made to fail while it flips on; no error comes. Before, each flip
+// allocated the slots, their staging and a new pool.
+TEST(Renegotiation, FlipsBetweenCapsServedBeforeAllocateNothing) {
+  SKIP_WITHOUT_GPU();
+  const std::string why_not = why_no_faults();
+  if (!why_not.empty()) GTEST_SKIP() << why_not;
+  arm_plugin_fault("");
+  const char *const flips[] = {"video/x-raw,format=GRAY16_LE",
+                               "video/x-raw(memory:CUDAMemory),format=GRAY8",
+                               "video/x-raw,format=GRAY8"};
+  PadCounter arrived;  // outlives the pipeline, whose probe counts into it
+  const Pipeline pipeline(
+      "videotestsrc ! video/x-raw,format=RGBx,width=641,height=481 ! "
+      "cudagray backend=cuda max-inflight=4 ! capsfilter name=flip caps=video/x-raw,format=GRAY8 "
+      "! fakesink name=sink sync=false");
+  arrived.attach(pipeline.by_name("sink"), "sink");
+  ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+  GstElement *flip = pipeline.by_name("flip");
+  for (const char *caps : flips) flip_and_run(flip, arrived.buffers, caps, 10);
+  for (const char *allocation : {"cudaMalloc", "cudaHostAlloc"}) {
+    SCOPED_TRACE(std::string(allocation) + " armed to fail");
+    arm_plugin_fault(std::string(allocation) + ":1");
+    for (int round = 0; round < 2; ++round)
+      for (const char *caps : flips) flip_and_run(flip, arrived.buffers, caps, 10);
+    arm_plugin_fault("");
+  }
+  EXPECT_EQ(describe(BusLog(pipeline.bus()).errors), "");
+}

@@ -200,17 +200,32 @@ void renegotiate(const std::string &element, const std::vector<std::string> &cap
   std::vector<GrayImage> out;
   std::vector<GstClockTime> pts;
   std::set<std::string> caps_out;
+  std::vector<std::string> caps_names;  // each caps of the list, as format_and_memory reads
+  for (const std::string &text : caps) {
+    GstCaps *c = gst_caps_from_string(text.c_str());
+    caps_names.push_back(format_and_memory(c));
+    gst_caps_unref(c);
+  }
   std::thread puller([&] {
+    int in_asked = 0;  // frames out in the caps asked last, since they were asked
     while (GstSample *sample = pipeline.pull("sink", 20 * GST_SECOND)) {
       GstBuffer *buf = gst_sample_get_buffer(sample);
       const GstStructure *s = gst_caps_get_structure(gst_sample_get_caps(sample), 0);
       const int depth = std::string(gst_structure_get_string(s, "format")) == "GRAY8" ? 8 : 16;
-      caps_out.insert(format_and_memory(gst_sample_get_caps(sample)));
+      const std::string name = format_and_memory(gst_sample_get_caps(sample));
+      caps_out.insert(name);
       out.push_back(gray_of(buf, kWidth, kHeight, depth));
       pts.push_back(GST_BUFFER_PTS(buf));
       gst_sample_unref(sample);
-      if (change == Change::kFlipFromApplication && out.size() % every == 0)
+      // the next flip once `every` frames came out in the caps asked: the
+      // frames the sink already held, in the caps before, do not count (the
+      // application's flips must not outrun them, or a caps asked would be
+      // flipped away before any frame could carry it)
+      if (change == Change::kFlipFromApplication &&
+          name == caps_names[renegotiator.frames % caps_names.size()] && ++in_asked == every) {
+        in_asked = 0;
         renegotiator.flip(++renegotiator.frames * every);
+      }
     }
   });
   for (int i = 0; i < kFrames; ++i) {

@@ -7,8 +7,10 @@ Reference frames come from the element through a plain appsink pipeline
 the CPU path. tests/meson.build runs this with Debian's python3 and
 PYTHONPATH at build/python; tests/gpu-python.sh runs it on the GPU machine.
 """
+import ctypes
 import gc
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -100,6 +102,61 @@ def data_address(array):
     return array.__array_interface__["data"][0]
 
 
+# DLPack's structures (dlpack.h 1.x), read through ctypes: NumPy before 2.1
+# (Debian 12's 1.24) takes no versioned capsule
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+READ_ONLY, IS_COPIED = 1, 2
+ctypes.pythonapi.PyCapsule_IsValid.restype = ctypes.c_int
+ctypes.pythonapi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class Tensor:
+    """What a DLTensor says, read while its capsule lives: data, device_type,
+    device_id, ndim, row_stride (in elements) and, in system memory, rows."""
+
+    def __init__(self, tensor):
+        self.data, self.device_type, self.device_id = tensor.data, tensor.device_type, tensor.device_id
+        self.ndim, self.row_stride = tensor.ndim, tensor.strides[0]
+        self.rows = host_rows(tensor) if tensor.device_type == 1 else None
+
+
+def open_capsule(capsule):
+    """(name, version or None, flags or None, Tensor) of an unused DLPack capsule."""
+    for name, structure in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
+        if ctypes.pythonapi.PyCapsule_IsValid(capsule, name):
+            managed = structure.from_address(ctypes.pythonapi.PyCapsule_GetPointer(capsule, name))
+            if structure is DLManagedTensor:
+                return name.decode(), None, None, Tensor(managed.dl_tensor)
+            return name.decode(), (managed.major, managed.minor), managed.flags, Tensor(managed.dl_tensor)
+    raise AssertionError(f"{capsule!r} is no unused DLPack capsule")
+
+
+def host_rows(tensor):
+    """The rows of a 2-D DLTensor in system memory, copied into a NumPy array."""
+    dtype = np.dtype(np.uint8) if tensor.bits == 8 else np.dtype("<u2")
+    shape = (tensor.shape[0], tensor.shape[1])
+    strides = (tensor.strides[0] * dtype.itemsize, tensor.strides[1] * dtype.itemsize)
+    size = (shape[0] - 1) * strides[0] + shape[1] * dtype.itemsize
+    return np.ndarray(shape, dtype, buffer=ctypes.string_at(tensor.data, size), strides=strides).copy()
+
+
 @unittest.skipIf(NO_GI, NO_GI)
 class SystemFrames(unittest.TestCase):
     """Frames in system memory (the CPU backend) equal the element's own."""
@@ -182,17 +239,120 @@ class SystemFrames(unittest.TestCase):
         self.assertEqual(list(reader), [])
 
     def test_dlpack_stream_of_a_system_frame(self):
-        # the array API: on the CPU only None is a stream (and -1, nothing to
-        # synchronize); 0 is no stream anywhere
+        # the array API: on the CPU only None is a stream; 0 is no stream
+        # anywhere; stream is keyword-only
         with cudagray.open(ball(n=1), backend="cpu") as reader:
             frame, = reader
-        for stream in (None, -1):
-            self.assertIsNotNone(frame.__dlpack__(stream=stream))
-        for stream in (0, 1, 2, 12345):
+        self.assertIsNotNone(frame.__dlpack__(stream=None))
+        for stream in (-1, 0, 1, 2, 12345):
             with self.assertRaisesRegex(ValueError, f"stream={stream}: a frame in system memory"):
                 frame.__dlpack__(stream=stream)
         with self.assertRaises(TypeError):
             frame.__dlpack__(stream="default")
+        with self.assertRaisesRegex(TypeError, "positional"):
+            frame.__dlpack__(None)
+        with self.assertRaisesRegex(ValueError, "a frame in system memory has no stream"):
+            frame.record_stream(1)
+
+    def test_dlpack_versions(self):
+        # DLPack 1.x for a consumer that takes it (max_version), with the
+        # read-only flag; the unversioned tensor for the others
+        (_, rows), = reference(ball(n=1), backend="cpu")
+        with cudagray.open(ball(n=1), backend="cpu") as reader:
+            frame, = reader
+        address = frame.__array_interface__["data"][0]
+        cases = {None: ("dltensor", None, None), (0, 8): ("dltensor", None, None),
+                 (1, 0): ("dltensor_versioned", (1, 0), READ_ONLY),
+                 (1, 1): ("dltensor_versioned", (1, 1), READ_ONLY),
+                 (1, 7): ("dltensor_versioned", (1, 1), READ_ONLY),
+                 (2, 0): ("dltensor_versioned", (1, 1), READ_ONLY)}
+        for max_version, (name, version, flags) in cases.items():
+            capsule = frame.__dlpack__(max_version=max_version)
+            got_name, got_version, got_flags, tensor = open_capsule(capsule)
+            self.assertEqual((got_name, got_version, got_flags), (name, version, flags), max_version)
+            self.assertEqual((tensor.data, tensor.device_type, tensor.ndim), (address, 1, 2))
+            np.testing.assert_array_equal(tensor.rows, rows)
+        for wrong in ("1.0", (1,), (1, "0"), (-1, 0)):
+            with self.assertRaisesRegex(TypeError, "max_version must be a tuple"):
+                frame.__dlpack__(max_version=wrong)
+        # every capsule let go unused gave its reference to the frame back
+        del capsule
+        gc.collect()
+        self.assertEqual(sys.getrefcount(frame), 2)
+
+    def test_dlpack_copy_and_device(self):
+        (_, rows), = reference(ball(n=1), backend="cpu")
+        with cudagray.open(ball(n=1), backend="cpu") as reader:
+            frame, = reader
+        address = frame.__array_interface__["data"][0]
+        for copy, device in ((False, None), (None, None), (None, (1, 0)), (False, (1, 0))):
+            _, _, flags, tensor = open_capsule(frame.__dlpack__(max_version=(1, 0), copy=copy, dl_device=device))
+            self.assertEqual((tensor.data, flags), (address, READ_ONLY), (copy, device))
+        for max_version in ((1, 0), None):
+            capsule = frame.__dlpack__(max_version=max_version, copy=True)
+            _, _, flags, tensor = open_capsule(capsule)
+            # a copy of its own, writable, rows without padding
+            self.assertNotEqual(tensor.data, address)
+            self.assertEqual(flags, None if max_version is None else IS_COPIED)
+            self.assertEqual(tensor.row_stride, rows.shape[1])
+            np.testing.assert_array_equal(tensor.rows, rows)
+        with self.assertRaisesRegex(BufferError, r"dl_device: cudagray hands a frame over on its own device"):
+            frame.__dlpack__(dl_device=(2, 0))
+        with self.assertRaisesRegex(ValueError, "stream=1: a frame in system memory"):
+            frame.__dlpack__(copy=True, stream=1)
+        del capsule
+        gc.collect()
+        self.assertEqual(sys.getrefcount(frame), 2, "a copy holds no reference to the frame")
+
+    def write_clip(self, path, n=6):
+        """An AVI of n MJPEG frames of a moving ball, 161x97."""
+        encode = Gst.parse_launch(f"videotestsrc num-buffers={n} pattern=ball"
+                                  " ! video/x-raw,format=I420,width=161,height=97 ! jpegenc ! avimux"
+                                  " ! filesink name=file")
+        encode.get_by_name("file").set_property("location", path)
+        encode.set_state(Gst.State.PLAYING)
+        message = encode.get_bus().timed_pop_filtered(120 * Gst.SECOND, Gst.MessageType.EOS | Gst.MessageType.ERROR)
+        encode.set_state(Gst.State.NULL)
+        self.assertEqual(message.type, Gst.MessageType.EOS, message.parse_error() if message.type != Gst.MessageType.EOS else "")
+
+    def test_open_a_file_path_or_uri(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ball clip.avi")
+            self.write_clip(path)
+            expected = reference(f'filesrc location="{path}" ! decodebin', backend="cpu")
+            uri = Gst.filename_to_uri(path)
+            here = os.getcwd()
+            for source in (path, uri, os.path.relpath(path), "ball clip.avi"):
+                os.chdir(directory if source == "ball clip.avi" else here)
+                try:
+                    reader = cudagray.open(source, backend="cpu")
+                finally:
+                    os.chdir(here)
+                with reader:
+                    frames = [np.asarray(frame).copy() for frame in reader]
+                    chosen = reader.pipeline_description
+                    self.assertEqual(reader.description, f"uridecodebin uri={uri} ! cudagray backend=cpu"
+                                     " ! video/x-raw, format=(string)GRAY8 ! appsink")
+                self.assertEqual(len(frames), len(expected), source)
+                for array, (_, rows) in zip(frames, expected):
+                    np.testing.assert_array_equal(array, rows)
+                # the decoding chosen, from the file on (no GPU here: jpegdec)
+                self.assertTrue(chosen.startswith(f'filesrc location="{path}" ! '), chosen)
+                self.assertIn(" ! avidemux ! ", chosen)
+                self.assertIn(" ! jpegdec ! ", chosen)
+                self.assertTrue(chosen.endswith(" ! cudagray backend=cpu ! video/x-raw, format=(string)GRAY8"
+                                                " ! appsink"), chosen)
+                self.assertEqual(reader.pipeline_description, reader.description, "closed: description")
+
+    def test_open_names_what_is_missing(self):
+        with self.assertRaisesRegex(cudagray.Error, "/no/such/clip.avi"):
+            cudagray.open("/no/such/clip.avi", backend="cpu")
+        with self.assertRaisesRegex(cudagray.Error, "v4l2src.*\n?.*/dev/video-none|/dev/video-none"):
+            cudagray.open("/dev/video-none", backend="cpu")
+        # a fragment of one element, no file of that name: a pipeline
+        with cudagray.open("videotestsrc num-buffers=2", backend="cpu") as reader:
+            self.assertEqual(len(list(reader)), 2)
+            self.assertTrue(reader.description.startswith("videotestsrc num-buffers=2 ! cudagray"))
 
     def test_frame_from_sample(self):
         (_, rows), = reference(ball(n=1), backend="cpu")
@@ -473,6 +633,58 @@ class CudaFrames(InChildProcess, unittest.TestCase):
             self.assertIsNotNone(frame.__dlpack__(stream=stream), stream)
         # read-only, as the buffer protocol says of system frames
         self.assertIs(frame.__cuda_array_interface__["data"][1], True)
+        with self.assertRaisesRegex(TypeError, "positional"):
+            frame.__dlpack__(1)
+
+    def test_dlpack_versions_and_copies_of_a_cuda_frame(self):
+        import torch
+
+        rows, = self.cpu_path(ball(n=1, w=641, h=481).replace("RGB", "RGBA"))
+        with cudagray.open(self.UPLOADED.format(n=1), memory="cuda") as reader:
+            frame, = reader
+        address = frame.__cuda_array_interface__["data"][0]
+        name, version, flags, tensor = open_capsule(frame.__dlpack__(stream=1, max_version=(1, 0)))
+        self.assertEqual((name, version, flags), ("dltensor_versioned", (1, 0), READ_ONLY))
+        self.assertEqual((tensor.data, tensor.device_type, tensor.device_id), (address, 2, 0))
+        # PyTorch and CuPy take the versioned, read-only tensor (they pass
+        # max_version where they know DLPack 1.x)
+        np.testing.assert_array_equal(torch.from_dlpack(frame).cpu().numpy(), rows)
+        # dl_device (1, 0): a copy in system memory, writable
+        for max_version, copy in (((1, 0), None), ((1, 0), True), (None, None)):
+            name, _, flags, tensor = open_capsule(frame.__dlpack__(max_version=max_version, dl_device=(1, 0),
+                                                                   copy=copy))
+            self.assertEqual((tensor.device_type, flags), (1, None if max_version is None else IS_COPIED))
+            np.testing.assert_array_equal(tensor.rows, rows)
+        with self.assertRaisesRegex(BufferError, "copy=False, and a frame in CUDA memory"):
+            frame.__dlpack__(dl_device=(1, 0), copy=False)
+        with self.assertRaisesRegex(BufferError, "only to system memory"):
+            frame.__dlpack__(copy=True)
+        with self.assertRaisesRegex(ValueError, "stream=1: a frame in system memory"):
+            frame.__dlpack__(dl_device=(1, 0), stream=1)
+        with self.assertRaisesRegex(ValueError, "stream=0"):
+            frame.record_stream(0)
+        with self.assertRaisesRegex(TypeError, "stream must be an int or a stream object"):
+            frame.record_stream("default")
+
+    def test_open_a_file_decodes_with_nvdec(self):
+        import torch
+
+        if subprocess.run(["gst-inspect-1.0", "--exists", "nvh264dec"]).returncode != 0:
+            self.skipTest("GStreamer has no nvh264dec (nvcodec) here")
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ball.mp4")
+            encode = (f"videotestsrc num-buffers=60 pattern=ball ! video/x-raw,format=I420,width=640,height=360"
+                      f" ! x264enc ! h264parse ! mp4mux ! filesink location={path}")
+            subprocess.run(["gst-launch-1.0", "-q"] + encode.split(), check=True, timeout=120)
+            expected = self.cpu_path(f"filesrc location={path} ! qtdemux ! h264parse ! nvh264dec ! cudadownload")
+            with cudagray.open(path, memory="cuda") as reader:
+                tensors = [torch.from_dlpack(frame) for frame in reader]
+                chosen = reader.pipeline_description
+        # nvcodec's H.264 decoder (nvh264dec, or another name of another release)
+        self.assertRegex(chosen, f"^filesrc location={re.escape(path)} ! .* ! nvh264[a-z]* ! cudagray ! ")
+        self.assertEqual(len(tensors), len(expected))
+        for tensor, rows in zip(tensors, expected):
+            np.testing.assert_array_equal(tensor.cpu().numpy(), rows)
 
     def test_two_consumers_each_keep_the_frame_until_done(self):
         # torch on a stream kept busy, then CuPy on an idle one, both letting
@@ -503,9 +715,10 @@ class CudaFrames(InChildProcess, unittest.TestCase):
         self.assertEqual(wrong, 0, f"torch read the wrong picture in {wrong} of {len(expected)} frames")
 
     def test_a_consumer_stream_destroyed_before_the_frame_is_let_go(self):
-        # `with cupy.cuda.Stream():` destroys the stream at the end of the
-        # block, while the array and the frame live on: releasing the frame
-        # must not touch that stream (it crashed the interpreter)
+        # `with cupy.cuda.Stream():` lets go of the stream at the end of the
+        # block, while the array and the frame live on: the release must not
+        # touch a destroyed stream (it crashed the interpreter); the frame
+        # holds the stream's object, so the stream goes after the release
         self.import_cupy()
         expected = self.streamed_sums()[:90]
         output, _ = self.run_child(f"""

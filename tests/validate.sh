@@ -6,7 +6,10 @@
 # through videoconvert (videoconvertscale where the size changes) as the
 # control, and a scenario passes when cudagray raises no GstValidate issue
 # (critical, warning or issue) that the control does not raise too. Prints
-# TAP for meson test: one line a backend, pipeline and scenario.
+# TAP for meson test: one line a backend and max-inflight, pipeline and
+# scenario, with the frames cudagray's output task pushed; then one line a
+# backend and max-inflight that fails when none of its runs pushed a frame
+# from the output task (frames in flight leave from it).
 #
 #   validate.sh BUILD_DIR SOURCE_DIR PYTHON
 #
@@ -22,12 +25,20 @@
 # to a machine without GStreamer's build tools). The plugin comes from
 # GST_PLUGIN_PATH_1_0, else BUILD_DIR/plugin. CUDAGRAY_VALIDATE_BACKENDS
 # names the backends (default "cpu"; "cpu cuda" on a GPU machine),
+# CUDAGRAY_VALIDATE_INFLIGHT the max-inflight values (default "4 16"),
 # CUDAGRAY_VALIDATE_DECODER the H.264 decoders to pick from, in order
 # (default "avdec_h264 openh264dec").
 # CUDAGRAY_VALIDATE_KEEP=DIR keeps every run's log and issues there.
 set -uo pipefail
 build=$(realpath "$1") source=$(realpath "$2") python=$3
 read -ra backends <<<"${CUDAGRAY_VALIDATE_BACKENDS:-cpu}"
+# cudagray's columns: each backend at each max-inflight, frames in flight
+# leaving from its output task
+read -ra inflights <<<"${CUDAGRAY_VALIDATE_INFLIGHT:-4 16}"
+columns=()
+for backend in "${backends[@]}"; do
+  for inflight in "${inflights[@]}"; do columns+=("$backend-$inflight"); done
+done
 reports=$source/tests/validate_reports.py
 tmp=$(mktemp -d)
 trap 'if [[ -n ${CUDAGRAY_VALIDATE_KEEP:-} ]]; then mkdir -p "$CUDAGRAY_VALIDATE_KEEP"; cp -r "$tmp"/runs "$CUDAGRAY_VALIDATE_KEEP"; fi; rm -rf "$tmp"' EXIT
@@ -180,10 +191,13 @@ cases=(
 
 # validate RUN SCENARIO PIPELINE: one gst-validate run; its issues in
 # runs/RUN.issues, its output in runs/RUN.log, its status in runs/RUN.status
+# (cudagray's runs log its frames out from the output task in runs/RUN.debug)
 validate() {
   local status=0
+  local debug=()
+  [[ $1 == *-control ]] || debug=(env GST_DEBUG=cudagray:6 GST_DEBUG_FILE="$tmp/runs/$1.debug")
   # shellcheck disable=SC2086  # the pipeline is gst-launch words
-  timeout -k 10 180 "$python" "$reports" run "$tmp/runs/$1.issues" \
+  timeout -k 10 180 "${debug[@]}" "$python" "$reports" run "$tmp/runs/$1.issues" \
     gst-validate-1.0 --set-scenario="$2" $3 >"$tmp/runs/$1.log" 2>&1 || status=$?
   echo "$status" >"$tmp/runs/$1.status"
 }
@@ -209,39 +223,57 @@ for case in "${cases[@]}"; do
     slug=${name//[^a-z0-9]/_}-$scenario
     if ! grep -q "/$scenario\.scenario\]" "$tmp/list"; then
       echo "gst-validate-1.0 -l does not list $scenario" >"$tmp/log"
-      for backend in "${backends[@]}"; do result FAIL "$backend: $scenario, $name" "$tmp/log"; done
+      for column in "${columns[@]}"; do result FAIL "$column: $scenario, $name" "$tmp/log"; done
       continue
     fi
-    # the control and each backend at once: they mostly wait for the clock
+    # the control and each column at once: they mostly wait for the clock
     validate "$slug-control" "$scenario" "$(decoded "$scenario") ! $control ! $sink" &
-    for backend in "${backends[@]}"; do
-      validate "$slug-$backend" "$scenario" "$(decoded "$scenario") ! ${tested//BACKEND/$backend} ! $sink" &
+    for column in "${columns[@]}"; do
+      validate "$slug-$column" "$scenario" \
+        "$(decoded "$scenario") ! ${tested//BACKEND/${column%-*} max-inflight=${column##*-}} ! $sink" &
     done
     wait
     # A control that did not finish (it crashed or timed out) is still
     # compared with what it reported: fewer control issues only make the
     # comparison stricter.
     control_ended=$(finished "$slug-control") || true
-    for backend in "${backends[@]}"; do
-      line="$backend: $scenario, $name: cudagray raises no issue videoconvert does not"
-      if ! finished "$slug-$backend" >"$tmp/log"; then
-        for run in control "$backend"; do
+    for column in "${columns[@]}"; do
+      backend=${column%-*}
+      tested_here=${tested//BACKEND/$backend max-inflight=${column##*-}}
+      line="$backend max-inflight=${column##*-}: $scenario, $name: cudagray raises no issue videoconvert does not"
+      if ! finished "$slug-$column" >"$tmp/log"; then
+        for run in control "$column"; do
           echo "$slug-$run.log, its end:"
           tail -n 15 "$tmp/runs/$slug-$run.log"
         done >>"$tmp/log"
         result FAIL "$line" "$tmp/log"
-      elif "$python" "$reports" compare "$tmp/runs/$slug-$backend.issues" "$tmp/runs/$slug-control.issues" \
+      elif "$python" "$reports" compare "$tmp/runs/$slug-$column.issues" "$tmp/runs/$slug-control.issues" \
           >"$tmp/log" 2>&1; then
         result OK "$line"
         [[ -z $control_ended ]] || echo "# $control_ended"
         cat "$tmp/log"  # the control's own issues, as comments
       else
-        { echo "cudagray's pipeline: $(decoded "$scenario") ! ${tested//BACKEND/$backend} ! $sink"
+        { echo "cudagray's pipeline: $(decoded "$scenario") ! $tested_here ! $sink"
           [[ -z $control_ended ]] || echo "$control_ended"
           echo "issues the control does not raise:"; } | cat - "$tmp/log" >"$tmp/log2"
         result FAIL "$line" "$tmp/log2"
       fi
+      echo "# frames out from the output task: $(grep -c 'frame out from the output task' \
+        "$tmp/runs/$slug-$column.debug" 2>/dev/null)"
     done
   done
+done
+# Each column carried frames through cudagray's output task (reverse
+# playback holds one frame, pushed on the streaming thread, so the column
+# as a whole is what counts)
+for column in "${columns[@]}"; do
+  through_task=$(cat "$tmp"/runs/*-"$column".debug 2>/dev/null | grep -c 'frame out from the output task')
+  line="${column%-*} max-inflight=${column##*-}: frames went through the output task ($through_task)"
+  if ((through_task > 0)); then
+    result OK "$line"
+  else
+    echo "no cudagray run of this column logged a frame out from its output task" >"$tmp/log"
+    result FAIL "$line" "$tmp/log"
+  fi
 done
 echo "1..$n"
