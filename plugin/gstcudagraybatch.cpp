@@ -92,7 +92,29 @@ static const char *dtype_name(GstCudaGrayBatchDType dtype) {
 
 G_DEFINE_TYPE(GstCudaGrayBatchPad, gst_cuda_gray_batch_pad, GST_TYPE_AGGREGATOR_PAD);
 
-static void gst_cuda_gray_batch_pad_class_init(GstCudaGrayBatchPadClass *klass) {}
+static void drop_held(GstCudaGrayBatchPad *pad) {
+  GST_OBJECT_LOCK(pad);
+  GstBuffer *held = pad->held;
+  pad->held = NULL;
+  GST_OBJECT_UNLOCK(pad);
+  gst_clear_buffer(&held);
+}
+
+static GstFlowReturn gst_cuda_gray_batch_pad_flush(GstAggregatorPad *pad, GstAggregator *agg) {
+  drop_held(GST_CUDA_GRAY_BATCH_PAD(pad));
+  return GST_FLOW_OK;
+}
+
+static void gst_cuda_gray_batch_pad_finalize(GObject *object) {
+  drop_held(GST_CUDA_GRAY_BATCH_PAD(object));
+  G_OBJECT_CLASS(gst_cuda_gray_batch_pad_parent_class)->finalize(object);
+}
+
+static void gst_cuda_gray_batch_pad_class_init(GstCudaGrayBatchPadClass *klass) {
+  G_OBJECT_CLASS(klass)->finalize = gst_cuda_gray_batch_pad_finalize;
+  GST_AGGREGATOR_PAD_CLASS(klass)->flush = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_pad_flush);
+}
+
 static void gst_cuda_gray_batch_pad_init(GstCudaGrayBatchPad *pad) {}
 
 /* N of sink_N: the default create_new_pad names every pad so */
@@ -197,12 +219,19 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
   GST_OBJECT_LOCK(self);
   const GstCudaGrayBackend backend = self->props.backend;
   const cudagray::BatchFormat format = batch_format(self);
+  const guint pads = GST_ELEMENT(self)->numsinkpads, fixed = self->batch_size;
   GST_OBJECT_UNLOCK(self);
   if (!gst_cuda_gray_properties_check_weights(GST_ELEMENT(self), &self->props)) return FALSE;
   if (backend == GST_CUDA_GRAY_BACKEND_CUDA) {
     GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
                       ("The CUDA backend is not built yet for cudagraybatch"),
                       ("set backend=cpu, or backend=auto, which makes batches on the CPU"));
+    return FALSE;
+  }
+  if (fixed > 0 && pads > fixed) {
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
+                      ("batch-size %u is less than the %u sink pads", fixed, pads),
+                      ("raise batch-size, or set it to 0 for a slot a pad"));
     return FALSE;
   }
   const cudagray::BatchSlot absent;
@@ -337,23 +366,43 @@ static GstClockTime running_time(GstAggregatorPad *pad, GstBuffer *buffer) {
   return t;
 }
 
-/* Takes from pad the newest buffer before end (running time), dropping the
- * older ones; NULL when it has none. A buffer without a PTS goes in the
- * batch it meets. */
-static GstBuffer *take_buffer(GstAggregatorPad *pad, GstClockTime end) {
-  GstBuffer *taken = NULL, *buffer;
-  while ((buffer = gst_aggregator_pad_peek_buffer(pad))) {
-    const GstClockTime t = running_time(pad, buffer);
+/* Moves every buffer queued on pad before end (running time) to its held
+ * frame, the newest kept and the older ones dropped. Returns whether the
+ * pad is settled for the tick: a buffer at or after end is queued, or the
+ * pad has ended; otherwise a frame before end may still come. A buffer
+ * without a PTS goes in the batch it meets. */
+static bool gather(GstCudaGrayBatchPad *pad, GstClockTime end) {
+  GstAggregatorPad *aggpad = GST_AGGREGATOR_PAD(pad);
+  GstBuffer *buffer;
+  while ((buffer = gst_aggregator_pad_peek_buffer(aggpad))) {
+    const GstClockTime t = running_time(aggpad, buffer);
     if (GST_CLOCK_TIME_IS_VALID(t) && t >= end) {
       gst_buffer_unref(buffer);
-      break;
+      return true;
     }
-    gst_aggregator_pad_drop_buffer(pad);
-    if (taken) GST_LOG_OBJECT(pad, "dropping %" GST_PTR_FORMAT ": a newer one came", taken);
-    gst_clear_buffer(&taken);
-    taken = buffer;
+    gst_aggregator_pad_drop_buffer(aggpad);
+    GST_OBJECT_LOCK(pad);
+    GstBuffer *older = pad->held;
+    pad->held = buffer;
+    pad->held_info = pad->info;
+    pad->held_format = pad->format;
+    GST_OBJECT_UNLOCK(pad);
+    if (older) GST_LOG_OBJECT(pad, "dropping %" GST_PTR_FORMAT ": a newer one came", older);
+    gst_clear_buffer(&older);
   }
-  return taken;
+  return gst_aggregator_pad_is_eos(aggpad);
+}
+
+/* The held frame (transfer full) and the input it is; NULL when none. */
+static GstBuffer *take_held(GstCudaGrayBatchPad *pad, GstVideoInfo *info,
+                            const GstCudaGrayFormat **format) {
+  GST_OBJECT_LOCK(pad);
+  GstBuffer *held = pad->held;
+  pad->held = NULL;
+  *info = pad->held_info;
+  *format = pad->held_format;
+  GST_OBJECT_UNLOCK(pad);
+  return held;
 }
 
 /* The first tick starts at the earliest frame queued (after a start, a
@@ -381,6 +430,7 @@ static GstClockTime first_tick(const std::vector<GstCudaGrayBatchPad *> &pads,
 /* One present slot: its conversion from its pad's caps, the properties
  * and its buffer's crop, the buffer mapped, and its entry in the meta. */
 static gboolean fill_slot(GstCudaGrayBatch *self, GstCudaGrayBatchPad *pad, GstBuffer *buffer,
+                          const GstVideoInfo *in_info, const GstCudaGrayFormat *in_format,
                           const cudagray::BatchFormat &format, cudagray::ScaleMethod method,
                           gboolean add_borders, GstCudaGrayFrame *frame, cudagray::BatchSlot *slot,
                           GstCudaGrayBatchSlotInfo *info) {
@@ -389,11 +439,11 @@ static gboolean fill_slot(GstCudaGrayBatch *self, GstCudaGrayBatchPad *pad, GstB
       &out_info, format.gray_depth == 16 ? GST_VIDEO_FORMAT_GRAY16_LE : GST_VIDEO_FORMAT_GRAY8,
       format.width, format.height);
   cudagray::Conversion c =
-      gst_cuda_gray_conversion_from_caps(&pad->info, pad->format, &out_info, method, add_borders);
+      gst_cuda_gray_conversion_from_caps(in_info, in_format, &out_info, method, add_borders);
   bool changed;
   std::string why;
-  if (!gst_cuda_gray_frame_crop(buffer, &pad->info, &c, &changed, &why) ||
-      frame->map_input(NULL, buffer, &pad->info, c.layout, &why) != GST_CUDA_GRAY_MAP_OK) {
+  if (!gst_cuda_gray_frame_crop(buffer, in_info, &c, &changed, &why) ||
+      frame->map_input(NULL, buffer, in_info, c.layout, &why) != GST_CUDA_GRAY_MAP_OK) {
     GST_ELEMENT_ERROR(
         self, STREAM, FORMAT,
         ("%s: the buffer does not hold its frame: %s", GST_OBJECT_NAME(pad), why.c_str()),
@@ -419,9 +469,13 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
   std::vector<GstCudaGrayBatchPad *> pads = sink_pads(self);
   bool all_ended = !pads.empty();
-  for (GstCudaGrayBatchPad *pad : pads)
-    all_ended = all_ended && gst_aggregator_pad_is_eos(GST_AGGREGATOR_PAD(pad)) &&
+  for (GstCudaGrayBatchPad *pad : pads) {
+    GST_OBJECT_LOCK(pad);
+    const bool holds = pad->held != NULL;
+    GST_OBJECT_UNLOCK(pad);
+    all_ended = all_ended && !holds && gst_aggregator_pad_is_eos(GST_AGGREGATOR_PAD(pad)) &&
                 !gst_aggregator_pad_has_buffer(GST_AGGREGATOR_PAD(pad));
+  }
   if (all_ended) {
     unref_pads(pads);
     return GST_FLOW_EOS;
@@ -463,6 +517,15 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
   const GstClockTime end_running =
       gst_segment_to_running_time(&output_segment, GST_FORMAT_TIME, end);
 
+  /* the tick waits for every pad to have passed its end, unless the
+   * latency ran out (live) */
+  bool settled = true;
+  for (GstCudaGrayBatchPad *pad : pads) settled = gather(pad, end_running) && settled;
+  if (!settled && !timeout) {
+    unref_pads(pads);
+    return GST_AGGREGATOR_FLOW_NEED_DATA;
+  }
+
   GstBuffer *batch = gst_buffer_new_allocate(NULL, cudagray::batch_bytes(format, n_slots), NULL);
   GstCudaGrayBatchMeta *meta = gst_buffer_add_cuda_gray_batch_meta(batch, n_slots);
   std::vector<cudagray::BatchSlot> slots(n_slots);
@@ -472,12 +535,14 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
   for (guint i = 0; i < n_slots && i < pads.size() && ok; i++) {
     GstCudaGrayBatchPad *pad = pads[i];
     meta->slots[i].pad_index = pad_index(GST_PAD(pad));
-    GstBuffer *buffer = take_buffer(GST_AGGREGATOR_PAD(pad), end_running);
+    GstVideoInfo info;
+    const GstCudaGrayFormat *in_format;
+    GstBuffer *buffer = take_held(pad, &info, &in_format);
     if (!buffer) continue;
     taken.push_back(buffer);
     frames.push_back(std::make_unique<GstCudaGrayFrame>());
-    ok = fill_slot(self, pad, buffer, format, method, add_borders, frames.back().get(), &slots[i],
-                   &meta->slots[i]);
+    ok = fill_slot(self, pad, buffer, &info, in_format, format, method, add_borders,
+                   frames.back().get(), &slots[i], &meta->slots[i]);
   }
   std::string why;
   if (ok && !cudagray::valid_batch(format, slots.data(), (int)n_slots, &why)) {

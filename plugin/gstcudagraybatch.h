@@ -30,14 +30,21 @@ GST_ELEMENT_REGISTER_DECLARE(cudagraybatch);
 
 G_END_DECLS
 
-/* A sink pad: the input its caps describe. Set and read on the source pad's
- * task only (GstAggregator hands serialized events, CAPS among them, to
- * sink_event there, in order with the buffers). */
+/* A sink pad. */
 struct _GstCudaGrayBatchPad {
   GstAggregatorPad parent;
+  /* The input its caps describe: set and read on the source pad's task
+   * only (GstAggregator hands serialized events, CAPS among them, to
+   * sink_event there, in order with the buffers). */
   gboolean have_info;
   GstVideoInfo info;
   const GstCudaGrayFormat *format;
+  /* The frame taken for the coming batch and the input it is, kept while
+   * the tick waits for the other pads; guarded by the pad's object lock (a
+   * flush of this pad alone drops it). */
+  GstBuffer *held;
+  GstVideoInfo held_info;
+  const GstCudaGrayFormat *held_format;
 };
 
 struct _GstCudaGrayBatch {
