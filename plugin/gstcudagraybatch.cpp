@@ -526,6 +526,7 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
     return GST_AGGREGATOR_FLOW_NEED_DATA;
   }
 
+  gst_aggregator_selected_samples(agg, start, GST_CLOCK_TIME_NONE, end - start, NULL);
   GstBuffer *batch = gst_buffer_new_allocate(NULL, cudagray::batch_bytes(format, n_slots), NULL);
   GstCudaGrayBatchMeta *meta = gst_buffer_add_cuda_gray_batch_meta(batch, n_slots);
   std::vector<cudagray::BatchSlot> slots(n_slots);

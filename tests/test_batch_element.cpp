@@ -463,6 +463,40 @@ TEST(BatchElement, FlushingSeekRestartsTheBatchesAtItsPosition) {
   }
 }
 
+// Live sources: the batcher adds one tick to the latency upstream reports
+// (a frame may come up to a tick after its tick began), and batches come
+// with both slots present.
+TEST(BatchElement, LiveSourcesAddOneTickOfLatency) {
+  const Pipeline p(
+      "videotestsrc name=s0 is-live=true ! video/x-raw,framerate=25/1 ! cudagraybatch name=b "
+      "width=16 height=16 backend=cpu ! appsink name=out  "
+      "videotestsrc is-live=true pattern=ball ! video/x-raw,framerate=25/1 ! b.");
+  ASSERT_NE(p.play(), GST_STATE_CHANGE_FAILURE);
+  GstSample *sample = p.pull("out", kWait);
+  ASSERT_NE(sample, nullptr);
+  const GstCudaGrayBatchMeta *meta =
+      gst_buffer_get_cuda_gray_batch_meta(gst_sample_get_buffer(sample));
+  ASSERT_NE(meta, nullptr);
+  EXPECT_TRUE(meta->slots[0].present && meta->slots[1].present);
+  gst_sample_unref(sample);
+
+  GstQuery *upstream = gst_query_new_latency(), *batcher = gst_query_new_latency();
+  GstPad *src_pad = gst_element_get_static_pad(p.by_name("s0"), "src");
+  GstPad *out_pad = gst_element_get_static_pad(p.by_name("b"), "src");
+  ASSERT_TRUE(gst_pad_query(src_pad, upstream));
+  ASSERT_TRUE(gst_pad_query(out_pad, batcher));
+  gboolean live = FALSE;
+  GstClockTime upstream_min = 0, min = 0;
+  gst_query_parse_latency(upstream, nullptr, &upstream_min, nullptr);
+  gst_query_parse_latency(batcher, &live, &min, nullptr);
+  EXPECT_TRUE(live);
+  EXPECT_EQ(min, upstream_min + kTick);
+  gst_query_unref(upstream);
+  gst_query_unref(batcher);
+  gst_object_unref(src_pad);
+  gst_object_unref(out_pad);
+}
+
 // Settings a batch cannot have fail the start, saying why.
 TEST(BatchElement, InvalidSettingsFailTheStartSayingWhy) {
   const struct {
