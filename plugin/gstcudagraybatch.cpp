@@ -463,6 +463,57 @@ static gboolean fill_slot(GstCudaGrayBatch *self, GstCudaGrayBatchPad *pad, GstB
   return TRUE;
 }
 
+/* The batch of the frames the pads hold (each taken), a slot a pad in
+ * order and absent slots after them; NULL after posting the error when it
+ * cannot be made. */
+static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGrayBatchPad *> &pads,
+                             guint n_slots) {
+  GST_OBJECT_LOCK(self);
+  const cudagray::BatchFormat format = batch_format(self);
+  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
+  const gboolean add_borders = self->props.add_borders;
+  const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
+  GST_OBJECT_UNLOCK(self);
+
+  GstBuffer *batch = gst_buffer_new_allocate(NULL, cudagray::batch_bytes(format, n_slots), NULL);
+  GstCudaGrayBatchMeta *meta = gst_buffer_add_cuda_gray_batch_meta(batch, n_slots);
+  std::vector<cudagray::BatchSlot> slots(n_slots);
+  std::vector<std::unique_ptr<GstCudaGrayFrame>> frames;
+  std::vector<GstBuffer *> taken;
+  bool ok = true;
+  for (guint i = 0; i < n_slots && i < pads.size() && ok; i++) {
+    GstCudaGrayBatchPad *pad = pads[i];
+    meta->slots[i].pad_index = pad_index(GST_PAD(pad));
+    GstVideoInfo info;
+    const GstCudaGrayFormat *in_format;
+    GstBuffer *buffer = take_held(pad, &info, &in_format);
+    if (!buffer) continue;
+    taken.push_back(buffer);
+    frames.push_back(std::make_unique<GstCudaGrayFrame>());
+    ok = fill_slot(self, pad, buffer, &info, in_format, format, method, add_borders,
+                   frames.back().get(), &slots[i], &meta->slots[i]);
+  }
+  std::string why;
+  if (ok && !cudagray::valid_batch(format, slots.data(), (int)n_slots, &why)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot make the batch: %s", why.c_str()),
+                      ("slot i is the i-th sink pad by number"));
+    ok = false;
+  }
+  GstMapInfo map;
+  if (ok && !gst_buffer_map(batch, &map, GST_MAP_WRITE)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write into a new batch buffer"), (NULL));
+    ok = false;
+  }
+  if (ok) {
+    cudagray::convert_batch_cpu(format, slots.data(), (int)n_slots, map.data, weights);
+    gst_buffer_unmap(batch, &map);
+  }
+  frames.clear(); /* unmaps the inputs before they go */
+  for (GstBuffer *buffer : taken) gst_buffer_unref(buffer);
+  if (!ok) gst_clear_buffer(&batch);
+  return batch;
+}
+
 /* One tick: a buffer from each pad that has one before its end, converted
  * into one batch. The stream ends when every pad has ended. */
 static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean timeout) {
@@ -499,10 +550,6 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
   GstSegment *segment = &GST_AGGREGATOR_PAD(GST_AGGREGATOR_SRC_PAD(agg))->segment;
   GST_OBJECT_LOCK(self);
   const GstSegment output_segment = *segment;
-  const cudagray::BatchFormat format = batch_format(self);
-  const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
-  const gboolean add_borders = self->props.add_borders;
-  const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
   GST_OBJECT_UNLOCK(self);
   if (!GST_CLOCK_TIME_IS_VALID(self->tick_base)) {
     self->tick_base = first_tick(pads, &output_segment);
@@ -527,49 +574,15 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
   }
 
   gst_aggregator_selected_samples(agg, start, GST_CLOCK_TIME_NONE, end - start, NULL);
-  GstBuffer *batch = gst_buffer_new_allocate(NULL, cudagray::batch_bytes(format, n_slots), NULL);
-  GstCudaGrayBatchMeta *meta = gst_buffer_add_cuda_gray_batch_meta(batch, n_slots);
-  std::vector<cudagray::BatchSlot> slots(n_slots);
-  std::vector<std::unique_ptr<GstCudaGrayFrame>> frames;
-  std::vector<GstBuffer *> taken;
-  gboolean ok = TRUE;
-  for (guint i = 0; i < n_slots && i < pads.size() && ok; i++) {
-    GstCudaGrayBatchPad *pad = pads[i];
-    meta->slots[i].pad_index = pad_index(GST_PAD(pad));
-    GstVideoInfo info;
-    const GstCudaGrayFormat *in_format;
-    GstBuffer *buffer = take_held(pad, &info, &in_format);
-    if (!buffer) continue;
-    taken.push_back(buffer);
-    frames.push_back(std::make_unique<GstCudaGrayFrame>());
-    ok = fill_slot(self, pad, buffer, &info, in_format, format, method, add_borders,
-                   frames.back().get(), &slots[i], &meta->slots[i]);
-  }
-  std::string why;
-  if (ok && !cudagray::valid_batch(format, slots.data(), (int)n_slots, &why)) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Cannot make the batch: %s", why.c_str()),
-                      ("slot i is the i-th sink pad by number"));
-    ok = FALSE;
-  }
-  GstMapInfo map;
-  if (ok && gst_buffer_map(batch, &map, GST_MAP_WRITE)) {
-    cudagray::convert_batch_cpu(format, slots.data(), (int)n_slots, map.data, weights);
-    gst_buffer_unmap(batch, &map);
-  }
-  frames.clear(); /* unmaps the inputs before they go */
-  for (GstBuffer *buffer : taken) gst_buffer_unref(buffer);
+  GstBuffer *batch = make_batch(self, pads, n_slots);
   unref_pads(pads);
-  if (!ok) {
-    gst_buffer_unref(batch);
-    return GST_FLOW_ERROR;
-  }
-
+  if (!batch) return GST_FLOW_ERROR;
   GST_BUFFER_PTS(batch) = start;
   GST_BUFFER_DURATION(batch) = end - start;
   GST_OBJECT_LOCK(self);
   segment->position = end;
-  self->ticks++;
   GST_OBJECT_UNLOCK(self);
+  self->ticks++;
   GST_LOG_OBJECT(self, "batch of %u slots at %" GST_TIME_FORMAT, n_slots, GST_TIME_ARGS(start));
   return gst_aggregator_finish_buffer(agg, batch);
 }
