@@ -36,10 +36,14 @@ struct Source {
   std::vector<gsize> offsets;
   std::vector<gint> strides;
   GrayImage gray16{1, 1, 0, 16};
+  // The part of the frame the caps describe: all of it, or the rectangle of
+  // a crop meta on each buffer (as videocrop attaches).
+  Rect crop{0, 0, 0, 0};
+  bool crop_meta = false;
 
   std::string caps() const {
-    return "video/x-raw,format=" + format + ",width=" + std::to_string(width) +
-           ",height=" + std::to_string(height) + ",framerate=25/1";
+    return "video/x-raw,format=" + format + ",width=" + std::to_string(crop.width) +
+           ",height=" + std::to_string(crop.height) + ",framerate=25/1";
   }
   // A buffer of the frame at pts, one tick long.
   GstBuffer *buffer(GstClockTime pts) const {
@@ -50,6 +54,10 @@ struct Source {
     gst_buffer_add_video_meta_full(buf, GST_VIDEO_FRAME_FLAG_NONE,
                                    gst_video_format_from_string(format.c_str()), width, height,
                                    offsets.size(), offset, stride);
+    if (crop_meta) {
+      GstVideoCropMeta *c = gst_buffer_add_video_crop_meta(buf);
+      c->x = crop.x, c->y = crop.y, c->width = crop.width, c->height = crop.height;
+    }
     GST_BUFFER_PTS(buf) = pts;
     GST_BUFFER_DURATION(buf) = kTick;
     return buf;
@@ -61,6 +69,7 @@ Source rgb_source(PixelLayout layout, int width, int height) {
   const TestFrame f = random_frame(layout, width, height, Rows::Padded);
   Source s{layout_info(layout).name, width, height, f.bytes, {f.offset[0]}, {int(f.stride[0])}};
   s.gray16 = cpu_reference(f, kBT601, 16);
+  s.crop = {0, 0, width, height};
   return s;
 }
 
@@ -77,6 +86,7 @@ Source nv12_source(int width, int height) {
   s.bytes.resize(s.offsets[1]);
   s.bytes.insert(s.bytes.end(), uv.begin(), uv.end());
   s.gray16 = cpu_reference(luma, kBT601, 16, true);
+  s.crop = {0, 0, width, height};
   return s;
 }
 
@@ -100,6 +110,7 @@ Source source_of(GstSample *sample) {
   f.stride[0] = s.strides[0];
   s.gray16 = cpu_reference(f, kBT601, 16,
                            info.colorimetry.range != GST_VIDEO_COLOR_RANGE_0_255 && planes == 2);
+  s.crop = {0, 0, s.width, s.height};
   return s;
 }
 
@@ -196,10 +207,10 @@ void expect_batch(GstSample *sample, const Settings &s, const std::vector<Slot> 
     c.out_depth = s.element_bytes() == 1 ? 8 : 16;
     if (src) {
       EXPECT_EQ(info.pts, slots[n].pts) << "slot " << n;
-      c.crop = {0, 0, src->width, src->height};
-      c.dest = letterbox(src->width, src->height, s.width, s.height);
-      EXPECT_DOUBLE_EQ(info.scale_x, double(src->width) / c.dest.width) << "slot " << n;
-      EXPECT_DOUBLE_EQ(info.scale_y, double(src->height) / c.dest.height) << "slot " << n;
+      c.crop = src->crop;
+      c.dest = letterbox(c.crop.width, c.crop.height, s.width, s.height);
+      EXPECT_DOUBLE_EQ(info.scale_x, double(c.crop.width) / c.dest.width) << "slot " << n;
+      EXPECT_DOUBLE_EQ(info.scale_y, double(c.crop.height) / c.dest.height) << "slot " << n;
       EXPECT_DOUBLE_EQ(info.offset_x, -c.dest.x * info.scale_x) << "slot " << n;
       EXPECT_DOUBLE_EQ(info.offset_y, -c.dest.y * info.scale_y) << "slot " << n;
     }
@@ -343,6 +354,23 @@ INSTANTIATE_TEST_SUITE_P(, BatchDTypes,
                                            Settings{"float16", 37, 23, 0.5f, 0.0625f},
                                            Settings{"uint8", 37, 23, 0, 1}),
                          [](const auto &info) { return std::string(info.param.dtype); });
+
+// A crop meta (videocrop's way) picks the part of each frame the caps
+// describe, on one pad; the other pad's frames are whole.
+TEST(BatchElement, CropMetasPickThePartOfTheFrame) {
+  const Settings s{"float32", 30, 30, 0.5f, 0.25f};
+  Source cropped = rgb_source(PixelLayout::BGRx, 97, 61);
+  cropped.crop = {13, 7, 41, 29};
+  cropped.crop_meta = true;
+  const Source whole = nv12_source(29, 41);
+  const Rig rig(s, {cropped.caps(), whole.caps()});
+  rig.push(0, cropped, 0);
+  rig.push(1, whole, 0);
+  rig.end(0);
+  rig.end(1);
+  expect_and_unref(rig.pull(), s, {{&cropped, 0, 0}, {&whole, 0, 1}}, 0);
+  EXPECT_TRUE(rig.ended());
+}
 
 // A pad with no frame before a tick's end leaves its slot absent (black:
 // -mean / std) in that batch, and its next frame goes in the next.
