@@ -89,9 +89,30 @@ int array_get_buffer(PyObject *self, const ArrayLayout &array, Py_buffer *view, 
 bool frame_type_init(PyObject *module);
 PyObject *frame_new(GstSample *sample, FrameCaps *layout);
 
-/* The Reader type and cudagray.open(source, **options). */
+/* The shape and type of the batches of one caps (application/x-cudagray-batch),
+ * read once per caps. */
+struct BatchCaps {
+  GstCaps *caps = nullptr; /* a reference, or NULL */
+  int slots = 0, width = 0, height = 0;
+  Py_ssize_t itemsize = 0;
+  uint8_t dtype_code = 0;
+  const char *dtype = "";
+  ~BatchCaps() { gst_clear_caps(&caps); }
+  /* Reads caps unless they are the ones read last; false with a Python
+   * exception set when they are no batch caps. */
+  bool update(GstCaps *caps);
+};
+
+/* The Batch type (batch.cpp); batch_new takes sample's reference and gives a
+ * new Batch or NULL with a Python exception set. */
+bool batch_type_init(PyObject *module);
+PyObject *batch_new(GstSample *sample, BatchCaps *layout);
+
+/* The Reader type, cudagray.open(source, **options) and
+ * cudagray.open_batch(sources, **options). */
 bool reader_type_init(PyObject *module);
 PyObject *reader_open(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *reader_open_batch(PyObject *module, PyObject *args, PyObject *kwargs);
 
 /* CUDA frames (cuda_frames.cpp with gstreamer-cuda-1.0 and the CUDA runtime,
  * cuda_frames_unavailable.cpp without). */
