@@ -11,6 +11,9 @@ binary16 for float16. Letterboxed slots are checked on solid colours, whose
 gray is known. tests/meson.build runs this with Debian's python3 and
 PYTHONPATH at build/python.
 """
+import os
+import subprocess
+import sys
 import unittest
 
 import numpy as np
@@ -213,6 +216,23 @@ class _Copied:
 
     def __dlpack_device__(self):
         return self.batch.__dlpack_device__()
+
+
+class Example(unittest.TestCase):
+    def test_torch_batch_runs_or_skips_saying_why(self):
+        example = os.path.join(os.environ.get("CUDAGRAY_SOURCE_DIR", os.path.dirname(__file__) + "/.."),
+                               "examples", "torch_batch.py")
+        run = subprocess.run([sys.executable, example, "--size", "64x48", "--batches", "3"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.assertRegex(run.stdout, r"skipped: .* cannot import PyTorch")
+            return
+        self.assertIn("batch 1: (4, 1, 48, 64) torch.float32 at 0 ns", run.stdout)
+        self.assertRegex(run.stdout, r"source 3: strongest edge at slot \(\d+\.5, \d+\.5\), source")
+        self.assertRegex(run.stdout, r"\n3 batches of 4 slots, 64x48, through the model on (cpu|cuda)\n$")
 
 
 class Errors(unittest.TestCase):
