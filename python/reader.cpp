@@ -310,7 +310,7 @@ PyMethodDef reader_methods[] = {
 PyGetSetDef reader_getset[] = {
     {"closed", get_closed, NULL, "True once the pipeline is stopped", NULL},
     {"description", get_description, NULL,
-     "the pipeline open() made, as gst-launch-1.0 would take it", NULL},
+     "the pipeline open() or open_batch() made, as gst-launch-1.0 would take it", NULL},
     {"pipeline_description", get_pipeline_description, NULL,
      "the elements linked now, from the sources to the appsink, as gst-launch-1.0 would take "
      "them: for a file, URI or device, the decoding chosen (complete once the first frame "

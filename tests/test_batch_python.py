@@ -131,6 +131,22 @@ class Slots(unittest.TestCase):
                 self.assertEqual(tuple(second), (1, False, None, 0.0, 0.0, 0.0, 0.0))
                 self.assertTrue(np.all(array[1] == black), array[1])
 
+    def test_live_sources_on_the_clock(self):
+        live = [source("white", 3, 32, 24) + ",framerate=30/1", source("black", 3, 16, 12, "I420")]
+        live = [text.replace("videotestsrc ", "videotestsrc is-live=true ") for text in live]
+        with cudagray.open_batch(live, width=8, height=6, dtype="uint8", backend="cpu", live=True,
+                                 memory="auto") as reader:
+            self.assertIn("! appsink sync=true videotestsrc is-live=true", reader.description)
+            batches = list(reader)
+        self.assertGreaterEqual(len(batches), 3)
+        present = [[slot.present for slot in batch.slots] for batch in batches]
+        self.assertEqual(sum(p[0] for p in present), 3, present)
+        self.assertEqual(sum(p[1] for p in present), 3, present)
+        for batch in batches:
+            array = np.asarray(batch)
+            self.assertTrue(np.all(array[0] == (255 if batch.slots[0].present else 0)))
+            self.assertTrue(np.all(array[1] == 0))
+
     def test_batch_size_past_the_sources(self):
         batch, = read([source("white", 1, 32, 24)], width=8, height=6, dtype="uint8", batch_size=3)
         self.assertEqual(batch.shape, (3, 1, 6, 8))
