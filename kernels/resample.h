@@ -84,7 +84,8 @@ CUDAGRAY_HOST_DEVICE uint32_t round_quotient(uint64_t sum, uint64_t d) {
 struct QuotientRounder {
   uint64_t d;
   double inverse;
-  explicit QuotientRounder(uint64_t divisor) : d(divisor), inverse(1.0 / divisor) {}
+  CUDAGRAY_HOST_DEVICE explicit QuotientRounder(uint64_t divisor)
+      : d(divisor), inverse(1.0 / static_cast<double>(divisor)) {}
   CUDAGRAY_HOST_DEVICE uint32_t operator()(uint64_t sum) const {
     const uint64_t n = sum + d / 2;
     auto q = static_cast<uint64_t>(static_cast<double>(n) * inverse);

@@ -394,7 +394,7 @@ static void gst_cuda_gray_class_init(GstCudaGrayClass *klass) {
   gobject_class->dispose = gst_cuda_gray_dispose;
   gobject_class->finalize = gst_cuda_gray_finalize;
 
-  gst_cuda_gray_properties_install(gobject_class);
+  gst_cuda_gray_properties_install(gobject_class, GST_CUDA_GRAY_PROPERTIES_ALL);
 
   std::string cuda_off;
   GstCaps *sink_caps = gst_cuda_gray_sink_template_caps(&cuda_off);

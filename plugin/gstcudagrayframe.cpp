@@ -133,7 +133,14 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
                                            const cudagray::Conversion &conversion,
                                            GstBuffer *outbuf, gboolean cuda_output,
                                            std::string *why) {
-  const cudagray::PixelLayout layout = conversion.layout;
+  const GstCudaGrayMapResult in = map_input(context, inbuf, info, conversion.layout, why);
+  if (in != GST_CUDA_GRAY_MAP_OK) return in;
+  return map_output(context, outbuf, conversion, cuda_output, why);
+}
+
+GstCudaGrayMapResult GstCudaGrayFrame::map_input(GstCudaGrayContext *context, GstBuffer *inbuf,
+                                                 const GstVideoInfo *info,
+                                                 cudagray::PixelLayout layout, std::string *why) {
   GstMapFlags in_flags = GST_MAP_READ;
   std::string mismatch;
   const gboolean in_on_device =
@@ -171,8 +178,7 @@ GstCudaGrayMapResult GstCudaGrayFrame::map(GstCudaGrayContext *context, GstBuffe
   /* 1.24+: the producer may still be writing on its stream; the kernel
    * waits for it on the GPU, and inbuf stays mapped until the frame goes */
   if (in_on_device) input_.producer_stream = gst_cuda_gray_pending_writer_stream(inbuf);
-
-  return map_output(context, outbuf, conversion, cuda_output, why);
+  return GST_CUDA_GRAY_MAP_OK;
 }
 
 GstCudaGrayMapResult GstCudaGrayFrame::map_output(GstCudaGrayContext *context, GstBuffer *outbuf,

@@ -72,6 +72,10 @@ class GstCudaGrayFrame {
   GstCudaGrayMapResult map(GstCudaGrayContext *context, GstBuffer *inbuf, const GstVideoInfo *info,
                            const cudagray::Conversion &conversion, GstBuffer *outbuf,
                            gboolean cuda_output, std::string *why);
+  /* The input half of map, alone: cudagraybatch writes no gray frame. */
+  GstCudaGrayMapResult map_input(GstCudaGrayContext *context, GstBuffer *inbuf,
+                                 const GstVideoInfo *info, cudagray::PixelLayout layout,
+                                 std::string *why);
 
   /* What the kernels read and write: valid while mapped. */
   const cudagray::InputFrame &input() const { return input_; }

@@ -34,6 +34,7 @@ enum {
   PROP_METHOD,
   PROP_ADD_BORDERS,
 };
+G_STATIC_ASSERT(PROP_ADD_BORDERS == GST_CUDA_GRAY_PROPERTIES_LAST);
 
 #define GST_TYPE_CUDA_GRAY_BACKEND (gst_cuda_gray_backend_get_type())
 static GType gst_cuda_gray_backend_get_type(void) {
@@ -105,7 +106,8 @@ void gst_cuda_gray_properties_clear(GstCudaGrayProperties *props) {
   g_clear_pointer(&props->invalid_weights, g_free);
 }
 
-void gst_cuda_gray_properties_install(GObjectClass *klass) {
+void gst_cuda_gray_properties_install(GObjectClass *klass, GstCudaGrayPropertySet set) {
+  const gboolean all = set == GST_CUDA_GRAY_PROPERTIES_ALL;
   GST_DEBUG_CATEGORY_INIT(gst_cuda_gray_properties_debug, "cudagray", 0,
                           "CUDA grayscale converter");
   g_object_class_install_property(
@@ -116,13 +118,14 @@ void gst_cuda_gray_properties_install(GObjectClass *klass) {
           "exists and otherwise the CPU (posting a warning)",
           GST_TYPE_CUDA_GRAY_BACKEND, DEFAULT_BACKEND,
           (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      klass, PROP_CUDA_DEVICE_ID,
-      g_param_spec_int(
-          "cuda-device-id", "CUDA device ID",
-          "CUDA device to convert on (-1: the first usable device)", -1, G_MAXINT,
-          DEFAULT_CUDA_DEVICE_ID,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  if (all)
+    g_object_class_install_property(
+        klass, PROP_CUDA_DEVICE_ID,
+        g_param_spec_int(
+            "cuda-device-id", "CUDA device ID",
+            "CUDA device to convert on (-1: the first usable device)", -1, G_MAXINT,
+            DEFAULT_CUDA_DEVICE_ID,
+            (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       klass, PROP_MATRIX,
       g_param_spec_enum(
@@ -142,35 +145,37 @@ void gst_cuda_gray_properties_install(GObjectClass *klass) {
           "RGB input only, like matrix. Reads back the coefficients in use",
           DEFAULT_WEIGHTS,
           (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      klass, PROP_MAX_INFLIGHT,
-      g_param_spec_uint(
-          "max-inflight", "Max frames in flight",
-          "Frames converting on the GPU at once (1: each frame finishes "
-          "before the next starts; 0: automatic, the backend's choice (4 on "
-          "CUDA) for a non-live upstream and 1 for a live one). Each frame "
-          "held adds one frame of latency. Reverse playback converts one "
-          "frame at a time",
-          0, MAX_INFLIGHT_LIMIT, DEFAULT_MAX_INFLIGHT,
-          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      klass, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics",
-                         "Running figures since start: frames, timed-frames (the frames the "
-                         "times are over: every frame on the CPU, the first and every 16th "
-                         "after it on CUDA), gpu-time-mean-us / -min-us / "
-                         "-max-us (kernel time measured with CUDA events; conversion time on "
-                         "the CPU backend), upload-time-mean-us (frames that were uploaded), "
-                         "download-time-mean-us, "
-                         "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
-                         "staged-inputs / staged-outputs (frames whose memory was not pinned "
-                         "and went through a staging copy), device-inputs (frames read from "
-                         "CUDA memory where they were, no upload), device-outputs (frames "
-                         "written into CUDA memory and left there, no download), "
-                         "process-pinned-bytes (pinned host memory cudagray holds in this "
-                         "process, every element together)",
-                         GST_TYPE_STRUCTURE,
-                         (GParamFlags)(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  if (all)
+    g_object_class_install_property(
+        klass, PROP_MAX_INFLIGHT,
+        g_param_spec_uint(
+            "max-inflight", "Max frames in flight",
+            "Frames converting on the GPU at once (1: each frame finishes "
+            "before the next starts; 0: automatic, the backend's choice (4 on "
+            "CUDA) for a non-live upstream and 1 for a live one). Each frame "
+            "held adds one frame of latency. Reverse playback converts one "
+            "frame at a time",
+            0, MAX_INFLIGHT_LIMIT, DEFAULT_MAX_INFLIGHT,
+            (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  if (all)
+    g_object_class_install_property(
+        klass, PROP_STATS,
+        g_param_spec_boxed("stats", "Statistics",
+                           "Running figures since start: frames, timed-frames (the frames the "
+                           "times are over: every frame on the CPU, the first and every 16th "
+                           "after it on CUDA), gpu-time-mean-us / -min-us / "
+                           "-max-us (kernel time measured with CUDA events; conversion time on "
+                           "the CPU backend), upload-time-mean-us (frames that were uploaded), "
+                           "download-time-mean-us, "
+                           "in-flight, cuda-device-id (the GPU in use, -1 on the CPU), "
+                           "staged-inputs / staged-outputs (frames whose memory was not pinned "
+                           "and went through a staging copy), device-inputs (frames read from "
+                           "CUDA memory where they were, no upload), device-outputs (frames "
+                           "written into CUDA memory and left there, no download), "
+                           "process-pinned-bytes (pinned host memory cudagray holds in this "
+                           "process, every element together)",
+                           GST_TYPE_STRUCTURE,
+                           (GParamFlags)(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       klass, PROP_METHOD,
       g_param_spec_enum(

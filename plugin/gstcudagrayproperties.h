@@ -52,9 +52,21 @@ struct GstCudaGrayProperties {
 void gst_cuda_gray_properties_init(GstCudaGrayProperties *props);
 void gst_cuda_gray_properties_clear(GstCudaGrayProperties *props);
 
-/* Installs the properties on the element's class and marks their enums as
- * plugin API. */
-void gst_cuda_gray_properties_install(GObjectClass *klass);
+/* Which properties an element has: cudagray all of them; cudagraybatch
+ * those that say how a frame becomes gray (backend, matrix, weights, method,
+ * add-borders), one definition for both. */
+typedef enum {
+  GST_CUDA_GRAY_PROPERTIES_ALL,
+  GST_CUDA_GRAY_PROPERTIES_CONVERSION,
+} GstCudaGrayPropertySet;
+
+/* The property ids these use are 1 to GST_CUDA_GRAY_PROPERTIES_LAST: an
+ * element's own properties take the ids after it. */
+#define GST_CUDA_GRAY_PROPERTIES_LAST 8
+
+/* Installs the properties of set on the element's class and marks their
+ * enums as plugin API. */
+void gst_cuda_gray_properties_install(GObjectClass *klass, GstCudaGrayPropertySet set);
 
 /* The element's set_property and get_property, over props. */
 void gst_cuda_gray_properties_set(GstElement *element, GstCudaGrayProperties *props, guint prop_id,

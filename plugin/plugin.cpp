@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Registers the cudagray element. */
+/* Registers the cudagray and cudagraybatch elements. */
 #include "gstcudagray.h"
+#include "gstcudagraybatch.h"
 
-static gboolean plugin_init(GstPlugin *plugin) { return GST_ELEMENT_REGISTER(cudagray, plugin); }
+static gboolean plugin_init(GstPlugin *plugin) {
+  return GST_ELEMENT_REGISTER(cudagray, plugin) && GST_ELEMENT_REGISTER(cudagraybatch, plugin);
+}
 
 #ifdef CUDAGRAY_FAULT_INJECTION
 #include "cudagray/fault_injection.h"

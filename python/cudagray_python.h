@@ -44,15 +44,75 @@ struct FrameCaps {
   bool update(GstCaps *caps);
 };
 
+/* What a Frame and a Batch share (array.cpp): a read-only array of a mapped
+ * buffer, described once for DLPack, the buffer protocol and the array
+ * interfaces, each export holding a reference to its Python object. */
+struct ArrayLayout {
+  void *data = nullptr;
+  int ndim = 0;
+  Py_ssize_t shape[4] = {};
+  Py_ssize_t strides[4] = {}; /* in bytes, each a multiple of itemsize */
+  Py_ssize_t itemsize = 0;
+  uint8_t dtype_code = 0;         /* DLDataTypeCode: kDLUInt or kDLFloat */
+  const char *typestr = "";       /* the array interfaces': "|u1", "<u2", "<f2", "<f4" */
+  const char *buffer_format = ""; /* the buffer protocol's: "B", "<H", "<e", "<f" */
+};
+
+/* What a DLPack export of an array in CUDA memory needs of its object (a
+ * Frame's): ordering the consumer's stream after the producer, and a copy
+ * of its rows to system memory. Each false with a Python exception set. */
+struct CudaExport {
+  int device;
+  bool (*order_consumer)(PyObject *self, PyObject *stream);
+  bool (*copy_to_host)(PyObject *self, void *destination, size_t row_bytes);
+};
+
+PyObject *clock_time_or_none(GstClockTime time);
+/* __array_interface__ (stream NULL) or, with a stream, version 3 of the
+ * CUDA array interface: a read-only dictionary of array. */
+PyObject *array_interface(const ArrayLayout &array, PyObject *stream);
+/* __dlpack_device__: (kDLCUDA, device) with cuda, else (kDLCPU, 0). */
+PyObject *array_dlpack_device(const CudaExport *cuda);
+/* __dlpack__(*, stream, max_version, dl_device, copy) of self, whose array
+ * is array; cuda NULL for an array in system memory. */
+PyObject *array_dlpack(PyObject *self, const ArrayLayout &array, const CudaExport *cuda,
+                       PyObject *args, PyObject *kwargs);
+/* DLPack's stream argument (array_dlpack's rules): the consumer's stream in
+ * *consumer, or *unordered for -1; false with an exception set. */
+bool consumer_stream(bool on_cuda, PyObject *stream, void **consumer, bool *unordered);
+/* The buffer protocol over array in system memory: read-only, strided. */
+int array_get_buffer(PyObject *self, const ArrayLayout &array, Py_buffer *view, int flags);
+
 /* The Frame type, made at module init; frame_new takes sample's reference
  * and gives a new Frame (laid out as its caps, read into layout) or NULL
  * with a Python exception set. */
 bool frame_type_init(PyObject *module);
 PyObject *frame_new(GstSample *sample, FrameCaps *layout);
 
-/* The Reader type and cudagray.open(source, **options). */
+/* The shape and type of the batches of one caps (application/x-cudagray-batch),
+ * read once per caps. */
+struct BatchCaps {
+  GstCaps *caps = nullptr; /* a reference, or NULL */
+  int slots = 0, width = 0, height = 0;
+  Py_ssize_t itemsize = 0;
+  uint8_t dtype_code = 0;
+  const char *dtype = "";
+  ~BatchCaps() { gst_clear_caps(&caps); }
+  /* Reads caps unless they are the ones read last; false with a Python
+   * exception set when they are no batch caps. */
+  bool update(GstCaps *caps);
+};
+
+/* The Batch type (batch.cpp); batch_new takes sample's reference and gives a
+ * new Batch or NULL with a Python exception set. */
+bool batch_type_init(PyObject *module);
+PyObject *batch_new(GstSample *sample, BatchCaps *layout);
+
+/* The Reader type, cudagray.open(source, **options) and
+ * cudagray.open_batch(sources, **options). */
 bool reader_type_init(PyObject *module);
 PyObject *reader_open(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *reader_open_batch(PyObject *module, PyObject *args, PyObject *kwargs);
 
 /* CUDA frames (cuda_frames.cpp with gstreamer-cuda-1.0 and the CUDA runtime,
  * cuda_frames_unavailable.cpp without). */

@@ -26,21 +26,11 @@ struct Frame {
    * default stream and the consumers' streams */
   bool consumed_on_gpu;
   ConsumerStreams *consumers; /* or NULL */
-  Py_ssize_t itemsize;
-  Py_ssize_t shape[2];   /* height, width */
-  Py_ssize_t strides[2]; /* in bytes: the row stride from the video meta */
+  /* (height, width), the row stride from the video meta */
+  ArrayLayout array;
 };
 
 Frame *as_frame(PyObject *self) { return reinterpret_cast<Frame *>(self); }
-
-void *frame_data(Frame *frame) { return GST_VIDEO_FRAME_PLANE_DATA(&frame->video, 0); }
-
-const char *typestr(Frame *frame) { return frame->itemsize == 1 ? "|u1" : "<u2"; }
-
-PyObject *clock_time_or_none(GstClockTime time) {
-  if (!GST_CLOCK_TIME_IS_VALID(time)) Py_RETURN_NONE;
-  return PyLong_FromUnsignedLongLong(time);
-}
 
 void frame_dealloc(PyObject *self) {
   Frame *frame = as_frame(self);
@@ -60,23 +50,25 @@ PyObject *frame_repr(PyObject *self) {
   PyObject *pts = clock_time_or_none(GST_BUFFER_PTS(frame->video.buffer));
   if (!pts) return NULL;
   PyObject *repr = PyUnicode_FromFormat(
-      "<cudagray.Frame %zdx%zd %s on %s, pts %S>", frame->shape[1], frame->shape[0],
+      "<cudagray.Frame %zdx%zd %s on %s, pts %S>", frame->array.shape[1], frame->array.shape[0],
       gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(&frame->video)),
       frame->on_cuda ? "cuda" : "cpu", pts);
   Py_DECREF(pts);
   return repr;
 }
 
-PyObject *shape_tuple(const Py_ssize_t values[2]) {
-  return Py_BuildValue("(nn)", values[0], values[1]);
+PyObject *get_shape(PyObject *self, void *) {
+  const ArrayLayout &array = as_frame(self)->array;
+  return Py_BuildValue("(nn)", array.shape[0], array.shape[1]);
 }
 
-PyObject *get_shape(PyObject *self, void *) { return shape_tuple(as_frame(self)->shape); }
-
-PyObject *get_strides(PyObject *self, void *) { return shape_tuple(as_frame(self)->strides); }
+PyObject *get_strides(PyObject *self, void *) {
+  const ArrayLayout &array = as_frame(self)->array;
+  return Py_BuildValue("(nn)", array.strides[0], array.strides[1]);
+}
 
 PyObject *get_dtype(PyObject *self, void *) {
-  return PyUnicode_FromString(as_frame(self)->itemsize == 1 ? "uint8" : "uint16");
+  return PyUnicode_FromString(as_frame(self)->array.itemsize == 1 ? "uint8" : "uint16");
 }
 
 PyObject *get_pts(PyObject *self, void *) {
@@ -94,16 +86,9 @@ PyObject *get_device(PyObject *self, void *) {
 }
 
 /* __array_interface__ and __cuda_array_interface__ (version 3) share one
- * dictionary, read-only like the buffer protocol; each is an AttributeError
- * on a frame in the other memory, so that consumers probing with hasattr
- * take the interface that applies. */
-PyObject *array_interface(Frame *frame, PyObject *stream) {
-  return Py_BuildValue(
-      "{s:N,s:s,s:(KO),s:N,s:i,s:O}", "shape", shape_tuple(frame->shape), "typestr", typestr(frame),
-      "data", (unsigned long long)(uintptr_t)frame_data(frame), Py_True, "strides",
-      shape_tuple(frame->strides), "version", 3, "stream", stream ? stream : Py_None);
-}
-
+ * dictionary (array_interface), read-only like the buffer protocol; each is
+ * an AttributeError on a frame in the other memory, so that consumers
+ * probing with hasattr take the interface that applies. */
 PyObject *get_array_interface(PyObject *self, void *) {
   Frame *frame = as_frame(self);
   if (frame->on_cuda) {
@@ -112,9 +97,7 @@ PyObject *get_array_interface(PyObject *self, void *) {
                     "__cuda_array_interface__");
     return NULL;
   }
-  PyObject *interface = array_interface(frame, NULL);
-  if (interface && PyDict_DelItemString(interface, "stream") < 0) Py_CLEAR(interface);
-  return interface;
+  return array_interface(frame->array, NULL);
 }
 
 PyObject *get_cuda_array_interface(PyObject *self, void *) {
@@ -134,93 +117,17 @@ PyObject *get_cuda_array_interface(PyObject *self, void *) {
   PyObject *stream = frame->cuda.pending_stream ? PyLong_FromVoidPtr(frame->cuda.pending_stream)
                                                 : Py_NewRef(Py_None);
   if (!stream) return NULL;
-  PyObject *interface = array_interface(frame, stream);
+  PyObject *interface = array_interface(frame->array, stream);
   Py_DECREF(stream);
   return interface;
 }
 
+/* The CUDA side of the frame's DLPack exports; NULL in system memory. */
+const CudaExport *cuda_export(Frame *frame, CudaExport *storage);
+
 PyObject *dlpack_device(PyObject *self, PyObject *) {
-  Frame *frame = as_frame(self);
-  return frame->on_cuda ? Py_BuildValue("(ii)", (int)kDLCUDA, frame->cuda.device)
-                        : Py_BuildValue("(ii)", (int)kDLCPU, 0);
-}
-
-/* One DLPack export: the tensor (versioned or not), its shape and strides,
- * and what keeps its memory: the frame, until the consumer calls the
- * deleter, or a copy of the export's own. */
-struct Export {
-  DLManagedTensor unversioned;
-  DLManagedTensorVersioned versioned;
-  int64_t shape[2];
-  int64_t strides[2]; /* in elements */
-  PyObject *frame;    /* NULL for a copy */
-  void *copy;         /* the copied rows, or NULL */
-};
-
-void export_free(Export *exported) {
-  /* a consumer may free its tensor on any thread, or after Python is gone */
-  if (exported->frame && Py_IsInitialized()) {
-    PyGILState_STATE gil = PyGILState_Ensure();
-    Py_DECREF(exported->frame);
-    PyGILState_Release(gil);
-  }
-  g_free(exported->copy);
-  delete exported;
-}
-
-void unversioned_delete(DLManagedTensor *managed) {
-  export_free(static_cast<Export *>(managed->manager_ctx));
-}
-
-void versioned_delete(DLManagedTensorVersioned *managed) {
-  export_free(static_cast<Export *>(managed->manager_ctx));
-}
-
-/* a capsule no consumer took ("used_dltensor" once taken) */
-void unversioned_capsule_destructor(PyObject *capsule) {
-  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
-  auto *managed = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule, "dltensor"));
-  managed->deleter(managed);
-}
-
-void versioned_capsule_destructor(PyObject *capsule) {
-  if (!PyCapsule_IsValid(capsule, "dltensor_versioned")) return;
-  auto *managed =
-      static_cast<DLManagedTensorVersioned *>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
-  managed->deleter(managed);
-}
-
-/* DLPack's stream argument, as the Python array API specifies it: on a CUDA
- * device, None or 1 is the legacy default stream, 2 the calling thread's
- * per-thread default stream, -1 asks for no synchronization, a larger value
- * is the consumer's stream, and 0 (ambiguous) is refused; on the CPU only
- * None. Puts the stream in *consumer, or sets *unordered for -1; false with
- * an exception set. */
-bool consumer_stream(bool on_cuda, PyObject *stream, void **consumer, bool *unordered) {
-  long long value = legacy_default_stream;
-  if (stream != Py_None) {
-    if (!PyLong_Check(stream)) {
-      PyErr_SetString(PyExc_TypeError, "stream must be an int or None");
-      return false;
-    }
-    value = PyLong_AsLongLong(stream);
-    if (value == -1 && PyErr_Occurred()) return false;
-  }
-  if (!on_cuda && stream != Py_None) {
-    PyErr_Format(PyExc_ValueError, "stream=%lld: a frame in system memory has no stream, pass None",
-                 value);
-    return false;
-  }
-  if (value == 0 || value < -1) {
-    PyErr_Format(PyExc_ValueError,
-                 "stream=%lld: DLPack takes None or 1 (legacy default stream), 2 (per-thread "
-                 "default stream), -1 (no synchronization) or a CUDA stream",
-                 value);
-    return false;
-  }
-  *unordered = value == -1;
-  *consumer = reinterpret_cast<void *>((intptr_t)value);
-  return true;
+  CudaExport storage;
+  return array_dlpack_device(cuda_export(as_frame(self), &storage));
 }
 
 /* Orders the consumer after cudagray's work on the frame, as the DLPack
@@ -228,7 +135,8 @@ bool consumer_stream(bool on_cuda, PyObject *stream, void **consumer, bool *unor
  * over), and keeps the consumer's stream for the frame's release, with the
  * stream's owner when it is the current stream of PyTorch or CuPy (theirs
  * pass it). */
-bool order_consumer(Frame *frame, PyObject *stream) {
+bool order_consumer(PyObject *self, PyObject *stream) {
+  Frame *frame = as_frame(self);
   void *consumer = nullptr;
   bool unordered = false;
   if (!consumer_stream(frame->on_cuda, stream, &consumer, &unordered)) return false;
@@ -259,141 +167,33 @@ bool order_consumer(Frame *frame, PyObject *stream) {
   return true;
 }
 
-/* max_version: the versioned tensor when the consumer takes DLPack 1.x, in
- * *version the newest both know; 0 for the unversioned one, -1 with an
- * exception set. */
-int versioned_export(PyObject *max_version, DLPackVersion *version) {
-  if (max_version == Py_None) return 0;
-  long major = -1, minor = -1;
-  if (PyTuple_Check(max_version) && PyTuple_Size(max_version) == 2) {
-    major = PyLong_AsLong(PyTuple_GetItem(max_version, 0));
-    minor = PyLong_AsLong(PyTuple_GetItem(max_version, 1));
-  }
-  if (major < 0 || minor < 0) {
-    PyErr_Clear();
-    PyErr_SetString(PyExc_TypeError, "max_version must be a tuple (major, minor) of ints");
-    return -1;
-  }
-  if (major < 1) return 0;
-  version->major = DLPACK_MAJOR_VERSION;
-  version->minor = major > DLPACK_MAJOR_VERSION || minor > DLPACK_MINOR_VERSION
-                       ? DLPACK_MINOR_VERSION
-                       : (uint32_t)minor;
-  return 1;
-}
-
-/* dl_device: true in *to_host when the consumer asks a frame in CUDA memory
- * for system memory; false with an exception set for another device. */
-bool target_device(PyObject *self, PyObject *dl_device, bool *to_host) {
-  *to_host = false;
-  if (dl_device == Py_None) return true;
-  PyObject *own = dlpack_device(self, NULL);
-  PyObject *host = Py_BuildValue("(ii)", (int)kDLCPU, 0);
-  const int same = own && host ? PyObject_RichCompareBool(dl_device, own, Py_EQ) : -1;
-  const int cpu = same == 0 ? PyObject_RichCompareBool(dl_device, host, Py_EQ) : 0;
-  Py_XDECREF(own);
-  Py_XDECREF(host);
-  if (same < 0 || cpu < 0) return false;
-  if (!same && !cpu) {
-    PyErr_SetString(PyExc_BufferError,
-                    "dl_device: cudagray hands a frame over on its own device, or copied to "
-                    "system memory (1, 0)");
-    return false;
-  }
-  *to_host = cpu;
-  return true;
-}
-
-/* A copy of the frame's rows in system memory, without padding, into
- * exported; false with an exception set. */
-bool copy_rows(Frame *frame, Export *exported) {
-  const size_t row_bytes = frame->shape[1] * frame->itemsize;
-  exported->copy = g_malloc(row_bytes * frame->shape[0]);
-  exported->strides[0] = frame->shape[1];
-  const uint8_t *rows = static_cast<const uint8_t *>(frame_data(frame));
-  if (!frame->on_cuda) {
-    for (Py_ssize_t y = 0; y < frame->shape[0]; y++)
-      memcpy(static_cast<uint8_t *>(exported->copy) + y * row_bytes, rows + y * frame->strides[0],
-             row_bytes);
-    return true;
-  }
+/* The frame's rows copied from CUDA memory to destination, rows of
+ * row_bytes without padding. */
+bool copy_frame_to_host(PyObject *self, void *destination, size_t row_bytes) {
+  Frame *frame = as_frame(self);
   std::string why;
   bool copied;
   {
     GilReleased released;
     finish_pending(frame->video.buffer);
-    copied = copy_to_host(frame->cuda.device, rows, frame->strides[0], exported->copy, row_bytes,
-                          row_bytes, frame->shape[0], &why);
+    copied = copy_to_host(frame->cuda.device, frame->array.data, frame->array.strides[0],
+                          destination, row_bytes, row_bytes, frame->array.shape[0], &why);
   }
   frame->cuda.pending_stream = nullptr;
   if (!copied) PyErr_Format(PyExc_BufferError, "could not copy the frame: %s", why.c_str());
   return copied;
 }
 
+const CudaExport *cuda_export(Frame *frame, CudaExport *storage) {
+  if (!frame->on_cuda) return NULL;
+  *storage = CudaExport{frame->cuda.device, order_consumer, copy_frame_to_host};
+  return storage;
+}
+
 PyObject *dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"stream", "max_version", "dl_device", "copy", NULL};
-  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", const_cast<char **>(keywords),
-                                   &stream, &max_version, &dl_device, &copy))
-    return NULL;
+  CudaExport storage;
   Frame *frame = as_frame(self);
-  DLPackVersion version;
-  const int versioned = versioned_export(max_version, &version);
-  const int copy_asked = copy == Py_None ? -1 : PyObject_IsTrue(copy);
-  bool to_host = false;
-  if (versioned < 0 || (copy != Py_None && copy_asked < 0) ||
-      !target_device(self, dl_device, &to_host))
-    return NULL;
-  if (to_host && copy_asked == 0) {
-    PyErr_SetString(PyExc_BufferError,
-                    "copy=False, and a frame in CUDA memory reaches system memory only copied");
-    return NULL;
-  }
-  const bool copied = to_host || copy_asked == 1;
-  if (copied && frame->on_cuda && !to_host) {
-    PyErr_SetString(PyExc_BufferError,
-                    "cudagray copies a frame in CUDA memory only to system memory "
-                    "(dl_device=(1, 0)); copy it on the GPU with its consumer's library");
-    return NULL;
-  }
-  Export *exported = new Export();
-  exported->shape[0] = frame->shape[0];
-  exported->shape[1] = frame->shape[1];
-  exported->strides[0] = frame->strides[0] / frame->itemsize;
-  exported->strides[1] = 1;
-  void *consumer;
-  bool unordered;
-  /* a copy in system memory takes a stream as the CPU does: None */
-  if (copied ? !consumer_stream(false, stream, &consumer, &unordered) || !copy_rows(frame, exported)
-             : !order_consumer(frame, stream)) {
-    export_free(exported);
-    return NULL;
-  }
-  if (!copied) exported->frame = Py_NewRef(self);
-  DLTensor tensor;
-  tensor.data = copied ? exported->copy : frame_data(frame);
-  tensor.device =
-      frame->on_cuda && !copied ? DLDevice{kDLCUDA, frame->cuda.device} : DLDevice{kDLCPU, 0};
-  tensor.ndim = 2;
-  tensor.dtype = DLDataType{kDLUInt, (uint8_t)(8 * frame->itemsize), 1};
-  tensor.shape = exported->shape;
-  tensor.strides = exported->strides;
-  tensor.byte_offset = 0;
-  PyObject *capsule;
-  if (versioned) {
-    /* the frame is cudagray's, read-only as the buffer protocol and the
-     * array interfaces say; a copy is the consumer's */
-    exported->versioned = DLManagedTensorVersioned{
-        version, exported, versioned_delete,
-        copied ? DLPACK_FLAG_BITMASK_IS_COPIED : DLPACK_FLAG_BITMASK_READ_ONLY, tensor};
-    capsule =
-        PyCapsule_New(&exported->versioned, "dltensor_versioned", versioned_capsule_destructor);
-  } else {
-    exported->unversioned = DLManagedTensor{tensor, exported, unversioned_delete};
-    capsule = PyCapsule_New(&exported->unversioned, "dltensor", unversioned_capsule_destructor);
-  }
-  if (!capsule) export_free(exported);
-  return capsule;
+  return array_dlpack(self, frame->array, cuda_export(frame, &storage), args, kwargs);
 }
 
 /* frame.record_stream(stream): a consumer's stream that DLPack or the CUDA
@@ -425,30 +225,7 @@ int get_buffer(PyObject *self, Py_buffer *view, int flags) {
                     "the frame is in CUDA memory: use __dlpack__ or __cuda_array_interface__");
     return -1;
   }
-  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
-    PyErr_SetString(PyExc_BufferError, "cudagray frames are read-only");
-    return -1;
-  }
-  const bool contiguous = frame->strides[0] == frame->shape[1] * frame->itemsize;
-  if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contiguous) {
-    PyErr_SetString(PyExc_BufferError,
-                    "the frame's rows are padded: ask for strides (PyBUF_STRIDES)");
-    return -1;
-  }
-  view->buf = frame_data(frame);
-  view->obj = Py_NewRef(self);
-  view->len = frame->shape[0] * frame->shape[1] * frame->itemsize;
-  view->readonly = 1;
-  view->itemsize = frame->itemsize;
-  view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT
-                     ? const_cast<char *>(frame->itemsize == 1 ? "B" : "<H")
-                     : NULL;
-  view->ndim = 2;
-  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? frame->shape : NULL;
-  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? frame->strides : NULL;
-  view->suboffsets = NULL;
-  view->internal = NULL;
-  return 0;
+  return array_get_buffer(self, frame->array, view, flags);
 }
 
 PyMethodDef frame_methods[] = {
@@ -571,15 +348,22 @@ PyObject *frame_new(GstSample *sample, FrameCaps *layout) {
   frame->sample = sample;
   frame->on_cuda = on_cuda;
   frame->cuda = cuda;
-  frame->itemsize = format == GST_VIDEO_FORMAT_GRAY8 ? 1 : 2;
-  frame->shape[0] = GST_VIDEO_FRAME_HEIGHT(&frame->video);
-  frame->shape[1] = GST_VIDEO_FRAME_WIDTH(&frame->video);
-  frame->strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame->video, 0);
-  frame->strides[1] = frame->itemsize;
-  if (frame->strides[0] % frame->itemsize != 0) {
+  ArrayLayout &array = frame->array;
+  const bool gray8 = format == GST_VIDEO_FORMAT_GRAY8;
+  array.data = GST_VIDEO_FRAME_PLANE_DATA(&frame->video, 0);
+  array.ndim = 2;
+  array.itemsize = gray8 ? 1 : 2;
+  array.shape[0] = GST_VIDEO_FRAME_HEIGHT(&frame->video);
+  array.shape[1] = GST_VIDEO_FRAME_WIDTH(&frame->video);
+  array.strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame->video, 0);
+  array.strides[1] = array.itemsize;
+  array.dtype_code = kDLUInt;
+  array.typestr = gray8 ? "|u1" : "<u2";
+  array.buffer_format = gray8 ? "B" : "<H";
+  if (array.strides[0] % array.itemsize != 0) {
     /* DLPack counts strides in elements */
     PyErr_Format(error_type, "the frame's row stride %zd is not a whole number of samples",
-                 frame->strides[0]);
+                 array.strides[0]);
     Py_DECREF(frame);
     return NULL;
   }

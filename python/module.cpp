@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The cudagray module: open(), frame_from_sample(), Frame, Reader, Error, Warning. */
+/* The cudagray module: open(), open_batch(), frame_from_sample(), Frame,
+ * Batch, BatchSlot, Reader, Error, Warning. */
 #include <dlfcn.h>
 
 #include "cudagray_python.h"
@@ -53,6 +54,18 @@ PyMethodDef module_methods[] = {
      "(cuda when cudagray converts with CUDA, decided once its backend is open). GStreamer's "
      "warnings go to the warnings module as cudagray.Warning. properties: cudagray's (backend, "
      "matrix, weights, max_inflight, cuda_device_id, ...; '_' for '-')."},
+    {"open_batch", (PyCFunction)(void (*)(void))reader_open_batch, METH_VARARGS | METH_KEYWORDS,
+     "open_batch(sources, *, width=640, height=640, dtype='float32', mean=0.0, std=1.0, "
+     "batch_size=0, memory='system', live=False, **properties)\n--\n\n"
+     "A Reader of batches: each of sources (what open() takes: a file path, a URI, a device "
+     "path or a gst-launch-1.0 fragment that makes video) linked to the request pad sink_i of "
+     "one cudagraybatch, whose batches (cudagray.Batch, (N, 1, height, width)) it hands out; "
+     "batch.slots[k].source is the index in sources. width, height, dtype, mean, std, "
+     "batch_size and properties: cudagraybatch's (backend, method, add_borders, matrix, "
+     "weights; '_' for '-'; docs/batch.md). memory: system (or auto, the same): the element "
+     "makes batches in system memory only so far, and cuda is refused. live: True syncs the "
+     "appsink to the clock, so batches come at their times (sources that are not live play "
+     "at their rate); False hands each out as soon as it is made."},
     {"frame_from_sample", frame_from_sample, METH_O,
      "frame_from_sample(sample)\n--\n\nA Frame of a Gst.Sample pulled from a PyGObject app's "
      "own appsink (GRAY8 or GRAY16_LE, in system or CUDA memory)."},
@@ -111,7 +124,7 @@ PyMODINIT_FUNC PyInit_cudagray(void) {
       PyExc_RuntimeWarning, NULL);
   if (!error_type || PyModule_AddObject(module, "Error", Py_NewRef(error_type)) < 0 ||
       !warning_type || PyModule_AddObject(module, "Warning", Py_NewRef(warning_type)) < 0 ||
-      !frame_type_init(module) || !reader_type_init(module) ||
+      !frame_type_init(module) || !batch_type_init(module) || !reader_type_init(module) ||
       PyModule_AddStringConstant(module, "__version__", CUDAGRAY_VERSION) < 0) {
     Py_DECREF(module);
     return NULL;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* cudagray.open(): a reader that runs `source ! cudagray ! caps ! appsink`
- * and hands out its frames; a context manager and an iterator. */
+ * and hands out its frames; cudagray.open_batch(): one that runs sources
+ * into the request pads of one cudagraybatch and hands out its batches. A
+ * context manager and an iterator. */
 #include <gst/app/gstappsink.h>
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cudagray_python.h"
 
@@ -28,9 +31,13 @@ struct Reader {
   GstElement *sink;
   GstBus *bus;
   PyObject *description;
-  PyObject *downstream; /* "cudagray ... ! caps ! appsink", for pipeline_description */
-  bool finished;        /* end of stream reached */
-  FrameCaps *layout;
+  /* "cudagray ... ! caps ! appsink", for pipeline_description; a batch
+   * reader's names its cudagraybatch "cudagray", the sources link to */
+  PyObject *downstream;
+  bool finished;           /* end of stream reached */
+  FrameCaps *layout;       /* a frame reader's, else NULL */
+  BatchCaps *batch_layout; /* a batch reader's, else NULL */
+  int sources;             /* a batch reader's: one a sink pad sink_0, sink_1, ... */
 };
 
 Reader *as_reader(PyObject *self) { return reinterpret_cast<Reader *>(self); }
@@ -120,7 +127,9 @@ PyObject *reader_next(PyObject *self) {
       if (!sample) eos = gst_app_sink_is_eos(sink);
       gst_object_unref(sink);
     }
-    if (sample) return frame_new(sample, reader->layout);
+    if (sample)
+      return reader->batch_layout ? batch_new(sample, reader->batch_layout)
+                                  : frame_new(sample, reader->layout);
     reader->finished = eos;
     if (PyErr_CheckSignals() < 0) {
       stop(reader);
@@ -221,10 +230,10 @@ GstPad *internal_sink_pad(GstPad *src) {
   return sink;
 }
 
-/* The elements that feed cudagray now, source first, joined by " ! ". */
-std::string upstream_description(GstElement *cudagray) {
+/* The elements that feed sink (its reference taken) now, source first,
+ * joined by " ! "; empty when nothing is linked to it yet. */
+std::string upstream_description(GstPad *sink) {
   std::string text;
-  GstPad *sink = gst_element_get_static_pad(cudagray, "sink");
   while (sink) {
     GstPad *src = upstream_pad(sink);
     gst_object_unref(sink);
@@ -242,19 +251,38 @@ std::string upstream_description(GstElement *cudagray) {
   return text;
 }
 
+/* The pipeline as gst-launch-1.0 takes it, of its sources' descriptions:
+ * `source ! downstream`, or a batch reader's `downstream source_0 !
+ * cudagray.sink_0 ...`. */
+PyObject *joined_description(Reader *reader, const std::vector<std::string> &sources) {
+  if (!reader->batch_layout)
+    return PyUnicode_FromFormat("%s ! %U", sources[0].c_str(), reader->downstream);
+  std::string links;
+  for (size_t i = 0; i < sources.size(); i++)
+    links += " " + sources[i] + " ! cudagray.sink_" + std::to_string(i);
+  return PyUnicode_FromFormat("%U%s", reader->downstream, links.c_str());
+}
+
 PyObject *get_pipeline_description(PyObject *self, void *) {
   Reader *reader = as_reader(self);
   if (!reader->pipeline) return Py_NewRef(reader->description);
   GstElement *cudagray = gst_bin_get_by_name(GST_BIN(reader->pipeline), "cudagray");
-  std::string upstream;
+  std::vector<std::string> upstream;
   {
     GilReleased released;
-    upstream = upstream_description(cudagray);
+    if (!reader->batch_layout)
+      upstream.push_back(upstream_description(gst_element_get_static_pad(cudagray, "sink")));
+    for (int i = 0; i < reader->sources; i++) {
+      gchar *name = g_strdup_printf("sink_%d", i);
+      upstream.push_back(upstream_description(gst_element_get_static_pad(cudagray, name)));
+      g_free(name);
+    }
   }
   gst_object_unref(cudagray);
   /* nothing linked to cudagray yet (a decodebin still choosing) */
-  if (upstream.empty()) return Py_NewRef(reader->description);
-  return PyUnicode_FromFormat("%s ! %U", upstream.c_str(), reader->downstream);
+  for (const std::string &text : upstream)
+    if (text.empty()) return Py_NewRef(reader->description);
+  return joined_description(reader, upstream);
 }
 
 void reader_dealloc(PyObject *self) {
@@ -264,6 +292,7 @@ void reader_dealloc(PyObject *self) {
   Py_XDECREF(reader->description);
   Py_XDECREF(reader->downstream);
   delete reader->layout;
+  delete reader->batch_layout;
   reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
   Py_DECREF(type);
 }
@@ -281,9 +310,9 @@ PyMethodDef reader_methods[] = {
 PyGetSetDef reader_getset[] = {
     {"closed", get_closed, NULL, "True once the pipeline is stopped", NULL},
     {"description", get_description, NULL,
-     "the pipeline open() made, as gst-launch-1.0 would take it", NULL},
+     "the pipeline open() or open_batch() made, as gst-launch-1.0 would take it", NULL},
     {"pipeline_description", get_pipeline_description, NULL,
-     "the elements linked now, from the source to the appsink, as gst-launch-1.0 would take "
+     "the elements linked now, from the sources to the appsink, as gst-launch-1.0 would take "
      "them: for a file, URI or device, the decoding chosen (complete once the first frame "
      "is read); description once the reader is closed",
      NULL},
@@ -296,12 +325,13 @@ PyType_Slot reader_slots[] = {
     {Py_tp_iternext, (void *)reader_next},
     {Py_tp_methods, reader_methods},
     {Py_tp_getset, reader_getset},
-    {Py_tp_doc, (void *)"Frames of `source ! cudagray ! appsink`: iterate it, and close it (or "
-                        "use it in a with block)."},
+    {Py_tp_doc, (void *)"Frames of `source ! cudagray ! appsink` (open()) or batches of "
+                        "`sources ! cudagraybatch ! appsink` (open_batch()): iterate it, and "
+                        "close it (or use it in a with block)."},
     {0, NULL},
 };
 
-/* not from Python: cudagray.open() makes readers, and object.__new__ would give
+/* not from Python: cudagray.open() and open_batch() make readers, and object.__new__ would give
  * one that nothing was read into */
 PyType_Spec reader_spec = {"cudagray.Reader", sizeof(Reader), 0,
                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, reader_slots};
@@ -333,9 +363,10 @@ bool property_text(PyObject *value, std::string *text) {
   return utf8 != NULL;
 }
 
-/* Sets cudagray's properties from open()'s keyword arguments (Python
- * names: '_' for '-'), checked as gst-launch-1.0 would. */
-bool set_properties(GstElement *cudagray, PyObject *properties, std::string *launch) {
+/* Sets an element's properties from keyword arguments (Python names: '_'
+ * for '-'), checked as gst-launch-1.0 would and against their ranges. */
+bool set_properties(GstElement *element, PyObject *properties, std::string *launch) {
+  const gchar *factory = GST_OBJECT_NAME(gst_element_get_factory(element));
   PyObject *key, *value;
   Py_ssize_t position = 0;
   while (PyDict_Next(properties, &position, &key, &value)) {
@@ -344,21 +375,24 @@ bool set_properties(GstElement *cudagray, PyObject *properties, std::string *lau
     std::string name = python_name;
     for (char &c : name)
       if (c == '_') c = '-';
-    GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(cudagray), name.c_str());
+    GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name.c_str());
     if (!pspec || !(pspec->flags & G_PARAM_WRITABLE)) {
-      PyErr_Format(PyExc_TypeError, "cudagray has no property %s that can be set", name.c_str());
+      PyErr_Format(PyExc_TypeError, "%s has no property %s that can be set", factory, name.c_str());
       return false;
     }
     std::string text;
     if (!property_text(value, &text)) return false;
     GValue gvalue = G_VALUE_INIT;
     g_value_init(&gvalue, G_PARAM_SPEC_VALUE_TYPE(pspec));
-    const bool parsed = gst_value_deserialize(&gvalue, text.c_str());
-    if (parsed) g_object_set_property(G_OBJECT(cudagray), name.c_str(), &gvalue);
+    /* g_object_set_property would only log a value out of range */
+    const bool parsed =
+        gst_value_deserialize(&gvalue, text.c_str()) && !g_param_value_validate(pspec, &gvalue);
+    if (parsed) g_object_set_property(G_OBJECT(element), name.c_str(), &gvalue);
     *launch += " " + name + "=" + text;
     g_value_unset(&gvalue);
     if (!parsed) {
-      PyErr_Format(PyExc_ValueError, "cudagray's %s cannot be \"%s\"", name.c_str(), text.c_str());
+      PyErr_Format(PyExc_ValueError, "%s's %s cannot be \"%s\"", factory, name.c_str(),
+                   text.c_str());
       return false;
     }
   }
@@ -547,43 +581,79 @@ SourceKind source_kind(const char *source, std::string *uri) {
   return SourceKind::uri;
 }
 
-/* Builds the pipeline into reader; false with a Python exception set. */
-bool build(Reader *reader, const char *source, const Options &options, PyObject *properties) {
-  std::string uri;
-  const SourceKind kind = source_kind(source, &uri);
+/* One source as the pipeline parses it (a URI's or a device's decoder
+ * named decoder, set up by setup_source once made) and as descriptions
+ * show it. */
+struct Source {
+  SourceKind kind;
+  std::string uri, decoder, parsed, described;
+};
+
+Source make_source(const char *text, const std::string &decoder) {
+  Source source;
+  source.kind = source_kind(text, &source.uri);
+  source.decoder = decoder;
+  source.parsed = source.described = text;
   /* a URI or a file is decoded by uridecodebin, a device's frames (raw,
    * or MJPEG) by decodebin */
-  std::string head = source;
-  if (kind == SourceKind::uri) head = "uridecodebin name=cudagray-source";
-  if (kind == SourceKind::device)
-    head = std::string("v4l2src device=") + source + " ! decodebin name=cudagray-source";
-  const std::string description =
-      head +
-      " ! cudagray name=cudagray ! appsink name=cudagray-sink sync=false max-buffers=4 "
-      "enable-last-sample=false";
+  if (source.kind == SourceKind::uri) {
+    source.parsed = "uridecodebin name=" + decoder;
+    source.described = "uridecodebin uri=" + source.uri;
+  }
+  if (source.kind == SourceKind::device) {
+    source.described = std::string("v4l2src device=") + text + " ! decodebin";
+    source.parsed = source.described + " name=" + decoder;
+  }
+  return source;
+}
+
+void setup_source(GstElement *pipeline, const Source &source) {
+  if (source.kind == SourceKind::fragment) return;
+  GstElement *decoder = gst_bin_get_by_name(GST_BIN(pipeline), source.decoder.c_str());
+  if (source.kind == SourceKind::uri) g_object_set(decoder, "uri", source.uri.c_str(), NULL);
+  g_signal_connect(decoder, "autoplug-sort", G_CALLBACK(nvcodec_decoders_first), NULL);
+  gst_object_unref(decoder);
+}
+
+/* Parses launch into reader's pipeline (its appsink named cudagray-sink),
+ * sets up its sources and sets the properties of the element named
+ * cudagray, adding them to *element; that element, or NULL with a Python
+ * exception set. */
+GstElement *parse_pipeline(Reader *reader, const std::string &launch,
+                           const std::vector<Source> &sources, PyObject *properties,
+                           std::string *element) {
   GError *error = NULL;
   GstElement *pipeline =
-      gst_parse_launch_full(description.c_str(), NULL, GST_PARSE_FLAG_FATAL_ERRORS, &error);
+      gst_parse_launch_full(launch.c_str(), NULL, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!pipeline) {
-    PyErr_Format(error_type, "could not make the pipeline \"%s\": %s", description.c_str(),
+    PyErr_Format(error_type, "could not make the pipeline \"%s\": %s", launch.c_str(),
                  error->message);
     g_error_free(error);
-    return false;
+    return NULL;
   }
   reader->pipeline = pipeline;
   reader->bus = gst_element_get_bus(pipeline);
   reader->sink = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-sink");
+  for (const Source &source : sources) setup_source(pipeline, source);
   GstElement *cudagray = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray");
+  if (!set_properties(cudagray, properties, element)) gst_clear_object(&cudagray);
+  return cudagray;
+}
+
+/* The appsink's settings: a reader's next() pulls. */
+constexpr const char *appsink = "appsink name=cudagray-sink max-buffers=4 enable-last-sample=false";
+
+/* Builds the pipeline into reader; false with a Python exception set. */
+bool build(Reader *reader, const char *text, const Options &options, PyObject *properties) {
+  const Source source = make_source(text, "cudagray-source");
   std::string element = "cudagray";
-  bool ok = set_properties(cudagray, properties, &element);
-  if (kind != SourceKind::fragment) {
-    GstElement *decoder = gst_bin_get_by_name(GST_BIN(pipeline), "cudagray-source");
-    if (kind == SourceKind::uri) g_object_set(decoder, "uri", uri.c_str(), NULL);
-    g_signal_connect(decoder, "autoplug-sort", G_CALLBACK(nvcodec_decoders_first), NULL);
-    gst_object_unref(decoder);
-  }
+  GstElement *cudagray = parse_pipeline(
+      reader, source.parsed + " ! cudagray name=cudagray ! " + appsink + " sync=false", {source},
+      properties, &element);
+  if (!cudagray) return false;
+  bool ok = true;
   Memory memory = Memory::system;
-  if (ok && options.memory != "system") {
+  if (options.memory != "system") {
     const std::string why = cuda_output_unavailable(cudagray);
     if (options.memory == "cuda" && !why.empty()) {
       PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
@@ -596,7 +666,7 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
     GstContext *context = primary_cuda_context(cuda_device(cudagray), &why);
     if (context) {
       /* before READY, when the CUDA elements look for a context */
-      gst_element_set_context(pipeline, context);
+      gst_element_set_context(reader->pipeline, context);
       gst_context_unref(context);
     } else {
       PyErr_Format(error_type, "frames cannot stay in CUDA memory: %s", why.c_str());
@@ -618,44 +688,75 @@ bool build(Reader *reader, const char *source, const Options &options, PyObject 
   reader->downstream = PyUnicode_FromFormat("%s ! %s ! appsink", element.c_str(), caps_text);
   g_free(caps_text);
   if (!reader->downstream) return false;
-  if (kind == SourceKind::uri) head = "uridecodebin uri=" + uri;
-  if (kind == SourceKind::device) head = std::string("v4l2src device=") + source + " ! decodebin";
-  reader->description = PyUnicode_FromFormat("%s ! %U", head.c_str(), reader->downstream);
+  reader->description = joined_description(reader, {source.described});
   return reader->description != NULL;
 }
 
-}  // namespace
+/* open_batch()'s own options, popped from its keyword arguments; what
+ * stays are cudagraybatch's properties. */
+struct BatchOptions {
+  std::string memory = "system";
+  bool live = false;
+};
 
-bool reader_type_init(PyObject *module) {
-  reader_type = reinterpret_cast<PyTypeObject *>(PyType_FromSpec(&reader_spec));
-  if (!reader_type) return false;
-  return PyModule_AddObject(module, "Reader", Py_NewRef((PyObject *)reader_type)) == 0;
+bool pop_batch_options(PyObject *kwargs, BatchOptions *options) {
+  if (!pop_string(kwargs, "memory", &options->memory)) return false;
+  /* CUDA batches would follow Frame's CUDA path (a CudaExport, the
+   * consumers' streams); the element does not make them yet */
+  if (options->memory == "cuda") {
+    PyErr_SetString(PyExc_ValueError,
+                    "memory must be system: cudagraybatch makes batches in system memory only so "
+                    "far (its CUDA backend is not built yet)");
+    return false;
+  }
+  if (options->memory != "system" && options->memory != "auto") {
+    PyErr_Format(PyExc_ValueError, "memory must be system or auto, not %s",
+                 options->memory.c_str());
+    return false;
+  }
+  PyObject *live = PyDict_GetItemString(kwargs, "live");
+  if (!live) return true;
+  const int value = PyObject_IsTrue(live);
+  if (value < 0) return false;
+  options->live = value;
+  return PyDict_DelItemString(kwargs, "live") == 0;
 }
 
-PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
-  const char *source;
-  if (!PyArg_ParseTuple(args, "s:open", &source)) return NULL;
-  PyObject *properties = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
-  if (!properties) return NULL;
-  Options options;
-  if (!pop_options(properties, &options)) {
-    Py_DECREF(properties);
-    return NULL;
+/* Builds `cudagraybatch ! appsink` with sources[i] linked to sink_i into
+ * reader; false with a Python exception set. */
+bool build_batch(Reader *reader, PyObject *texts, const BatchOptions &options,
+                 PyObject *properties) {
+  std::vector<Source> sources;
+  std::string links;
+  for (Py_ssize_t i = 0; i < PyList_Size(texts); i++) {
+    const char *text = PyUnicode_AsUTF8AndSize(PyList_GetItem(texts, i), NULL);
+    if (!text) return false;
+    sources.push_back(make_source(text, "cudagray-source-" + std::to_string(i)));
+    links += " " + sources.back().parsed + " ! cudagray.sink_" + std::to_string(i);
   }
-  auto alloc = reinterpret_cast<allocfunc>(PyType_GetSlot(reader_type, Py_tp_alloc));
-  PyObject *self = alloc(reader_type, 0);
-  if (!self) {
-    Py_DECREF(properties);
-    return NULL;
-  }
+  std::string element = "cudagraybatch name=cudagray";
+  GstElement *batch = parse_pipeline(reader,
+                                     std::string("cudagraybatch name=cudagray ! ") + appsink +
+                                         (options.live ? " sync=true" : " sync=false") + links,
+                                     sources, properties, &element);
+  if (!batch) return false;
+  gst_object_unref(batch);
+  GstCaps *caps = gst_caps_new_empty_simple("application/x-cudagray-batch");
+  g_object_set(reader->sink, "caps", caps, NULL);
+  gst_caps_unref(caps);
+  reader->downstream = PyUnicode_FromFormat("%s ! application/x-cudagray-batch ! appsink%s",
+                                            element.c_str(), options.live ? " sync=true" : "");
+  if (!reader->downstream) return false;
+  std::vector<std::string> described;
+  for (const Source &source : sources) described.push_back(source.described);
+  reader->description = joined_description(reader, described);
+  return reader->description != NULL;
+}
+
+/* Starts a built reader (self, its reference taken); NULL with a Python
+ * exception set. */
+PyObject *start(PyObject *self) {
   Reader *reader = as_reader(self);
-  reader->layout = new FrameCaps();
-  const bool built = build(reader, source, options, properties);
-  Py_DECREF(properties);
-  if (!built) {
-    Py_DECREF(self);
-    return NULL;
-  }
   GstStateChangeReturn started;
   {
     GilReleased released;
@@ -673,6 +774,77 @@ PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
     return NULL;
   }
   return self;
+}
+
+/* A new reader, before it is built. */
+Reader *reader_new() {
+  auto alloc = reinterpret_cast<allocfunc>(PyType_GetSlot(reader_type, Py_tp_alloc));
+  return as_reader(alloc(reader_type, 0));
+}
+
+}  // namespace
+
+bool reader_type_init(PyObject *module) {
+  reader_type = reinterpret_cast<PyTypeObject *>(PyType_FromSpec(&reader_spec));
+  if (!reader_type) return false;
+  return PyModule_AddObject(module, "Reader", Py_NewRef((PyObject *)reader_type)) == 0;
+}
+
+PyObject *reader_open(PyObject *, PyObject *args, PyObject *kwargs) {
+  const char *source;
+  if (!PyArg_ParseTuple(args, "s:open", &source)) return NULL;
+  PyObject *properties = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+  if (!properties) return NULL;
+  Options options;
+  Reader *reader = pop_options(properties, &options) ? reader_new() : NULL;
+  if (!reader) {
+    Py_DECREF(properties);
+    return NULL;
+  }
+  PyObject *self = reinterpret_cast<PyObject *>(reader);
+  reader->layout = new FrameCaps();
+  const bool built = build(reader, source, options, properties);
+  Py_DECREF(properties);
+  if (!built) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  return start(self);
+}
+
+PyObject *reader_open_batch(PyObject *, PyObject *args, PyObject *kwargs) {
+  PyObject *sequence;
+  if (!PyArg_ParseTuple(args, "O:open_batch", &sequence)) return NULL;
+  PyObject *sources = PyUnicode_Check(sequence) ? NULL : PySequence_List(sequence);
+  bool ok = sources && PyList_Size(sources) > 0;
+  for (Py_ssize_t i = 0; ok && i < PyList_Size(sources); i++)
+    ok = PyUnicode_Check(PyList_GetItem(sources, i));
+  if (!ok) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError,
+                    "open_batch takes a non-empty list of sources, each what open() takes");
+    Py_XDECREF(sources);
+    return NULL;
+  }
+  PyObject *properties = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+  BatchOptions options;
+  Reader *reader = properties && pop_batch_options(properties, &options) ? reader_new() : NULL;
+  if (!reader) {
+    Py_DECREF(sources);
+    Py_XDECREF(properties);
+    return NULL;
+  }
+  PyObject *self = reinterpret_cast<PyObject *>(reader);
+  reader->batch_layout = new BatchCaps();
+  reader->sources = (int)PyList_Size(sources);
+  const bool built = build_batch(reader, sources, options, properties);
+  Py_DECREF(sources);
+  Py_DECREF(properties);
+  if (!built) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  return start(self);
 }
 
 }  // namespace cudagray_python

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The Python module on a GPU machine (issue 32): its tests with PyTorch and
-# CuPy, the performance targets, and both examples, each step under a time
+# CuPy, the performance targets, and the examples, each step under a time
 # limit; everything goes to LOG (default BUILD_DIR/gpu-python.log) and the
 # last line is "N steps passed, N failed".
 #
@@ -41,6 +41,7 @@ step() {  # LIMIT_S COMMAND...: runs it under timeout, counts its status
   step 60 gst-inspect-1.0 --exists --atleast-version=0.0.0 cudagray
   step 300 "$PYTHON" tests/test_python.py -v
   step 300 "$PYTHON" tests/test_consumer_streams.py -v
+  step 300 "$PYTHON" tests/test_batch_python.py -v
   step 400 "$PYTHON" tests/python_perf.py
   step 120 gst-launch-1.0 -q videotestsrc num-buffers=600 pattern=ball ! \
     video/x-raw,format=I420,width=1920,height=1080 ! x264enc speed-preset=ultrafast ! h264parse ! \
@@ -48,5 +49,6 @@ step() {  # LIMIT_S COMMAND...: runs it under timeout, counts its status
   step 120 "$PYTHON" examples/torch_gray.py "$WORK/ball.mp4"
   step 120 "$PYTHON" examples/torch_gray.py "$WORK/ball.mp4" --size source
   step 120 "$PYTHON" examples/cupy_gray.py 300
+  step 120 "$PYTHON" examples/torch_batch.py "$WORK/ball.mp4" "$WORK/ball.mp4" "$WORK/ball.mp4" "$WORK/ball.mp4" --size 640x640
   echo "$passed steps passed, $failed failed"
 } 2>&1 | tee "$LOG"

@@ -245,7 +245,7 @@ class SystemFrames(unittest.TestCase):
             frame, = reader
         self.assertIsNotNone(frame.__dlpack__(stream=None))
         for stream in (-1, 0, 1, 2, 12345):
-            with self.assertRaisesRegex(ValueError, f"stream={stream}: a frame in system memory"):
+            with self.assertRaisesRegex(ValueError, f"stream={stream}: an array in system memory"):
                 frame.__dlpack__(stream=stream)
         with self.assertRaises(TypeError):
             frame.__dlpack__(stream="default")
@@ -296,9 +296,9 @@ class SystemFrames(unittest.TestCase):
             self.assertEqual(flags, None if max_version is None else IS_COPIED)
             self.assertEqual(tensor.row_stride, rows.shape[1])
             np.testing.assert_array_equal(tensor.rows, rows)
-        with self.assertRaisesRegex(BufferError, r"dl_device: cudagray hands a frame over on its own device"):
+        with self.assertRaisesRegex(BufferError, r"dl_device: cudagray hands an array over on its own device"):
             frame.__dlpack__(dl_device=(2, 0))
-        with self.assertRaisesRegex(ValueError, "stream=1: a frame in system memory"):
+        with self.assertRaisesRegex(ValueError, "stream=1: an array in system memory"):
             frame.__dlpack__(copy=True, stream=1)
         del capsule
         gc.collect()
@@ -655,11 +655,11 @@ class CudaFrames(InChildProcess, unittest.TestCase):
                                                                    copy=copy))
             self.assertEqual((tensor.device_type, flags), (1, None if max_version is None else IS_COPIED))
             np.testing.assert_array_equal(tensor.rows, rows)
-        with self.assertRaisesRegex(BufferError, "copy=False, and a frame in CUDA memory"):
+        with self.assertRaisesRegex(BufferError, "copy=False, and an array in CUDA memory"):
             frame.__dlpack__(dl_device=(1, 0), copy=False)
         with self.assertRaisesRegex(BufferError, "only to system memory"):
             frame.__dlpack__(copy=True)
-        with self.assertRaisesRegex(ValueError, "stream=1: a frame in system memory"):
+        with self.assertRaisesRegex(ValueError, "stream=1: an array in system memory"):
             frame.__dlpack__(dl_device=(1, 0), stream=1)
         with self.assertRaisesRegex(ValueError, "stream=0"):
             frame.record_stream(0)
