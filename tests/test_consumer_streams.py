@@ -172,7 +172,11 @@ class ConsumerStreams(unittest.TestCase):
 
     def test_cuda_array_interface_on_the_current_stream(self):
         # no stream handshake: the release waits for the current streams of
-        # CuPy (cupy.asarray) and PyTorch (torch.as_tensor) when it was read
+        # CuPy and PyTorch when the interface was read. cupy.asarray reads
+        # it; PyTorch refuses its read-only flag (torch.from_dlpack is
+        # PyTorch's way), so for PyTorch's current stream CuPy takes the
+        # frame inside torch.cuda.stream, on its own default stream, and
+        # the reads go to PyTorch's
         import cupy
         import torch
 
@@ -182,19 +186,14 @@ class ConsumerStreams(unittest.TestCase):
             sums = []
             with cudagray.open(UPLOADED.format(n=300, w=640, h=360), memory="cuda", max_inflight=4) as reader:
                 for frame in reader:
-                    if library == "cupy":
-                        with stream:
-                            gray = cupy.asarray(frame)
-                            self.spin(on_stream)
-                            sums.append(gray.sum(dtype=cupy.int64))
-                    else:
-                        with torch.cuda.stream(stream):
-                            gray = torch.as_tensor(frame, device="cuda")
-                            self.spin(on_stream)
-                            sums.append(gray.sum(dtype=torch.int64))
+                    with stream if library == "cupy" else torch.cuda.stream(stream):
+                        gray = cupy.asarray(frame)
+                    with on_stream:
+                        self.spin(on_stream)
+                        sums.append(gray.sum(dtype=cupy.int64))
                     del frame, gray
             stream.synchronize()
-            self.check(sums, who=f"{library} through the CUDA array interface")
+            self.check(sums, who=f"the CUDA array interface on {library}'s current stream")
 
     def test_record_stream_for_a_stream_no_one_named(self):
         # taken on the default stream, read on another: record_stream names it
