@@ -180,17 +180,22 @@ void gst_cuda_gray_properties_install(GObjectClass *klass, GstCudaGrayPropertySe
       klass, PROP_METHOD,
       g_param_spec_enum(
           "method", "Method",
-          "How gray is resampled when the output size differs from the input's; "
-          "taken at the next caps",
+          all ? "How gray is resampled when the output size differs from the input's; "
+                "taken at the next caps"
+              : "How gray is resampled when the output size differs from the input's; "
+                "taken at the next batch",
           GST_TYPE_CUDA_GRAY_METHOD, DEFAULT_METHOD,
           (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
   g_object_class_install_property(
       klass, PROP_ADD_BORDERS,
       g_param_spec_boolean(
           "add-borders", "Add borders",
-          "Keep the display aspect ratio when downstream fixes an output size and "
-          "pixel-aspect-ratio that do not: the picture is centred between black "
-          "bars; otherwise it is stretched to the whole output. Taken at the next caps",
+          all ? "Keep the display aspect ratio when downstream fixes an output size and "
+                "pixel-aspect-ratio that do not: the picture is centred between black "
+                "bars; otherwise it is stretched to the whole output. Taken at the next caps"
+              : "Keep each slot's display aspect ratio: its picture is centred between "
+                "black bars; otherwise it is stretched to the whole slot. Taken at the next "
+                "batch",
           DEFAULT_ADD_BORDERS,
           (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING)));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_METHOD, (GstPluginAPIFlags)0);
