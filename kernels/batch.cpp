@@ -143,4 +143,34 @@ void convert_batch_cpu(const BatchFormat &f, const BatchSlot *slots, int count, 
   }
 }
 
+namespace {
+
+class CpuBatchMaker final : public BatchMaker {
+ public:
+  explicit CpuBatchMaker(int threads) : threads_(threads) {}
+  const char *name() const override { return "cpu"; }
+  bool uses_device_memory() const override { return false; }
+  bool make(const BatchFormat &f, const BatchSlot *slots, int count, void *out,
+            bool out_on_device, const Weights &w, std::string *error) override {
+    for (int i = 0; i < count && !out_on_device; ++i)
+      out_on_device = slots[i].present && slots[i].frame.on_device;
+    if (out_on_device) {
+      *error = "the CPU makes batches of frames in host memory, into host memory";
+      return false;
+    }
+    if (!valid_batch(f, slots, count, error)) return false;
+    convert_batch_cpu(f, slots, count, out, w, threads_);
+    return true;
+  }
+
+ private:
+  int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchMaker> make_cpu_batch_maker(int threads) {
+  return std::make_unique<CpuBatchMaker>(threads);
+}
+
 }  // namespace cudagray

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-// The CUDA kernels, for the .cu files that launch them (convert_cuda.cu: a
-// frame; a batch's file, with the batch element's CUDA backend): one
-// traversal (a thread per chunk of a row, 16-byte loads and the widest
-// stores the chunk allows where rows are aligned) instantiated per layout
-// with the per-pixel operation, as CUB and OpenCV's cudev separate traversal
-// from operation; Bayer frames have their own (bayer.h); resampled frames a
-// thread per output pixel sampling the source's gray (resample.h), and for
-// area a block per tile of them that reads its footprint's runs as the
-// same-size kernels do and sums them in shared memory. The resampling blocks
-// hand each output pixel to a store of their caller's. Internal linkage:
-// each .cu file has its own kernels.
+// The CUDA kernels, for the .cu files that launch them (convert_cuda.cu:
+// a frame; batch_cuda.cu: a batch): one traversal (a thread per chunk of a
+// row, 16-byte loads and the widest stores the chunk allows where rows are
+// aligned) instantiated per layout with the per-pixel operation, as CUB and
+// OpenCV's cudev separate traversal from operation; Bayer frames have their
+// own (bayer.h); resampled frames a thread per output pixel sampling the
+// source's gray (resample.h), and for area a block per tile of them that
+// reads its footprint's runs as the same-size kernels do and sums them in
+// shared memory. The resampling blocks hand each output pixel to a store
+// of their caller's. Internal linkage: each .cu file has its own kernels.
 #pragma once
 
 #include <algorithm>
@@ -385,7 +384,7 @@ __device__ __forceinline__ uint32_t source_gray(const Planes &p, const Conversio
 
 // Where the resampling kernels' pixels go: store(x, y, G) for output pixel
 // (x, y), G at 16 bits (0 in the bars around the destination). A frame's
-// kernels store gray; a batch's will store its elements (docs/batch.md).
+// kernels store gray, a batch's its elements (convert_batch_cuda).
 struct GrayStore {
   uint8_t *__restrict__ out;
   size_t pitch;

@@ -2,6 +2,7 @@
 // Built instead of the CUDA sources (convert_cuda.cu, backend_cuda.cpp,
 // device_cuda.cpp) when the plugin is configured without CUDA.
 #include "cudagray/backend.h"
+#include "cudagray/batch.h"
 #include "cudagray/device.h"
 
 namespace cudagray {
@@ -20,6 +21,11 @@ int open_cuda_device(int, std::string *error) {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::string *error, CudaContextSwitch) {
+  *error = kNoCuda;
+  return nullptr;
+}
+
+std::unique_ptr<BatchMaker> make_cuda_batch_maker(std::string *error, CudaContextSwitch) {
   *error = kNoCuda;
   return nullptr;
 }

@@ -75,7 +75,7 @@ CUDAGRAY_HOST_DEVICE void store_element(uint8_t *out, size_t i, BatchDType dtype
     return;
   }
   const float v = n(g);
-#if defined(__CUDA_ARCH__)  // a device batch starts aligned (cudaMalloc): word stores
+#if defined(__CUDA_ARCH__)  // a device batch starts aligned (convert_batch_cuda): word stores
   if (dtype == BatchDType::Float16)
     reinterpret_cast<uint16_t *>(out)[i] = half_bits(v);
   else

@@ -17,8 +17,10 @@
  * slot, its pad, whether it is present, its source PTS and the letterbox
  * transform back to the source frame. docs/batch.md defines every value.
  *
- * The batch is made on the CPU, in system memory; input in CUDA memory and
- * the CUDA backend are not built yet (backend=auto converts on the CPU).
+ * #GstCudaGrayBatch:backend says where batches are made: on the GPU in one
+ * kernel launch for the slots of each pixel layout (input in CUDA memory of
+ * the element's CUDA context read where it is, other input uploaded), or on
+ * the CPU; bit for bit the same. The batch leaves in system memory.
  *
  * ## Example launch line
  * |[
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "cudagray/batch.h"
+#include "gstcudagraybackendchoice.h"
 #include "gstcudagraybatchmeta.h"
 #include "gstcudagraycaps.h"
 #include "gstcudagrayframe.h"
@@ -212,22 +215,18 @@ static guint slot_count(GstCudaGrayBatch *self, size_t pads) {
   return fixed > 0 ? fixed : (guint)MAX(pads, (size_t)1);
 }
 
-/* Validates the properties: a batch that cannot be made, or a backend not
- * built, fails the start with an error naming the property. */
+/* Validates the properties (a batch that cannot be made fails the start
+ * with an error naming the property) and takes the backend, as cudagray
+ * takes its own. */
 static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
   GST_OBJECT_LOCK(self);
   const GstCudaGrayBackend backend = self->props.backend;
+  const gint device_id = self->props.cuda_device_id;
   const cudagray::BatchFormat format = batch_format(self);
   const guint pads = GST_ELEMENT(self)->numsinkpads, fixed = self->batch_size;
   GST_OBJECT_UNLOCK(self);
   if (!gst_cuda_gray_properties_check_weights(GST_ELEMENT(self), &self->props)) return FALSE;
-  if (backend == GST_CUDA_GRAY_BACKEND_CUDA) {
-    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
-                      ("The CUDA backend is not built yet for cudagraybatch"),
-                      ("set backend=cpu, or backend=auto, which makes batches on the CPU"));
-    return FALSE;
-  }
   if (fixed > 0 && pads > fixed) {
     GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS,
                       ("batch-size %u is less than the %u sink pads", fixed, pads),
@@ -241,11 +240,56 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
                       ("correct width, height, dtype, mean or std"));
     return FALSE;
   }
+  std::unique_ptr<cudagray::BatchMaker> maker;
+  gboolean on_cuda;
+  std::string cpu_fallback_reason;
+  if (!gst_cuda_gray_open_cuda_backend(
+          GST_ELEMENT(self), self->context, backend, device_id,
+          [&](std::string *why) {
+            maker = cudagray::make_cuda_batch_maker(why, gst_cuda_gray_context_switch(self->context));
+            return maker != nullptr;
+          },
+          &on_cuda, &cpu_fallback_reason))
+    return FALSE;
+  if (!maker) maker = cudagray::make_cpu_batch_maker();
+  GST_INFO_OBJECT(self, "making batches on the %s backend", maker->name());
+  self->maker = maker.release();
   self->tick_base = GST_CLOCK_TIME_NONE;
   self->ticks = 0;
   self->fps_n = 0;
   self->fps_d = 1;
   return TRUE;
+}
+
+static gboolean gst_cuda_gray_batch_stop(GstAggregator *agg) {
+  GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
+  delete self->maker;
+  self->maker = NULL;
+  gst_cuda_gray_context_close(self->context);
+  return TRUE;
+}
+
+/* Neighbours asking for a CUDA context get ours, so that one is shared
+ * (a decoder's frames are then read where they are). */
+static gboolean gst_cuda_gray_batch_sink_query(GstAggregator *agg, GstAggregatorPad *pad,
+                                               GstQuery *query) {
+  if (gst_cuda_gray_context_query(GST_CUDA_GRAY_BATCH(agg)->context, query)) return TRUE;
+  return GST_AGGREGATOR_CLASS(parent_class)->sink_query(agg, pad, query);
+}
+
+static gboolean gst_cuda_gray_batch_src_query(GstAggregator *agg, GstQuery *query) {
+  if (gst_cuda_gray_context_query(GST_CUDA_GRAY_BATCH(agg)->context, query)) return TRUE;
+  return GST_AGGREGATOR_CLASS(parent_class)->src_query(agg, query);
+}
+
+/* A CUDA context handed down by the application or a neighbour. */
+static void gst_cuda_gray_batch_set_context(GstElement *element, GstContext *context) {
+  GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(element);
+  GST_OBJECT_LOCK(self);
+  const gint device_id = self->props.cuda_device_id;
+  GST_OBJECT_UNLOCK(self);
+  gst_cuda_gray_context_set(self->context, context, device_id);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
 }
 
 /* A flush (a flushing seek) starts the ticks again from the new segment. */
@@ -285,7 +329,7 @@ static gboolean gst_cuda_gray_batch_sink_event(GstAggregator *agg, GstAggregator
     if (!pad->have_info) {
       GST_ELEMENT_ERROR(agg, CORE, NEGOTIATION,
                         ("%s: cannot convert %" GST_PTR_FORMAT, GST_OBJECT_NAME(pad), caps),
-                        ("give it a format that cudagray takes, in system memory"));
+                        ("give it a format that cudagray takes"));
       gst_event_unref(event);
       return FALSE;
     }
@@ -443,7 +487,8 @@ static gboolean fill_slot(GstCudaGrayBatch *self, GstCudaGrayBatchPad *pad, GstB
   bool changed;
   std::string why;
   if (!gst_cuda_gray_frame_crop(buffer, in_info, &c, &changed, &why) ||
-      frame->map_input(NULL, buffer, in_info, c.layout, &why) != GST_CUDA_GRAY_MAP_OK) {
+      frame->map_input(self->maker->uses_device_memory() ? self->context : NULL, buffer, in_info,
+                       c.layout, &why) != GST_CUDA_GRAY_MAP_OK) {
     GST_ELEMENT_ERROR(
         self, STREAM, FORMAT,
         ("%s: the buffer does not hold its frame: %s", GST_OBJECT_NAME(pad), why.c_str()),
@@ -505,8 +550,10 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
     ok = false;
   }
   if (ok) {
-    cudagray::convert_batch_cpu(format, slots.data(), (int)n_slots, map.data, weights);
+    ok = self->maker->make(format, slots.data(), (int)n_slots, map.data, false, weights, &why);
     gst_buffer_unmap(batch, &map);
+    if (!ok) gst_cuda_gray_post_backend_error(GST_ELEMENT(self), self->maker->name(),
+                                              "make a batch", why);
   }
   frames.clear(); /* unmaps the inputs before they go */
   for (GstBuffer *buffer : taken) gst_buffer_unref(buffer);
@@ -588,7 +635,9 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
 }
 
 static void gst_cuda_gray_batch_finalize(GObject *object) {
-  gst_cuda_gray_properties_clear(&GST_CUDA_GRAY_BATCH(object)->props);
+  GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(object);
+  gst_cuda_gray_context_free(self->context);
+  gst_cuda_gray_properties_clear(&self->props);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -642,7 +691,8 @@ static void gst_cuda_gray_batch_class_init(GstCudaGrayBatchClass *klass) {
   gobject_class->finalize = gst_cuda_gray_batch_finalize;
   install_properties(gobject_class);
 
-  GstCaps *sink_caps = gst_cuda_gray_sink_system_caps();
+  std::string cuda_off;
+  GstCaps *sink_caps = gst_cuda_gray_sink_template_caps(&cuda_off);
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST,
                                                      sink_caps, GST_TYPE_CUDA_GRAY_BATCH_PAD));
@@ -663,7 +713,11 @@ static void gst_cuda_gray_batch_class_init(GstCudaGrayBatchClass *klass) {
       "model, a slot a source, letterboxed as cudagray scales",
       PACKAGE_AUTHOR);
 
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_set_context);
   agg_class->start = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_start);
+  agg_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_stop);
+  agg_class->sink_query = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_sink_query);
+  agg_class->src_query = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_src_query);
   agg_class->flush = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_flush);
   agg_class->create_new_pad = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_create_new_pad);
   agg_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_sink_event);
@@ -678,6 +732,7 @@ static void gst_cuda_gray_batch_class_init(GstCudaGrayBatchClass *klass) {
 
 static void gst_cuda_gray_batch_init(GstCudaGrayBatch *self) {
   gst_cuda_gray_properties_init(&self->props);
+  self->context = gst_cuda_gray_context_new(GST_ELEMENT(self));
   self->width = DEFAULT_WIDTH;
   self->height = DEFAULT_HEIGHT;
   self->dtype = DEFAULT_DTYPE;

@@ -7,6 +7,8 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include "cudagray/batch.h"
+#include "gstcudagraycontext.h"
 #include "gstcudagrayformats.h"
 #include "gstcudagrayproperties.h"
 
@@ -57,6 +59,11 @@ struct _GstCudaGrayBatch {
   GstCudaGrayBatchDType dtype;
   gdouble mean, std;
   guint batch_size;
+
+  /* From start to stop: where batches are made, and the CUDA context it
+   * works in (open when the maker is CUDA's). */
+  GstCudaGrayContext *context;
+  cudagray::BatchMaker *maker;
 
   /* The source pad's task's (and flush's, while it is stopped): the output
    * ticks, tick k ending at tick_base + k + 1 frames of fps_n / fps_d

@@ -112,13 +112,6 @@ GstCaps *gst_cuda_gray_sink_template_caps(std::string *cuda_off) {
   return caps;
 }
 
-GstCaps *gst_cuda_gray_sink_system_caps(void) {
-  GstStructure *sizes = template_sizes();
-  GstCaps *caps = system_inputs(sizes, TRUE);
-  gst_structure_free(sizes);
-  return caps;
-}
-
 GstCaps *gst_cuda_gray_src_template_caps(void) {
   std::string unusable;
   GstStructure *sizes = template_sizes();

@@ -16,8 +16,6 @@
 /* The sink template: system memory formats, and the same in CUDA memory when
  * gst_cuda_gray_cuda_memory_usable (else *cuda_off says why not). */
 GstCaps *gst_cuda_gray_sink_template_caps(std::string *cuda_off);
-/* The system memory part of the sink template: what cudagraybatch takes. */
-GstCaps *gst_cuda_gray_sink_system_caps(void);
 /* The source template: GRAY8 and GRAY16_LE in system memory, then in CUDA
  * memory under the same condition. */
 GstCaps *gst_cuda_gray_src_template_caps(void);

@@ -5,8 +5,8 @@
 
 #include <utility>
 
-#include "cudagray/device.h"
 #include "gstcudagrayallocation.h"
+#include "gstcudagraybackendchoice.h"
 #include "gstcudagraycaps.h"
 #include "gstcudagrayframe.h"
 #include "gstcudagraypools.h"
@@ -23,41 +23,17 @@ void GstCudaGrayConverter::post_backend_error(const char *doing, const std::stri
   gst_cuda_gray_post_backend_error(element_, backend_->name(), doing, why);
 }
 
-/* A warning whose text says all there is to do: GST_ELEMENT_WARNING would add
- * a debug text naming the source line it was posted from, which gst-launch
- * prints and a user can do nothing with. */
-static void post_warning_for_users(GstElement *element, const std::string &text) {
-  GST_WARNING_OBJECT(element, "%s", text.c_str());
-  GError *error =
-      g_error_new_literal(GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, text.c_str());
-  gst_element_post_message(element, gst_message_new_warning(GST_OBJECT(element), error, NULL));
-  g_error_free(error);
-}
-
 gboolean GstCudaGrayConverter::open(GstCudaGrayBackend choice, gint device_id) {
   std::unique_ptr<cudagray::Backend> backend;
-  if (choice != GST_CUDA_GRAY_BACKEND_CPU) {
-    std::string reason;
-    if (gst_cuda_gray_context_open(context_, device_id, &reason))
-      backend = cudagray::make_cuda_backend(&reason, gst_cuda_gray_context_switch(context_));
-    if (!backend) gst_cuda_gray_context_close(context_);
-    std::string ignored;
-    const bool some_gpu = cudagray::cuda_device_count(&ignored) > 0;
-    if (!backend && (choice == GST_CUDA_GRAY_BACKEND_CUDA || (device_id >= 0 && some_gpu))) {
-      GST_ELEMENT_ERROR(element_, RESOURCE, NOT_FOUND,
-                        ("No usable CUDA device: %s", reason.c_str()),
-                        ("backend=%s cuda-device-id=%d; pick an existing device, or set "
-                         "backend=cpu to run without a GPU",
-                         choice == GST_CUDA_GRAY_BACKEND_CUDA ? "cuda" : "auto", device_id));
-      return FALSE;
-    }
-    if (!backend) {
-      cpu_fallback_reason_ = reason;
-      post_warning_for_users(element_, "No usable CUDA device: " + reason +
-                                           ". Converting on the CPU instead; backend=cpu "
-                                           "chooses the CPU without this warning.");
-    }
-  }
+  gboolean on_cuda;
+  if (!gst_cuda_gray_open_cuda_backend(
+          element_, context_, choice, device_id,
+          [&](std::string *why) {
+            backend = cudagray::make_cuda_backend(why, gst_cuda_gray_context_switch(context_));
+            return backend != nullptr;
+          },
+          &on_cuda, &cpu_fallback_reason_))
+    return FALSE;
   if (!backend) backend = cudagray::make_cpu_backend();
   needs_ = backend->needs();
   backend_ = std::move(backend);

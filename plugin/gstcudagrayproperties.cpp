@@ -118,14 +118,13 @@ void gst_cuda_gray_properties_install(GObjectClass *klass, GstCudaGrayPropertySe
           "exists and otherwise the CPU (posting a warning)",
           GST_TYPE_CUDA_GRAY_BACKEND, DEFAULT_BACKEND,
           (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
-  if (all)
-    g_object_class_install_property(
-        klass, PROP_CUDA_DEVICE_ID,
-        g_param_spec_int(
-            "cuda-device-id", "CUDA device ID",
-            "CUDA device to convert on (-1: the first usable device)", -1, G_MAXINT,
-            DEFAULT_CUDA_DEVICE_ID,
-            (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      klass, PROP_CUDA_DEVICE_ID,
+      g_param_spec_int(
+          "cuda-device-id", "CUDA device ID",
+          "CUDA device to convert on (-1: the first usable device)", -1, G_MAXINT,
+          DEFAULT_CUDA_DEVICE_ID,
+          (GParamFlags)(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       klass, PROP_MATRIX,
       g_param_spec_enum(

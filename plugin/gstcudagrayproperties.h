@@ -53,7 +53,7 @@ void gst_cuda_gray_properties_init(GstCudaGrayProperties *props);
 void gst_cuda_gray_properties_clear(GstCudaGrayProperties *props);
 
 /* Which properties an element has: cudagray all of them; cudagraybatch
- * those that say how a frame becomes gray (backend, matrix, weights, method,
+ * those that say how a frame becomes gray (backend, cuda-device-id, matrix, weights, method,
  * add-borders), one definition for both. */
 typedef enum {
   GST_CUDA_GRAY_PROPERTIES_ALL,

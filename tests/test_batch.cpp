@@ -3,11 +3,13 @@
 // documented normalisation, written again here without kernels/ (binary32
 // operations in the documented order, binary16 by a search of every finite
 // half), each slot's gray from convert_cpu of its own conversion (held to
-// the gray formulas by test_kernels and test_scale).
+// the gray formulas by test_kernels and test_scale); the CUDA batch equal
+// to the CPU one bit for bit (skipped without a GPU, saying why).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -16,6 +18,11 @@
 #include "common.h"
 #include "cudagray/batch.h"
 #include "normalise.h"
+#ifdef CUDAGRAY_TEST_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "cudagray/convert_cuda.h"
+#endif
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -454,3 +461,340 @@ TEST(BatchCpu, RefusedBatchesSayWhyAndWriteNothing) {
   slots[1].present = false;
   EXPECT_TRUE(valid_batch(ok, slots.data(), 2, &why)) << why;
 }
+
+// The CPU maker: convert_batch_cpu's batch; refusals say why.
+TEST(BatchMakerCpu, MakesConvertBatchCpusBatch) {
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  const BatchFormat f = format_of(641, 481, BatchDType::Float16, 16, 0.449f, 0.226f);
+  const TestBatch b = random_batch(f, 3, every_layout(), kMethods[random_int(0, 2)], 700, true);
+  std::unique_ptr<BatchMaker> maker = make_cpu_batch_maker();
+  EXPECT_STREQ(maker->name(), "cpu");
+  EXPECT_FALSE(maker->uses_device_memory());
+  BatchBuffer made(batch_bytes(f, 3), 1);
+  std::string why;
+  ASSERT_TRUE(maker->make(f, b.slots.data(), 3, made.data(), false, w, &why)) << why;
+  EXPECT_TRUE(made.guards_untouched());
+  EXPECT_TRUE(matches_formula(b, made.data(), w));
+
+  EXPECT_FALSE(maker->make(f, b.slots.data(), 3, made.data(), true, w, &why));
+  EXPECT_EQ(why, "the CPU makes batches of frames in host memory, into host memory");
+  std::vector<BatchSlot> on_device = b.slots;
+  on_device[0] = BatchSlot{true, b.slots[0].conversion, b.frames[0].view()};
+  on_device[0].frame.on_device = true;
+  why.clear();
+  EXPECT_FALSE(maker->make(f, on_device.data(), 3, made.data(), false, w, &why));
+  EXPECT_EQ(why, "the CPU makes batches of frames in host memory, into host memory");
+  BatchBuffer untouched(batch_bytes(f, 1));
+  EXPECT_FALSE(maker->make(format_of(4, 4, BatchDType::UInt8, 16), b.slots.data(), 1,
+                           untouched.data(), false, w, &why));
+  EXPECT_EQ(why, "uint8 holds GRAY8: gray depth 16 needs float16 or float32");
+  EXPECT_TRUE(std::all_of(untouched.bytes.begin(), untouched.bytes.end(),
+                          [](uint8_t v) { return v == kGuard; }));
+}
+
+#ifdef CUDAGRAY_TEST_HAVE_CUDA
+
+namespace {
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// Device memory, freed at scope end.
+struct DeviceBytes {
+  void *data = nullptr;
+  explicit DeviceBytes(size_t bytes) {
+    EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(bytes, 1)), cudaSuccess);
+  }
+  ~DeviceBytes() { cudaFree(data); }
+  DeviceBytes(const DeviceBytes &) = delete;
+  DeviceBytes &operator=(const DeviceBytes &) = delete;
+  uint8_t *bytes() const { return static_cast<uint8_t *>(data); }
+};
+
+// Batch b made on the GPU (device copies of its frames, same offsets and
+// strides) into a device buffer between guards, brought back whole.
+void batch_on_device(const TestBatch &b, const Weights &w, BatchBuffer *out) {
+  std::vector<std::unique_ptr<DeviceBytes>> frames;
+  std::vector<const uint8_t *> bases;
+  for (const TestFrame &f : b.frames) {
+    frames.push_back(std::make_unique<DeviceBytes>(f.bytes.size()));
+    if (!f.bytes.empty()) {
+      ASSERT_CUDA(
+          cudaMemcpy(frames.back()->data, f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
+    }
+    bases.push_back(frames.back()->bytes());
+  }
+  DeviceBytes device(out->bytes.size());
+  ASSERT_CUDA(
+      cudaMemcpy(device.data, out->bytes.data(), out->bytes.size(), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::vector<BatchSlot> slots = b.slots_at(bases);
+  ASSERT_CUDA(convert_batch_cuda(b.format, slots.data(), static_cast<int>(slots.size()),
+                                 device.bytes() + out->offset, w, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  ASSERT_CUDA(cudaStreamDestroy(stream));
+  ASSERT_CUDA(
+      cudaMemcpy(out->bytes.data(), device.data, out->bytes.size(), cudaMemcpyDeviceToHost));
+}
+
+// The CPU batch of b and the GPU one, byte for byte, guards included.
+void expect_cuda_equals_cpu(const TestBatch &b, const Weights &w) {
+  const int count = static_cast<int>(b.slots.size());
+  const size_t align = dtype_bytes(b.format.dtype);
+  BatchBuffer cpu(batch_bytes(b.format, count), align), gpu(batch_bytes(b.format, count), align);
+  convert_batch_cpu(b.format, b.slots.data(), count, cpu.data(), w);
+  batch_on_device(b, w, &gpu);
+  int differ = 0;
+  for (size_t i = 0; i < cpu.bytes.size(); ++i) differ += cpu.bytes[i] != gpu.bytes[i];
+  EXPECT_EQ(differ, 0) << describe(b.format) << ": bytes differ between CPU and CUDA";
+  EXPECT_TRUE(gpu.guards_untouched()) << describe(b.format);
+  if (differ) {
+    EXPECT_TRUE(matches_formula(b, gpu.data(), w)) << "the CUDA batch";
+  }
+}
+
+}  // namespace
+
+class CudaBatch : public ::testing::Test {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_GPU(); }
+};
+
+// One layout a batch (one launch), each layout in turn, each method, dtype
+// and gray depth, padded and aligned rows, absent slots among them.
+TEST_F(CudaBatch, EachLayoutEqualsTheCpu) {
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  for (PixelLayout layout : every_layout())
+    for (ScaleMethod method : kMethods) {
+      const BatchDType dtype = kDTypes[random_int(0, 2)];
+      const int depth = dtype == BatchDType::UInt8 ? 8 : 8 << random_int(0, 1);
+      const auto [mean, std] =
+          dtype == BatchDType::UInt8
+              ? std::pair<float, float>{0.0f, 1.0f}
+              : kMeanStd[random_int(0, static_cast<int>(std::size(kMeanStd)) - 1)];
+      const BatchFormat f =
+          format_of(random_int(1, 70), random_int(1, 50), dtype, depth, mean, std);
+      SCOPED_TRACE(std::string(layout_info(layout).name) + " method " +
+                   std::to_string(static_cast<int>(method)));
+      expect_cuda_equals_cpu(random_batch(f, random_int(1, 5), {layout}, method, 90, true,
+                                          random_int(0, 1) ? Rows::Padded : Rows::Aligned16),
+                             w);
+    }
+}
+
+// Mixed layouts and methods in one batch; odd batch sizes up to 641x481 and
+// 4097x3 from frames up to 1921x1081; 64 slots; nothing but absent slots.
+TEST_F(CudaBatch, MixedBatchesEqualTheCpu) {
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  const std::vector<PixelLayout> layouts = every_layout();
+  for (const Size &size : std::vector<Size>{{1, 1}, {641, 481}, {4097, 3}, {640, 640}, {33, 17}})
+    for (BatchDType dtype : kDTypes) {
+      const int depth = dtype == BatchDType::UInt8 ? 8 : 8 << random_int(0, 1);
+      const BatchFormat f = dtype == BatchDType::UInt8
+                                ? format_of(size.width, size.height, dtype, depth)
+                                : format_of(size.width, size.height, dtype, depth, 0.449f, 0.226f);
+      TestBatch b = random_batch(f, 4, layouts, kMethods[random_int(0, 2)], 1921, true);
+      // a second method family among the slots: one more launch
+      const TestBatch more = random_batch(f, 2, layouts, kMethods[random_int(0, 2)], 300, false);
+      b.frames.insert(b.frames.end(), more.frames.begin(), more.frames.end());
+      b.slots.insert(b.slots.end(), more.slots.begin(), more.slots.end());
+      for (size_t i = 0; i < b.slots.size(); ++i)
+        if (b.slots[i].present) b.slots[i].frame = b.frames[i].view();
+      expect_cuda_equals_cpu(b, w);
+    }
+  const BatchFormat f = format_of(31, 7, BatchDType::Float16, 16, 0.5f, 0.5f);
+  expect_cuda_equals_cpu(random_batch(f, kMaxBatchSlots, layouts, ScaleMethod::Area, 50, true), w);
+  expect_cuda_equals_cpu(
+      random_batch(f, kMaxBatchSlots, {PixelLayout::Luma}, ScaleMethod::Bilinear, 50, true), w);
+  const TestBatch absent{
+      f, {TestFrame{}, TestFrame{}, TestFrame{}}, {BatchSlot{}, BatchSlot{}, BatchSlot{}}};
+  expect_cuda_equals_cpu(absent, w);
+}
+
+namespace {
+
+// The kernels convert_batch_cuda launches for batch b (frames anywhere:
+// nothing runs), counted from a CUDA graph captured from its stream.
+int kernel_launches(const TestBatch &b) {
+  std::vector<const uint8_t *> bases(b.frames.size(), nullptr);
+  DeviceBytes frame(1 << 20), out(batch_bytes(b.format, static_cast<int>(b.slots.size())));
+  for (auto &base : bases) base = frame.bytes();
+  const std::vector<BatchSlot> slots = b.slots_at(bases);
+  cudaStream_t stream;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(convert_batch_cuda(b.format, slots.data(), static_cast<int>(slots.size()), out.data,
+                               standard_weights(Matrix::BT601), stream),
+            cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  size_t count = 0;
+  EXPECT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(count);
+  EXPECT_EQ(cudaGraphGetNodes(graph, nodes.data(), &count), cudaSuccess);
+  int kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    EXPECT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+    kernels += type == cudaGraphNodeTypeKernel;
+  }
+  EXPECT_EQ(static_cast<int>(count), kernels) << "nodes other than kernels";
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return kernels;
+}
+
+}  // namespace
+
+// One launch for a batch of one layout and method family, absent slots
+// included; one more for each further layout or family.
+TEST_F(CudaBatch, OneLaunchForEachLayoutAndMethodFamily) {
+  const BatchFormat f = format_of(640, 640, BatchDType::Float16, 16, 0.449f, 0.226f);
+  EXPECT_EQ(kernel_launches(random_batch(f, 16, {PixelLayout::Luma}, ScaleMethod::Area, 64, true)),
+            1);
+  EXPECT_EQ(kernel_launches(random_batch(f, kMaxBatchSlots, {PixelLayout::RGBx},
+                                         ScaleMethod::Bilinear, 64, true)),
+            1);
+  TestBatch mixed = random_batch(f, 4, {PixelLayout::Luma}, ScaleMethod::Nearest, 64, false);
+  mixed.slots[1].conversion.method = ScaleMethod::Bilinear;  // the same family
+  EXPECT_EQ(kernel_launches(mixed), 1);
+  mixed.slots[2].conversion.method = ScaleMethod::Area;
+  EXPECT_EQ(kernel_launches(mixed), 2);
+  const TestBatch other = random_batch(f, 1, {PixelLayout::RGB}, ScaleMethod::Nearest, 64, false);
+  mixed.frames.push_back(other.frames[0]);
+  mixed.slots.push_back(other.slots[0]);
+  EXPECT_EQ(kernel_launches(mixed), 3);
+  const TestBatch absent{f, {TestFrame{}, TestFrame{}}, {BatchSlot{}, BatchSlot{}}};
+  EXPECT_EQ(kernel_launches(absent), 1);
+}
+
+// Refused: what valid_batch refuses, and a batch not aligned to its element.
+TEST_F(CudaBatch, RefusedBatchesLaunchNothing) {
+  const BatchFormat f = format_of(4, 4, BatchDType::Float32, 16);
+  DeviceBytes out(batch_bytes(f, 1) + 4);
+  BatchSlot absent;
+  EXPECT_EQ(
+      convert_batch_cuda(f, &absent, 1, out.bytes() + 2, standard_weights(Matrix::BT601), nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      convert_batch_cuda(f, &absent, 0, out.bytes(), standard_weights(Matrix::BT601), nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      convert_batch_cuda(f, &absent, 1, out.bytes() + 4, standard_weights(Matrix::BT601), nullptr),
+      cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+namespace {
+
+// Batch b by a CUDA maker: frames from host memory, or device copies of
+// them (alternating, or all of one kind), into host or device memory.
+enum class FramesIn { Host, Device, Both };
+
+void expect_maker_equals_cpu(BatchMaker *maker, const TestBatch &b, const Weights &w,
+                             FramesIn frames_in, bool out_on_device) {
+  const int count = static_cast<int>(b.slots.size());
+  std::vector<std::unique_ptr<DeviceBytes>> copies;
+  std::vector<BatchSlot> slots = b.slots;
+  for (int i = 0; i < count; ++i) {
+    if (!slots[i].present) continue;
+    if (frames_in == FramesIn::Host || (frames_in == FramesIn::Both && i % 2 == 0)) continue;
+    const TestFrame &f = b.frames[i];
+    copies.push_back(std::make_unique<DeviceBytes>(f.bytes.size()));
+    ASSERT_CUDA(cudaMemcpy(copies.back()->data, f.bytes.data(), f.bytes.size(),
+                           cudaMemcpyHostToDevice));
+    slots[i].frame = f.view(copies.back()->bytes());
+    slots[i].frame.on_device = true;
+  }
+  const size_t align = dtype_bytes(b.format.dtype);
+  BatchBuffer cpu(batch_bytes(b.format, count), align), made(batch_bytes(b.format, count), align);
+  convert_batch_cpu(b.format, b.slots.data(), count, cpu.data(), w);
+  std::string why;
+  if (out_on_device) {
+    DeviceBytes device(made.bytes.size());
+    ASSERT_CUDA(
+        cudaMemcpy(device.data, made.bytes.data(), made.bytes.size(), cudaMemcpyHostToDevice));
+    ASSERT_TRUE(maker->make(b.format, slots.data(), count, device.bytes() + made.offset, true, w,
+                            &why))
+        << why;
+    ASSERT_CUDA(
+        cudaMemcpy(made.bytes.data(), device.data, made.bytes.size(), cudaMemcpyDeviceToHost));
+  } else {
+    ASSERT_TRUE(maker->make(b.format, slots.data(), count, made.data(), false, w, &why)) << why;
+  }
+  EXPECT_EQ(cpu.bytes, made.bytes) << describe(b.format) << ": bytes differ between CPU and CUDA";
+}
+
+}  // namespace
+
+// The maker the element uses: every layout, from host and device frames,
+// into host and device memory, buffers reused across batches of changing
+// sizes; each batch equal to the CPU's, guards included.
+TEST_F(CudaBatch, MakerEqualsTheCpuFromHostAndDeviceFrames) {
+  std::string why;
+  std::unique_ptr<BatchMaker> maker = make_cuda_batch_maker(&why);
+  ASSERT_TRUE(maker) << why;
+  EXPECT_STREQ(maker->name(), "cuda");
+  EXPECT_TRUE(maker->uses_device_memory());
+  const Weights w = weights_of(kWeightChoices[random_int(0, 4)]);
+  const std::vector<PixelLayout> layouts = every_layout();
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const BatchDType dtype = kDTypes[i % 3];
+    const BatchFormat f = dtype == BatchDType::UInt8
+                              ? format_of(random_int(1, 70), random_int(1, 50), dtype, 8)
+                              : format_of(random_int(1, 70), random_int(1, 50), dtype,
+                                          8 << random_int(0, 1), 0.485f, 0.229f);
+    SCOPED_TRACE(layout_info(layouts[i]).name);
+    const TestBatch b = random_batch(f, random_int(1, 4), {layouts[i], layouts[(i * 7) % layouts.size()]},
+                                     kMethods[random_int(0, 2)], 120, true,
+                                     random_int(0, 1) ? Rows::Padded : Rows::Aligned16);
+    expect_maker_equals_cpu(maker.get(), b, w, static_cast<FramesIn>(i % 3), i % 2 == 1);
+  }
+  const BatchFormat f = format_of(640, 640, BatchDType::Float16, 16, 0.449f, 0.226f);
+  expect_maker_equals_cpu(maker.get(),
+                          random_batch(f, 16, {PixelLayout::Luma}, ScaleMethod::Area, 1921, true),
+                          w, FramesIn::Both, true);
+}
+
+// Frames still being written on their producer's stream when the batch is
+// asked for: the batch reads them after that work, with no host wait of the
+// producer's.
+TEST_F(CudaBatch, MakerWaitsForTheProducersStream) {
+  std::string why;
+  std::unique_ptr<BatchMaker> maker = make_cuda_batch_maker(&why);
+  ASSERT_TRUE(maker) << why;
+  const Weights w = standard_weights(Matrix::BT601);
+  const BatchFormat f = format_of(640, 640, BatchDType::Float32, 16, 0.5f, 0.5f);
+  for (int round = 0; round < 5; ++round) {
+    const TestBatch b = random_batch(f, 4, {PixelLayout::Luma, PixelLayout::RGBx},
+                                     ScaleMethod::Bilinear, 1921, false);
+    cudaStream_t producer;
+    ASSERT_CUDA(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking));
+    std::vector<std::unique_ptr<DeviceBytes>> copies;
+    std::vector<void *> pinned;
+    std::vector<BatchSlot> slots = b.slots;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const TestFrame &frame = b.frames[i];
+      void *host = nullptr;
+      ASSERT_CUDA(cudaMallocHost(&host, frame.bytes.size()));
+      std::memcpy(host, frame.bytes.data(), frame.bytes.size());
+      pinned.push_back(host);
+      copies.push_back(std::make_unique<DeviceBytes>(frame.bytes.size()));
+      ASSERT_CUDA(cudaMemsetAsync(copies.back()->data, 0xA5, frame.bytes.size(), producer));
+      ASSERT_CUDA(cudaMemcpyAsync(copies.back()->data, host, frame.bytes.size(),
+                                  cudaMemcpyHostToDevice, producer));
+      slots[i].frame = frame.view(copies.back()->bytes());
+      slots[i].frame.on_device = true;
+      slots[i].frame.producer_stream = producer;
+    }
+    BatchBuffer cpu(batch_bytes(f, 4)), made(batch_bytes(f, 4));
+    convert_batch_cpu(f, b.slots.data(), 4, cpu.data(), w);
+    ASSERT_TRUE(maker->make(f, slots.data(), 4, made.data(), false, w, &why)) << why;
+    EXPECT_EQ(cpu.bytes, made.bytes) << "round " << round;
+    ASSERT_CUDA(cudaStreamSynchronize(producer));
+    ASSERT_CUDA(cudaStreamDestroy(producer));
+    for (void *host : pinned) cudaFreeHost(host);
+  }
+}
+
+#endif  // CUDAGRAY_TEST_HAVE_CUDA

@@ -118,6 +118,21 @@ def dryrun_images(build):
     return found
 
 
+def front_end_runs(build):
+    """{source: how many times nvcc -dryrun runs cicc, its front end} for
+    each CUDA compile command of build."""
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        commands = [c for c in json.load(f) if c["file"].endswith(".cu")]
+    env = dict(os.environ, PATH=os.path.dirname(nvcc) + os.pathsep + os.environ["PATH"])
+    runs = {}
+    for command in commands:
+        run = subprocess.run(shlex.split(command["command"]) + ["-dryrun"], cwd=command["directory"],
+                             env=env, capture_output=True, text=True)
+        runs[os.path.basename(command["file"])] = len(
+            re.findall(r'^#\$ "?(?:\S*/)?cicc"? ', run.stdout + run.stderr, re.M))
+    return runs
+
+
 def fake_nvidia_smi(directory, capabilities):
     """An nvidia-smi in directory that reports GPUs of these compute
     capabilities, or, given none, fails as without a driver."""
@@ -172,6 +187,17 @@ holds = fatbin_images(section) if section is not None else set()
 report(said is not None and holds == said,
        f"this build's plugin holds the CUDA code it announced: {' '.join(sorted(said or [])) or 'none'}",
        f"announced {said}; the plugin's .nv_fatbin holds {holds if section is not None else 'no such section'}")
+
+# One PTX for every machine code (meson.build): nvcc's front end, most of a
+# build's time, runs once a CUDA source, not once an architecture.
+if said and nvcc:
+    runs = front_end_runs(build_dir)
+    report(runs and all(n == 1 for n in runs.values()),
+           f"nvcc runs its front end once for each CUDA source: {', '.join(sorted(runs))}",
+           f"cicc runs per source: {runs}")
+elif said:
+    print(f"ok {checks + 1} - # SKIP nvcc's front-end runs: no nvcc given")
+    checks += 1
 
 with tempfile.TemporaryDirectory() as scratch:
     try:

@@ -22,9 +22,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "cudagray/conversion.h"
+#include "cudagray/device.h"
 #include "cudagray/frame.h"
 #include "cudagray/weights.h"
 
@@ -72,5 +74,34 @@ bool valid_batch(const BatchFormat &format, const BatchSlot *slots, int count, s
 // refuses the batch.
 void convert_batch_cpu(const BatchFormat &format, const BatchSlot *slots, int count, void *out,
                        const Weights &w, int threads = 0);
+
+// Where batches are made, the CPU or one CUDA device, behind one interface:
+// cudagraybatch picks one at start and never asks how it works.
+class BatchMaker {
+ public:
+  virtual ~BatchMaker() = default;
+  // For messages only: "cpu" or "cuda".
+  virtual const char *name() const = 0;
+  // Whether present slots' frames may be in device memory of the maker's
+  // CUDA context (InputFrame::on_device, waited for on their
+  // producer_stream), and the batch written there.
+  virtual bool uses_device_memory() const = 0;
+  // Makes batch f of count slots into out (batch_bytes(f, count)): host
+  // memory of any alignment, or with out_on_device device memory aligned to
+  // an element; equal bit for bit on every maker. Returns once the batch is
+  // in out and the frames are no longer read; false and why otherwise, when
+  // valid_batch refuses it with nothing written.
+  virtual bool make(const BatchFormat &f, const BatchSlot *slots, int count, void *out,
+                    bool out_on_device, const Weights &w, std::string *error) = 0;
+};
+
+// convert_batch_cpu, on threads as convert_cpu's.
+std::unique_ptr<BatchMaker> make_cpu_batch_maker(int threads = 0);
+// On the CUDA device of context (as make_cuda_backend takes it): frames in
+// host memory are uploaded, the batch made by convert_batch_cuda (one
+// kernel launch for the slots of each layout and method family) and, for
+// out in host memory, downloaded. nullptr and why when it cannot be made.
+std::unique_ptr<BatchMaker> make_cuda_batch_maker(std::string *error,
+                                                  CudaContextSwitch context = {});
 
 }  // namespace cudagray
