@@ -10,9 +10,10 @@ formats when none are given) to one cudagraybatch, which makes each tick
 one letterboxed, normalised (N, 1, H, W) float32 batch; torch.from_dlpack
 takes its memory itself and a small model (one convolution) finds the
 strongest edge of each slot, mapped back to its source's pixels through the
-slot's letterbox transform. Runs on the CPU; with a GPU the batch is copied
-there (cudagraybatch makes system-memory batches only so far). Exits 0
-saying so where PyTorch is missing, 3 without the cudagray module.
+slot's letterbox transform. Where PyTorch sees a GPU the batches are made
+there and stay in CUDA memory (memory="cuda"), so the model reads them
+where they are; otherwise everything runs on the CPU. Exits 0 saying so
+where PyTorch is missing, 3 without the cudagray module.
 
 Needs the cudagray module (python/; PYTHONPATH=build/python from a build) and
 the plugin installed or on GST_PLUGIN_PATH.
@@ -64,12 +65,14 @@ def main():
     model = Edges().to(device)
     count = 0
     with cudagray.open_batch(args.sources or DEFAULT_SOURCES, width=width, height=height,
-                             dtype="float32", mean=0.5, std=0.25, add_borders=True) as reader, \
+                             dtype="float32", mean=0.5, std=0.25, add_borders=True,
+                             memory="cuda" if device == "cuda" else "system") as reader, \
             torch.no_grad():
         for batch in reader:
-            # no copy: the tensor is the batch's own memory (read-only)
+            # no copy: the tensor is the batch's own memory (read-only), on
+            # the device the model is on
             tensor = torch.from_dlpack(batch)
-            edges = model(tensor.to(device))
+            edges = model(tensor)
             strongest = edges.flatten(1).argmax(dim=1).tolist()
             count += 1
             if count == 1 or count == args.batches:

@@ -20,7 +20,9 @@
  * #GstCudaGrayBatch:backend says where batches are made: on the GPU in one
  * kernel launch for the slots of each pixel layout (input in CUDA memory of
  * the element's CUDA context read where it is, other input uploaded), or on
- * the CPU; bit for bit the same. The batch leaves in system memory.
+ * the CPU; bit for bit the same. On CUDA the batch leaves in CUDA memory
+ * when downstream takes it (memory:CUDAMemory), from a pool of the
+ * element's, else in system memory.
  *
  * ## Example launch line
  * |[
@@ -44,6 +46,7 @@
 #include "gstcudagraybatchmeta.h"
 #include "gstcudagraycaps.h"
 #include "gstcudagrayframe.h"
+#include "gstcudagraypools.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_batch_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_batch_debug
@@ -263,6 +266,9 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
 
 static gboolean gst_cuda_gray_batch_stop(GstAggregator *agg) {
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
+  if (self->pool) gst_buffer_pool_set_active(self->pool, FALSE);
+  gst_clear_object(&self->pool);
+  self->cuda_output = FALSE;
   delete self->maker;
   self->maker = NULL;
   gst_cuda_gray_context_close(self->context);
@@ -357,6 +363,14 @@ static GstCaps *batch_caps(GstCudaGrayBatch *self, guint slots, gint fps_n, gint
       G_TYPE_INT, self->width, "height", G_TYPE_INT, self->height, "dtype", G_TYPE_STRING,
       dtype_name(self->dtype), "framerate", GST_TYPE_FRACTION, fps_n, fps_d, NULL);
   GST_OBJECT_UNLOCK(self);
+  /* the same in CUDA memory on the GPU, after system memory as in cudagray */
+  std::string unusable;
+  if (self->maker->uses_device_memory() && gst_cuda_gray_cuda_memory_usable(&unusable)) {
+    GstCaps *cuda = gst_caps_copy(caps);
+    gst_caps_set_features_simple(
+        cuda, gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+    gst_caps_append(caps, cuda);
+  }
   return caps;
 }
 
@@ -396,8 +410,39 @@ static gboolean gst_cuda_gray_batch_negotiated_src_caps(GstAggregator *agg, GstC
   }
   self->fps_n = fps_n;
   self->fps_d = fps_d;
+  self->cuda_output = gst_cuda_gray_caps_in_cuda_memory(caps);
   const GstClockTime tick = gst_util_uint64_scale(GST_SECOND, fps_d, fps_n);
   gst_aggregator_set_latency(agg, tick, tick);
+  return TRUE;
+}
+
+/* Batches in CUDA memory come from a pool of the element's, one CUDA
+ * memory a batch (GStreamer's CUDA pools lay out video frames only);
+ * batches in system memory are allocated each. */
+static gboolean gst_cuda_gray_batch_decide_allocation(GstAggregator *agg, GstQuery *query) {
+  GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
+  if (self->pool) gst_buffer_pool_set_active(self->pool, FALSE);
+  gst_clear_object(&self->pool);
+  if (!self->cuda_output) return TRUE;
+  GstCaps *caps = NULL;
+  gst_query_parse_allocation(query, &caps, NULL);
+  gint slots = 0;
+  if (caps) gst_structure_get_int(gst_caps_get_structure(caps, 0), "batch", &slots);
+  GST_OBJECT_LOCK(self);
+  const gsize bytes = cudagray::batch_bytes(batch_format(self), slots);
+  GST_OBJECT_UNLOCK(self);
+  guint min_buffers = 0;
+  if (gst_query_get_n_allocation_pools(query) > 0)
+    gst_query_parse_nth_allocation_pool(query, 0, NULL, NULL, &min_buffers, NULL);
+  std::string why;
+  /* one batch being made while downstream holds its own */
+  self->pool = gst_cuda_gray_batch_pool_new(self->context, bytes, min_buffers + 1, &why);
+  if (!self->pool) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("Cannot make batches in CUDA memory: %s", why.c_str()), (NULL));
+    return FALSE;
+  }
+  GST_DEBUG_OBJECT(self, "batches of %" G_GSIZE_FORMAT " bytes in CUDA memory", bytes);
   return TRUE;
 }
 
@@ -520,7 +565,16 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
   const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
   GST_OBJECT_UNLOCK(self);
 
-  GstBuffer *batch = gst_buffer_new_allocate(NULL, cudagray::batch_bytes(format, n_slots), NULL);
+  const gsize bytes = cudagray::batch_bytes(format, n_slots);
+  GstBuffer *batch = NULL;
+  if (!self->cuda_output) {
+    batch = gst_buffer_new_allocate(NULL, bytes, NULL);
+  } else if (gst_buffer_pool_acquire_buffer(self->pool, &batch, NULL) == GST_FLOW_OK) {
+    gst_buffer_resize(batch, 0, bytes); /* the pool's are whole rows of its layout */
+  } else {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("No batch buffer in CUDA memory"), (NULL));
+    return NULL;
+  }
   GstCudaGrayBatchMeta *meta = gst_buffer_add_cuda_gray_batch_meta(batch, n_slots);
   std::vector<cudagray::BatchSlot> slots(n_slots);
   std::vector<std::unique_ptr<GstCudaGrayFrame>> frames;
@@ -545,13 +599,19 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
     ok = false;
   }
   GstMapInfo map;
-  if (ok && !gst_buffer_map(batch, &map, GST_MAP_WRITE)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write into a new batch buffer"), (NULL));
+  if (ok && !(self->cuda_output ? gst_cuda_gray_batch_memory(batch, bytes, &map, &why)
+                                : gst_buffer_map(batch, &map, GST_MAP_WRITE))) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Cannot write into a new batch buffer"),
+                      ("%s", why.c_str()));
     ok = false;
   }
   if (ok) {
-    ok = self->maker->make(format, slots.data(), (int)n_slots, map.data, false, weights, &why);
-    gst_buffer_unmap(batch, &map);
+    ok = self->maker->make(format, slots.data(), (int)n_slots, map.data, self->cuda_output,
+                           weights, &why);
+    if (self->cuda_output)
+      gst_memory_unmap(map.memory, &map);
+    else
+      gst_buffer_unmap(batch, &map);
     if (!ok) gst_cuda_gray_post_backend_error(GST_ELEMENT(self), self->maker->name(),
                                               "make a batch", why);
   }
@@ -585,7 +645,7 @@ static GstFlowReturn gst_cuda_gray_batch_aggregate(GstAggregator *agg, gboolean 
   output_rate(pads, &fps_n, &fps_d);
   GstCaps *want = batch_caps(self, n_slots, fps_n, fps_d);
   GstCaps *current = gst_pad_get_current_caps(GST_AGGREGATOR_SRC_PAD(agg));
-  const bool same = current && gst_caps_is_equal(current, want);
+  const bool same = current && gst_caps_is_subset(current, want);
   gst_clear_caps(&current);
   gst_caps_unref(want);
   if (!same && !gst_aggregator_negotiate(agg)) {
@@ -703,6 +763,12 @@ static void gst_cuda_gray_batch_class_init(GstCudaGrayBatchClass *klass) {
        "], channels=(int)1, width=(int)[1," + max + "], height=(int)[1," + max +
        "], dtype=(string){uint8,float16,float32}, framerate=(fraction)[0/1,2147483647/1]")
           .c_str());
+  if (gst_cuda_gray_cuda_memory_usable(&cuda_off)) {
+    GstCaps *cuda = gst_caps_copy(src_caps);
+    gst_caps_set_features_simple(
+        cuda, gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+    gst_caps_append(src_caps, cuda);
+  }
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new_with_gtype("src", GST_PAD_SRC, GST_PAD_ALWAYS, src_caps,
                                                      GST_TYPE_AGGREGATOR_PAD));
@@ -723,6 +789,7 @@ static void gst_cuda_gray_batch_class_init(GstCudaGrayBatchClass *klass) {
   agg_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_sink_event);
   agg_class->update_src_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_update_src_caps);
   agg_class->negotiated_src_caps = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_negotiated_src_caps);
+  agg_class->decide_allocation = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_decide_allocation);
   agg_class->aggregate = GST_DEBUG_FUNCPTR(gst_cuda_gray_batch_aggregate);
   /* live: ticks by the clock, from the output's position */
   agg_class->get_next_time = gst_aggregator_simple_get_next_time;

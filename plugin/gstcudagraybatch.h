@@ -64,6 +64,10 @@ struct _GstCudaGrayBatch {
    * works in (open when the maker is CUDA's). */
   GstCudaGrayContext *context;
   cudagray::BatchMaker *maker;
+  /* Whether batches leave in CUDA memory (the source caps), and the pool
+   * they then come from (the source pad's task's). */
+  gboolean cuda_output;
+  GstBufferPool *pool;
 
   /* The source pad's task's (and flush's, while it is stopped): the output
    * ticks, tick k ending at tick_base + k + 1 frames of fps_n / fps_d

@@ -190,6 +190,7 @@ typedef struct {
   GstVideoInfo gray;                                  /* what the buffers hold */
   GstVideoInfo standin;                               /* what the allocator is asked for */
   GstCudaGrayStream *stream;                          /* from the config: the memories carry it */
+  gboolean video_meta;                                /* gray frames have one; batches none */
   std::shared_ptr<GstCudaGrayDeviceParking> *parking; /* the element's */
 } GstCudaGrayDevicePool;
 
@@ -271,9 +272,11 @@ static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **b
       GST_VIDEO_INFO_PLANE_STRIDE(&GST_CUDA_MEMORY_CAST(mem)->info, 0)};
   *buffer = gst_buffer_new();
   gst_buffer_append_memory(*buffer, mem);
-  gst_buffer_add_video_meta_full(
+  if (self->video_meta)
+    gst_buffer_add_video_meta_full(
       *buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&self->gray),
-      GST_VIDEO_INFO_WIDTH(&self->gray), GST_VIDEO_INFO_HEIGHT(&self->gray), 1, offset, stride);
+        GST_VIDEO_INFO_WIDTH(&self->gray), GST_VIDEO_INFO_HEIGHT(&self->gray), 1, offset,
+        stride);
   return GST_FLOW_OK;
 }
 
@@ -308,6 +311,7 @@ static void gst_cuda_gray_device_pool_class_init(GstCudaGrayDevicePoolClass *kla
 }
 
 static void gst_cuda_gray_device_pool_init(GstCudaGrayDevicePool *self) {
+  self->video_meta = TRUE;
   gst_video_info_init(&self->gray);
   gst_video_info_init(&self->standin);
 }
@@ -382,4 +386,60 @@ gboolean gst_cuda_gray_decide_output_pool(GstCudaGrayContext *context, GstQuery 
   }
   gst_object_unref(pool);
   return configured;
+}
+
+/* A batch's bytes as gray rows of this many bytes: the driver's pitch for
+ * such a row is the row itself (a multiple of every pitch alignment), so
+ * that the rows are one contiguous run, which gst_cuda_gray_batch_memory
+ * checks. */
+#define BATCH_ROW_BYTES 512
+
+GstBufferPool *gst_cuda_gray_batch_pool_new(GstCudaGrayContext *context, gsize bytes,
+                                            guint min_buffers, std::string *why) {
+  if (!context->cuda) {
+    *why = "no CUDA context is open";
+    return NULL;
+  }
+  const gsize rows = (bytes + BATCH_ROW_BYTES - 1) / BATCH_ROW_BYTES;
+  if (rows > G_MAXINT) {
+    *why = "a batch of " + std::to_string(bytes) + " bytes is too large for CUDA memory";
+    return NULL;
+  }
+  GstBufferPool *pool = device_pool_new(context);
+  if (!pool) {
+    *why = "GStreamer's CUDA allocator is not registered";
+    return NULL;
+  }
+  reinterpret_cast<GstCudaGrayDevicePool *>(pool)->video_meta = FALSE;
+  GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "GRAY8", "width",
+                                      G_TYPE_INT, BATCH_ROW_BYTES, "height", G_TYPE_INT,
+                                      (gint)rows, NULL);
+  gst_caps_set_features_simple(
+      caps, gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  gst_buffer_pool_config_set_params(config, caps, rows * BATCH_ROW_BYTES, min_buffers, 0);
+  gst_cuda_gray_pool_config_set_stream(config, context->stream);
+  gst_caps_unref(caps);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    *why = "no batch of " + std::to_string(bytes) + " bytes could be allocated in CUDA memory";
+    gst_object_unref(pool);
+    return NULL;
+  }
+  return pool;
+}
+
+gboolean gst_cuda_gray_batch_memory(GstBuffer *buffer, gsize bytes, GstMapInfo *map,
+                                    std::string *why) {
+  GstMemory *mem = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
+  if (!mem || !gst_is_cuda_memory(mem) || mem->size < bytes ||
+      GST_VIDEO_INFO_PLANE_STRIDE(&GST_CUDA_MEMORY_CAST(mem)->info, 0) != BATCH_ROW_BYTES) {
+    *why = "the batch buffer is not one contiguous CUDA memory of " + std::to_string(bytes) +
+           " bytes";
+    return FALSE;
+  }
+  if (!gst_memory_map(mem, map, (GstMapFlags)(GST_MAP_WRITE | GST_MAP_CUDA))) {
+    *why = "the batch's CUDA memory cannot be mapped for writing";
+    return FALSE;
+  }
+  return TRUE;
 }

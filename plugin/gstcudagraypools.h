@@ -26,3 +26,15 @@ void gst_cuda_gray_offer_input_pool(GstCudaGrayContext *context, GstQuery *query
  * that fails. */
 gboolean gst_cuda_gray_decide_output_pool(GstCudaGrayContext *context, GstQuery *query,
                                           guint min_buffers, std::string *why);
+
+/* cudagraybatch's pool of batches in CUDA memory: buffers of one CUDA
+ * memory of the element's context holding bytes contiguous (no video
+ * meta), min_buffers of them, activated. NULL with why when it cannot be
+ * had. */
+GstBufferPool *gst_cuda_gray_batch_pool_new(GstCudaGrayContext *context, gsize bytes,
+                                            guint min_buffers, std::string *why);
+/* Maps a buffer of that pool for the GPU to write (map->data the device
+ * address of the batch); FALSE with why when it is not such a buffer of at
+ * least bytes, or cannot be mapped. gst_memory_unmap(map->memory, map). */
+gboolean gst_cuda_gray_batch_memory(GstBuffer *buffer, gsize bytes, GstMapInfo *map,
+                                    std::string *why);

@@ -69,3 +69,14 @@ gboolean gst_cuda_gray_decide_output_pool(GstCudaGrayContext *, GstQuery *, guin
   *why = "cudagray was built without gstreamer-cuda-1.0";
   return FALSE;
 }
+
+GstBufferPool *gst_cuda_gray_batch_pool_new(GstCudaGrayContext *, gsize, guint,
+                                            std::string *why) {
+  *why = "cudagray was built without gstreamer-cuda-1.0";
+  return NULL;
+}
+
+gboolean gst_cuda_gray_batch_memory(GstBuffer *, gsize, GstMapInfo *, std::string *why) {
+  *why = "cudagray was built without gstreamer-cuda-1.0";
+  return FALSE;
+}

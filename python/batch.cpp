@@ -2,9 +2,8 @@
 /* cudagray.Batch: one batch of cudagraybatch (docs/batch.md), N slots of
  * gray as one contiguous (N, 1, H, W) array, its GstBuffer mapped for as
  * long as the batch lives, and what its GstCudaGrayBatchMeta says of each
- * slot. Handed out as a Frame is (array.cpp); the element makes batches in
- * system memory only so far, so a Batch has no CUDA side yet: one in CUDA
- * memory would give array_dlpack a CudaExport as a Frame does. */
+ * slot. Handed out as a Frame is (array.cpp), in system or CUDA memory,
+ * with the same consumer streams and ordered release (cuda_array.cpp). */
 #include <dlpack/dlpack.h>
 
 #include "cudagray_python.h"
@@ -20,6 +19,8 @@ PyTypeObject *slot_type;
 struct Batch {
   PyObject_HEAD GstSample *sample;
   GstMapInfo map; /* mapped until the batch is freed */
+  bool on_cuda;
+  CudaSide side; /* in CUDA memory */
   ArrayLayout array;
   const char *dtype;
   PyObject *slots; /* a tuple of BatchSlot */
@@ -73,8 +74,11 @@ void batch_dealloc(PyObject *self) {
   Batch *batch = as_batch(self);
   PyTypeObject *type = Py_TYPE(self);
   Py_XDECREF(batch->slots);
-  gst_buffer_unmap(gst_sample_get_buffer(batch->sample), &batch->map);
-  gst_sample_unref(batch->sample);
+  GstBuffer *buffer = gst_sample_get_buffer(batch->sample);
+  GstMapInfo map = batch->map;
+  cuda_side_release(
+      &batch->side, [buffer, map]() mutable { gst_buffer_unmap(buffer, &map); }, buffer,
+      batch->sample);
   reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
   Py_DECREF(type);
 }
@@ -85,9 +89,10 @@ PyObject *batch_repr(PyObject *self) {
   Batch *batch = as_batch(self);
   PyObject *pts = clock_time_or_none(GST_BUFFER_PTS(buffer_of(self)));
   if (!pts) return NULL;
-  PyObject *repr = PyUnicode_FromFormat("<cudagray.Batch %zdx1x%zdx%zd %s on cpu, pts %S>",
-                                        batch->array.shape[0], batch->array.shape[2],
-                                        batch->array.shape[3], batch->dtype, pts);
+  PyObject *repr = PyUnicode_FromFormat(
+      "<cudagray.Batch %zdx1x%zdx%zd %s on %s, pts %S>", batch->array.shape[0],
+      batch->array.shape[2], batch->array.shape[3], batch->dtype, batch->on_cuda ? "cuda" : "cpu",
+      pts);
   Py_DECREF(pts);
   return repr;
 }
@@ -107,22 +112,82 @@ PyObject *get_duration(PyObject *self, void *) {
   return clock_time_or_none(GST_BUFFER_DURATION(buffer_of(self)));
 }
 
-PyObject *get_device(PyObject *, void *) { return PyUnicode_FromString("cpu"); }
+PyObject *get_device(PyObject *self, void *) {
+  Batch *batch = as_batch(self);
+  if (!batch->on_cuda) return PyUnicode_FromString("cpu");
+  return PyUnicode_FromFormat("cuda:%d", batch->side.cuda.device);
+}
 
 PyObject *get_slots(PyObject *self, void *) { return Py_NewRef(as_batch(self)->slots); }
 
+/* Each interface an AttributeError in the other memory, as a Frame's. */
 PyObject *get_array_interface(PyObject *self, void *) {
-  return array_interface(as_batch(self)->array, NULL);
+  Batch *batch = as_batch(self);
+  if (batch->on_cuda) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "a batch in CUDA memory has no __array_interface__: use __dlpack__ or "
+                    "__cuda_array_interface__");
+    return NULL;
+  }
+  return array_interface(batch->array, NULL);
 }
 
-PyObject *dlpack_device(PyObject *, PyObject *) { return array_dlpack_device(NULL); }
+PyObject *get_cuda_array_interface(PyObject *self, void *) {
+  Batch *batch = as_batch(self);
+  if (!batch->on_cuda) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "a batch in system memory has no __cuda_array_interface__: use the buffer "
+                    "protocol, __array_interface__ or __dlpack__");
+    return NULL;
+  }
+  return cuda_side_array_interface(&batch->side, batch->array);
+}
+
+bool order_consumer(PyObject *self, PyObject *stream) {
+  return cuda_side_order_consumer(&as_batch(self)->side, buffer_of(self), stream);
+}
+
+bool copy_batch_to_host(PyObject *self, void *destination, size_t row_bytes) {
+  Batch *batch = as_batch(self);
+  return cuda_side_copy_to_host(&batch->side, buffer_of(self), batch->array, destination,
+                                row_bytes);
+}
+
+/* The CUDA side of the batch's DLPack exports; NULL in system memory. */
+const CudaExport *cuda_export(Batch *batch, CudaExport *storage) {
+  if (!batch->on_cuda) return NULL;
+  *storage = CudaExport{batch->side.cuda.device, order_consumer, copy_batch_to_host};
+  return storage;
+}
+
+PyObject *dlpack_device(PyObject *self, PyObject *) {
+  CudaExport storage;
+  return array_dlpack_device(cuda_export(as_batch(self), &storage));
+}
 
 PyObject *dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
-  return array_dlpack(self, as_batch(self)->array, NULL, args, kwargs);
+  CudaExport storage;
+  Batch *batch = as_batch(self);
+  return array_dlpack(self, batch->array, cuda_export(batch, &storage), args, kwargs);
+}
+
+PyObject *record_stream(PyObject *self, PyObject *stream) {
+  Batch *batch = as_batch(self);
+  if (!batch->on_cuda) {
+    PyErr_SetString(PyExc_ValueError, "a batch in system memory has no stream");
+    return NULL;
+  }
+  return cuda_side_record_stream(&batch->side, stream);
 }
 
 int get_buffer(PyObject *self, Py_buffer *view, int flags) {
-  return array_get_buffer(self, as_batch(self)->array, view, flags);
+  Batch *batch = as_batch(self);
+  if (batch->on_cuda) {
+    PyErr_SetString(PyExc_BufferError,
+                    "the batch is in CUDA memory: use __dlpack__ or __cuda_array_interface__");
+    return -1;
+  }
+  return array_get_buffer(self, batch->array, view, flags);
 }
 
 PyMethodDef batch_methods[] = {
@@ -130,9 +195,17 @@ PyMethodDef batch_methods[] = {
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule of the batch, (N, 1, H, W), without a copy: read-only (DLPack 1.x, for a "
      "consumer whose max_version is (1, 0) or later: the versioned tensor with its read-only "
-     "flag). The batch is in system memory: stream takes None. copy=True copies it (the copy "
-     "is writable); copy=False never copies."},
-    {"__dlpack_device__", dlpack_device, METH_NOARGS, "(1, 0): the CPU"},
+     "flag). stream, for a batch in CUDA memory, as Frame.__dlpack__'s: the consumer's "
+     "stream, and the batch goes back to cudagraybatch's pool once the work queued there before "
+     "the batch and every array of it were let go is done; a batch in system memory takes "
+     "None. dl_device (1, 0) copies a batch in CUDA memory to system memory; copy=True copies "
+     "a batch in system memory (the copy is writable); copy=False never copies."},
+    {"record_stream", record_stream, METH_O,
+     "record_stream(stream)\n--\n\nAs Frame.record_stream: the batch goes back to "
+     "cudagraybatch's pool only once the work queued on stream before the batch and every "
+     "array of it were let go is done."},
+    {"__dlpack_device__", dlpack_device, METH_NOARGS,
+     "(device type, device id): (2, id) for CUDA, (1, 0) for the CPU"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -141,9 +214,12 @@ PyGetSetDef batch_getset[] = {
     {"dtype", get_dtype, NULL, "'uint8', 'float16' or 'float32'", NULL},
     {"pts", get_pts, NULL, "the tick's start in ns (docs/batch.md), or None", NULL},
     {"duration", get_duration, NULL, "the tick's length in ns, or None", NULL},
-    {"device", get_device, NULL, "'cpu'", NULL},
+    {"device", get_device, NULL, "'cpu' or 'cuda:N'", NULL},
     {"slots", get_slots, NULL, "a tuple of N cudagray.BatchSlot, one a slot", NULL},
-    {"__array_interface__", get_array_interface, NULL, "NumPy's array interface", NULL},
+    {"__array_interface__", get_array_interface, NULL, "NumPy's array interface (system memory)",
+     NULL},
+    {"__cuda_array_interface__", get_cuda_array_interface, NULL,
+     "the CUDA array interface, version 3 (CUDA memory)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -195,6 +271,8 @@ bool BatchCaps::update(GstCaps *sample_caps) {
     PyErr_Format(PyExc_ValueError, "batches of %s are not known to this module", name);
     return false;
   }
+  GstCapsFeatures *features = gst_caps_get_features(sample_caps, 0);
+  on_cuda = features && gst_caps_features_contains(features, "memory:CUDAMemory");
   caps = gst_caps_ref(sample_caps);
   return true;
 }
@@ -216,13 +294,22 @@ PyObject *batch_new(GstSample *sample, BatchCaps *layout) {
     gst_sample_unref(sample);
     return NULL;
   }
+  CudaMemoryInfo cuda;
+  std::string why;
+  if (layout->on_cuda && !describe_cuda_memory(buffer, &cuda, &why)) {
+    PyErr_Format(error_type, "cannot hand out this CUDA batch: %s", why.c_str());
+    gst_sample_unref(sample);
+    return NULL;
+  }
   auto alloc = reinterpret_cast<allocfunc>(PyType_GetSlot(batch_type, Py_tp_alloc));
   Batch *batch = reinterpret_cast<Batch *>(alloc(batch_type, 0));
   if (!batch) {
     gst_sample_unref(sample);
     return NULL;
   }
-  if (!gst_buffer_map(buffer, &batch->map, GST_MAP_READ)) {
+  const GstMapFlags flags =
+      layout->on_cuda ? GstMapFlags(GST_MAP_READ | cuda_map_flag()) : GST_MAP_READ;
+  if (!gst_buffer_map(buffer, &batch->map, flags)) {
     /* nothing mapped: free the object without the dealloc's unmap */
     gst_sample_unref(sample);
     reinterpret_cast<freefunc>(PyType_GetSlot(batch_type, Py_tp_free))(batch);
@@ -231,6 +318,8 @@ PyObject *batch_new(GstSample *sample, BatchCaps *layout) {
     return NULL;
   }
   batch->sample = sample;
+  batch->on_cuda = layout->on_cuda;
+  batch->side.cuda = cuda;
   batch->dtype = layout->dtype;
   ArrayLayout &array = batch->array;
   array.data = batch->map.data;

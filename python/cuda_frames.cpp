@@ -137,16 +137,18 @@ bool consumer_done(cudaError_t state) {
   return true;
 }
 
-/* A freed frame whose consumers' queued work may still read it: its mapping
- * and sample, held until every event recorded after that work is done. */
+/* A freed frame or batch whose consumers' queued work may still read it:
+ * its mapping and sample, held until every event recorded after that work
+ * is done. */
 class HeldFrame {
  public:
-  HeldFrame(const GstVideoFrame &mapped, GstSample *sample, std::vector<Event> &&consumed)
-      : video_(mapped), sample_(sample), consumed_(std::move(consumed)) {}
+  HeldFrame(std::function<void()> unmap, GstBuffer *buffer, GstSample *sample,
+            std::vector<Event> &&consumed)
+      : unmap_(std::move(unmap)), buffer_(buffer), sample_(sample), consumed_(std::move(consumed)) {}
   HeldFrame(const HeldFrame &) = delete;
   HeldFrame &operator=(const HeldFrame &) = delete;
   ~HeldFrame() {
-    gst_video_frame_unmap(&video_);
+    unmap_();
     gst_sample_unref(sample_);
   }
   /* Forgets the events that are done; true once none is left. */
@@ -155,7 +157,7 @@ class HeldFrame {
     consumed_.erase(std::remove_if(consumed_.begin(), consumed_.end(), finished), consumed_.end());
     return consumed_.empty();
   }
-  GstBuffer *buffer() const { return video_.buffer; }
+  GstBuffer *buffer() const { return buffer_; }
   /* Blocks until every consumer is done. */
   void wait() {
     for (const Event &event : consumed_) consumer_done(cudaEventSynchronize(event.get()));
@@ -163,7 +165,8 @@ class HeldFrame {
   }
 
  private:
-  GstVideoFrame video_;
+  std::function<void()> unmap_;
+  GstBuffer *buffer_;
   GstSample *sample_;
   std::vector<Event> consumed_;
 };
@@ -281,8 +284,8 @@ bool add_consumer(ConsumerStreams **streams, int device, void *stream, PyObject 
   return true;
 }
 
-void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
-                             ConsumerStreams *streams) {
+void release_after_consumers(std::function<void()> unmap, GstBuffer *buffer, GstSample *sample,
+                             int device, ConsumerStreams *streams) {
   std::vector<Event> consumed;
   std::string why;
   DeviceScope scope;
@@ -308,9 +311,10 @@ void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device
     consumed.push_back(std::move(legacy_stream_work));
   else
     GST_WARNING("frame released without waiting for the legacy default stream: %s", why.c_str());
-  GST_LOG("frame %p released after %zu events, %zu frames held before it", video->buffer,
+  GST_LOG("frame %p released after %zu events, %zu frames held before it", buffer,
           consumed.size(), held_frames.size());
-  held_frames.push_back(std::make_unique<HeldFrame>(*video, sample, std::move(consumed)));
+  held_frames.push_back(
+      std::make_unique<HeldFrame>(std::move(unmap), buffer, sample, std::move(consumed)));
   release_consumed_frames();
 }
 

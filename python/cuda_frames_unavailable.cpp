@@ -36,8 +36,9 @@ bool add_consumer(ConsumerStreams **, int, void *, PyObject *owner, std::string 
 }
 
 /* no frame is in CUDA memory here: nothing to wait for */
-void release_after_consumers(GstVideoFrame *video, GstSample *sample, int, ConsumerStreams *) {
-  gst_video_frame_unmap(video);
+void release_after_consumers(std::function<void()> unmap, GstBuffer *, GstSample *sample, int,
+                             ConsumerStreams *) {
+  unmap();
   gst_sample_unref(sample);
 }
 

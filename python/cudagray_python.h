@@ -8,6 +8,7 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <functional>
 #include <string>
 
 GST_DEBUG_CATEGORY_EXTERN(cudagray_python_debug);
@@ -97,6 +98,7 @@ struct BatchCaps {
   Py_ssize_t itemsize = 0;
   uint8_t dtype_code = 0;
   const char *dtype = "";
+  bool on_cuda = false;
   ~BatchCaps() { gst_clear_caps(&caps); }
   /* Reads caps unless they are the ones read last; false with a Python
    * exception set when they are no batch caps. */
@@ -164,16 +166,17 @@ struct ConsumerStreams;
  * False with *why when a CUDA call fails. */
 bool add_consumer(ConsumerStreams **streams, int device, void *stream, PyObject *owner,
                   std::string *why);
-/* Takes a freed frame's mapping, sample and consumers' streams (NULL: none)
- * and keeps the first two until the work queued on those streams by now is
- * done, and that on the legacy default stream (so on every blocking stream,
- * CuPy's by default among them), so that cudagray does not write a new frame
- * into memory a kernel still reads. It does not wait for them: later calls
- * (and each reader's next()) release the frames whose events are done, as
+/* Takes a freed array's unmapping (of buffer, named in logs), sample and
+ * consumers' streams (NULL: none) and keeps the mapping and sample until the
+ * work queued on those streams by now is done, and that on the legacy
+ * default stream (so on every blocking stream, CuPy's by default among
+ * them), so that cudagray does not write a new frame or batch into memory a
+ * kernel still reads. It does not wait for them: later calls (and each
+ * reader's next()) release the arrays whose events are done, as
  * release_consumed_frames. Releases them at once when no event can be
  * recorded. Called with the GIL. */
-void release_after_consumers(GstVideoFrame *video, GstSample *sample, int device,
-                             ConsumerStreams *streams);
+void release_after_consumers(std::function<void()> unmap, GstBuffer *buffer, GstSample *sample,
+                             int device, ConsumerStreams *streams);
 /* Releases the frames whose consumers are done; past a bound, waits for the
  * oldest with the GIL released. Called with the GIL. */
 void release_consumed_frames();
@@ -200,6 +203,36 @@ bool add_current_streams(ConsumerStreams **streams, int device);
  * Puts the handle in *handle and a new reference (None for an int) in
  * *owner; false with a Python exception set. */
 bool stream_argument(PyObject *stream, intptr_t *handle, PyObject **owner);
+
+/* The CUDA side of an array in CUDA memory, a Frame's or a Batch's
+ * (cuda_array.cpp): where its memory is and the work still writing it, and
+ * the consumers whose work its release waits for. Zeroed: none. */
+struct CudaSide {
+  CudaMemoryInfo cuda;
+  /* handed to a consumer on the GPU (DLPack with a stream other than -1, the
+   * CUDA array interface, record_stream): its release waits for the legacy
+   * default stream and the consumers' streams */
+  bool consumed_on_gpu;
+  ConsumerStreams *consumers; /* or NULL */
+};
+/* CudaExport::order_consumer for the array of buffer: orders the consumer
+ * after the producer's work, as the DLPack protocol asks (stream None: the
+ * array is complete before it is handed over), and keeps the consumer's
+ * stream for the release, with its owner when it is the current stream of
+ * PyTorch or CuPy (theirs pass it). */
+bool cuda_side_order_consumer(CudaSide *side, GstBuffer *buffer, PyObject *stream);
+/* CudaExport::copy_to_host: array's rows (evenly spaced, strides[ndim - 2]
+ * apart) to destination, row_bytes each. */
+bool cuda_side_copy_to_host(CudaSide *side, GstBuffer *buffer, const ArrayLayout &array,
+                            void *destination, size_t row_bytes);
+/* record_stream(stream), as torch.Tensor.record_stream. */
+PyObject *cuda_side_record_stream(CudaSide *side, PyObject *stream);
+/* __cuda_array_interface__ (version 3) of array. */
+PyObject *cuda_side_array_interface(CudaSide *side, const ArrayLayout &array);
+/* At the array's end: unmap and the sample's unref now, or once its
+ * consumers on the GPU are done (release_after_consumers). */
+void cuda_side_release(CudaSide *side, std::function<void()> unmap, GstBuffer *buffer,
+                       GstSample *sample);
 
 /* GST_MAP_CUDA: maps CUDA memory as its device pointer. */
 GstMapFlags cuda_map_flag();

@@ -20,12 +20,7 @@ struct Frame {
   PyObject_HEAD GstSample *sample;
   GstVideoFrame video; /* mapped until the frame is freed */
   bool on_cuda;
-  CudaMemoryInfo cuda;
-  /* handed to a consumer on the GPU (DLPack with a stream other than -1, the
-   * CUDA array interface, record_stream): its release waits for the legacy
-   * default stream and the consumers' streams */
-  bool consumed_on_gpu;
-  ConsumerStreams *consumers; /* or NULL */
+  CudaSide side; /* in CUDA memory */
   /* (height, width), the row stride from the video meta */
   ArrayLayout array;
 };
@@ -35,12 +30,10 @@ Frame *as_frame(PyObject *self) { return reinterpret_cast<Frame *>(self); }
 void frame_dealloc(PyObject *self) {
   Frame *frame = as_frame(self);
   PyTypeObject *type = Py_TYPE(self);
-  if (frame->consumed_on_gpu) {
-    release_after_consumers(&frame->video, frame->sample, frame->cuda.device, frame->consumers);
-  } else {
-    gst_video_frame_unmap(&frame->video);
-    gst_sample_unref(frame->sample);
-  }
+  GstVideoFrame video = frame->video;
+  cuda_side_release(
+      &frame->side, [video]() mutable { gst_video_frame_unmap(&video); }, video.buffer,
+      frame->sample);
   reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free))(self);
   Py_DECREF(type);
 }
@@ -82,7 +75,7 @@ PyObject *get_duration(PyObject *self, void *) {
 PyObject *get_device(PyObject *self, void *) {
   Frame *frame = as_frame(self);
   if (!frame->on_cuda) return PyUnicode_FromString("cpu");
-  return PyUnicode_FromFormat("cuda:%d", frame->cuda.device);
+  return PyUnicode_FromFormat("cuda:%d", frame->side.cuda.device);
 }
 
 /* __array_interface__ and __cuda_array_interface__ (version 3) share one
@@ -108,18 +101,7 @@ PyObject *get_cuda_array_interface(PyObject *self, void *) {
                     "protocol, __array_interface__ or __dlpack__");
     return NULL;
   }
-  /* This consumer names no stream of its own: the frame's release waits for
-   * the legacy default stream, so for every blocking stream, and for the
-   * current streams of PyTorch and CuPy, where their reads are queued */
-  frame->consumed_on_gpu = true;
-  if (!add_current_streams(&frame->consumers, frame->cuda.device)) return NULL;
-  /* the stream the consumer must order its work after; None: complete */
-  PyObject *stream = frame->cuda.pending_stream ? PyLong_FromVoidPtr(frame->cuda.pending_stream)
-                                                : Py_NewRef(Py_None);
-  if (!stream) return NULL;
-  PyObject *interface = array_interface(frame->array, stream);
-  Py_DECREF(stream);
-  return interface;
+  return cuda_side_array_interface(&frame->side, frame->array);
 }
 
 /* The CUDA side of the frame's DLPack exports; NULL in system memory. */
@@ -130,63 +112,20 @@ PyObject *dlpack_device(PyObject *self, PyObject *) {
   return array_dlpack_device(cuda_export(as_frame(self), &storage));
 }
 
-/* Orders the consumer after cudagray's work on the frame, as the DLPack
- * protocol asks (stream None: the frame is complete before it is handed
- * over), and keeps the consumer's stream for the frame's release, with the
- * stream's owner when it is the current stream of PyTorch or CuPy (theirs
- * pass it). */
 bool order_consumer(PyObject *self, PyObject *stream) {
   Frame *frame = as_frame(self);
-  void *consumer = nullptr;
-  bool unordered = false;
-  if (!consumer_stream(frame->on_cuda, stream, &consumer, &unordered)) return false;
-  if (!frame->on_cuda || unordered) return true;
-  std::string why;
-  if (frame->cuda.pending_stream && stream == Py_None) {
-    {
-      GilReleased released;
-      finish_pending(frame->video.buffer);
-    }
-    frame->cuda.pending_stream = nullptr;
-  } else if (frame->cuda.pending_stream &&
-             !order_after(frame->cuda.device, frame->cuda.pending_stream, consumer, &why)) {
-    PyErr_Format(PyExc_BufferError, "could not order the consumer's stream after cudagray's: %s",
-                 why.c_str());
-    return false;
-  }
-  const intptr_t handle = reinterpret_cast<intptr_t>(consumer);
-  PyObject *owner =
-      handle > per_thread_default_stream ? current_stream_owner(frame->cuda.device, handle) : NULL;
-  /* the release takes the consumers kept so far, whatever happens here */
-  frame->consumed_on_gpu = true;
-  if (!add_consumer(&frame->consumers, frame->cuda.device, consumer, owner, &why)) {
-    PyErr_Format(PyExc_BufferError, "could not record the consumer's work on its stream: %s",
-                 why.c_str());
-    return false;
-  }
-  return true;
+  return cuda_side_order_consumer(&frame->side, frame->video.buffer, stream);
 }
 
-/* The frame's rows copied from CUDA memory to destination, rows of
- * row_bytes without padding. */
 bool copy_frame_to_host(PyObject *self, void *destination, size_t row_bytes) {
   Frame *frame = as_frame(self);
-  std::string why;
-  bool copied;
-  {
-    GilReleased released;
-    finish_pending(frame->video.buffer);
-    copied = copy_to_host(frame->cuda.device, frame->array.data, frame->array.strides[0],
-                          destination, row_bytes, row_bytes, frame->array.shape[0], &why);
-  }
-  frame->cuda.pending_stream = nullptr;
-  if (!copied) PyErr_Format(PyExc_BufferError, "could not copy the frame: %s", why.c_str());
-  return copied;
+  return cuda_side_copy_to_host(&frame->side, frame->video.buffer, frame->array, destination,
+                                row_bytes);
 }
 
 const CudaExport *cuda_export(Frame *frame, CudaExport *storage) {
   if (!frame->on_cuda) return NULL;
-  *storage = CudaExport{frame->cuda.device, order_consumer, copy_frame_to_host};
+  *storage = CudaExport{frame->side.cuda.device, order_consumer, copy_frame_to_host};
   return storage;
 }
 
@@ -204,17 +143,7 @@ PyObject *record_stream(PyObject *self, PyObject *stream) {
     PyErr_SetString(PyExc_ValueError, "a frame in system memory has no stream");
     return NULL;
   }
-  intptr_t handle;
-  PyObject *owner;
-  if (!stream_argument(stream, &handle, &owner)) return NULL;
-  std::string why;
-  frame->consumed_on_gpu = true;
-  if (!add_consumer(&frame->consumers, frame->cuda.device, reinterpret_cast<void *>(handle), owner,
-                    &why)) {
-    PyErr_Format(PyExc_BufferError, "could not keep the consumer's stream: %s", why.c_str());
-    return NULL;
-  }
-  Py_RETURN_NONE;
+  return cuda_side_record_stream(&frame->side, stream);
 }
 
 /* The buffer protocol, for system-memory frames: read-only, 2-D, strided. */
@@ -347,7 +276,7 @@ PyObject *frame_new(GstSample *sample, FrameCaps *layout) {
   }
   frame->sample = sample;
   frame->on_cuda = on_cuda;
-  frame->cuda = cuda;
+  frame->side.cuda = cuda;
   ArrayLayout &array = frame->array;
   const bool gray8 = format == GST_VIDEO_FORMAT_GRAY8;
   array.data = GST_VIDEO_FRAME_PLANE_DATA(&frame->video, 0);

@@ -701,16 +701,8 @@ struct BatchOptions {
 
 bool pop_batch_options(PyObject *kwargs, BatchOptions *options) {
   if (!pop_string(kwargs, "memory", &options->memory)) return false;
-  /* CUDA batches would follow Frame's CUDA path (a CudaExport, the
-   * consumers' streams); the element does not make them yet */
-  if (options->memory == "cuda") {
-    PyErr_SetString(PyExc_ValueError,
-                    "memory must be system: cudagraybatch makes batches in system memory only so "
-                    "far (its CUDA backend is not built yet)");
-    return false;
-  }
-  if (options->memory != "system" && options->memory != "auto") {
-    PyErr_Format(PyExc_ValueError, "memory must be system or auto, not %s",
+  if (options->memory != "system" && options->memory != "auto" && options->memory != "cuda") {
+    PyErr_Format(PyExc_ValueError, "memory must be cuda, system or auto, not %s",
                  options->memory.c_str());
     return false;
   }
@@ -740,12 +732,30 @@ bool build_batch(Reader *reader, PyObject *texts, const BatchOptions &options,
                                          (options.live ? " sync=true" : " sync=false") + links,
                                      sources, properties, &element);
   if (!batch) return false;
+  /* in CUDA memory only when asked: "auto" is system memory, as the
+   * element's caps put it first */
+  const bool cuda = options.memory == "cuda";
+  std::string why = cuda ? cuda_output_unavailable(batch) : "";
+  if (why.empty() && cuda) {
+    GstContext *context = primary_cuda_context(cuda_device(batch), &why);
+    if (context) {
+      /* before READY, when the CUDA elements look for a context */
+      gst_element_set_context(reader->pipeline, context);
+      gst_context_unref(context);
+    }
+  }
   gst_object_unref(batch);
-  GstCaps *caps = gst_caps_new_empty_simple("application/x-cudagray-batch");
+  if (!why.empty()) {
+    PyErr_Format(error_type, "batches cannot be in CUDA memory: %s", why.c_str());
+    return false;
+  }
+  const char *caps_text = cuda ? "application/x-cudagray-batch(memory:CUDAMemory)"
+                               : "application/x-cudagray-batch";
+  GstCaps *caps = gst_caps_from_string(caps_text);
   g_object_set(reader->sink, "caps", caps, NULL);
   gst_caps_unref(caps);
-  reader->downstream = PyUnicode_FromFormat("%s ! application/x-cudagray-batch ! appsink%s",
-                                            element.c_str(), options.live ? " sync=true" : "");
+  reader->downstream = PyUnicode_FromFormat("%s ! %s ! appsink%s", element.c_str(), caps_text,
+                                            options.live ? " sync=true" : "");
   if (!reader->downstream) return false;
   std::vector<std::string> described;
   for (const Source &source : sources) described.push_back(source.described);

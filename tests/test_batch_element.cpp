@@ -316,14 +316,15 @@ TEST_P(BatchBackends, TwoTestSourcesGiveFloat32BatchesOfTwoSlots) {
 
 // The same with the test sources' frames seen on their way in: every
 // element equals the formula over them.
-void expect_test_sources_equal_the_formula(const std::string &backend, const std::string &upload) {
+void expect_test_sources_equal_the_formula(const std::string &backend, const std::string &upload,
+                                           const std::string &out_caps = "") {
   const Pipeline p(
       "videotestsrc num-buffers=3 ! video/x-raw,format=RGBx,width=320,height=240 ! tee name=t0 "
       "! queue ! " + upload + "b.sink_0  t0. ! queue ! appsink name=in0 sync=false  "
       "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=NV12,width=160,height=90 ! "
       "tee name=t1 ! queue ! " + upload + "b.sink_1  t1. ! queue ! appsink name=in1 sync=false  "
-      "cudagraybatch name=b width=64 height=48 dtype=float32 backend=" + backend +
-      " ! appsink name=out sync=false");
+      "cudagraybatch name=b width=64 height=48 dtype=float32 backend=" + backend + " ! " +
+      out_caps + " appsink name=out sync=false");
   ASSERT_NE(p.play(), GST_STATE_CHANGE_FAILURE);
   const Settings s;
   for (int k = 0; k < 3; ++k) {
@@ -333,7 +334,15 @@ void expect_test_sources_equal_the_formula(const std::string &backend, const std
     const GstClockTime pts = GST_BUFFER_PTS(gst_sample_get_buffer(in0));
     gst_sample_unref(in0);
     gst_sample_unref(in1);
-    expect_and_unref(p.pull("out", kWait), s, {{&s0, pts, 0}, {&s1, pts, 1}}, pts);
+    GstSample *out = p.pull("out", kWait);
+    if (out && !out_caps.empty()) {  // read through a host mapping by expect_batch
+      EXPECT_TRUE(gst_caps_features_contains(gst_caps_get_features(gst_sample_get_caps(out), 0),
+                                             "memory:CUDAMemory"));
+      GstBuffer *batch = gst_sample_get_buffer(out);
+      EXPECT_EQ(gst_buffer_n_memory(batch), 1u);
+      EXPECT_TRUE(gst_memory_is_type(gst_buffer_peek_memory(batch, 0), "gst.cuda.memory"));
+    }
+    expect_and_unref(out, s, {{&s0, pts, 0}, {&s1, pts, 1}}, pts);
   }
   EXPECT_EQ(p.wait_end(kWait), GST_MESSAGE_EOS);
 }
@@ -347,6 +356,16 @@ TEST_P(BatchBackends, TestSourcesFramesEqualTheFormula) {
 TEST_P(BatchBackends, FramesInCudaMemoryEqualTheFormula) {
   SKIP_WITHOUT_ELEMENT("cudaupload");
   expect_test_sources_equal_the_formula(GetParam(), "cudaupload ! ");
+}
+
+// Batches in CUDA memory where downstream asks for them (the CUDA backend
+// only), from frames in system and in CUDA memory.
+TEST(BatchElement, CudaBatchesLeaveInCudaMemory) {
+  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_ELEMENT("cudaupload");
+  const std::string caps = "application/x-cudagray-batch(memory:CUDAMemory) ! ";
+  expect_test_sources_equal_the_formula("cuda", "", caps);
+  expect_test_sources_equal_the_formula("cuda", "cudaupload ! ", caps);
 }
 
 class BatchDTypes : public ::testing::TestWithParam<Settings> {};

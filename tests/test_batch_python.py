@@ -221,6 +221,105 @@ class Protocols(unittest.TestCase):
                          r" videotestsrc ! capsfilter ! cudagray.sink_0 videotestsrc ! capsfilter ! cudagray.sink_1$")
 
 
+def cuda_reason():
+    """None when PyTorch sees a CUDA device, else why the CUDA tests skip."""
+    try:
+        import torch
+    except ImportError as error:
+        return f"PyTorch is not importable ({error})"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device"
+    return None
+
+
+def int_sum(array):
+    """The sum of a batch's elements as integers (their bits), exact on any device."""
+    bits = {1: "int8", 2: "int16", 4: "int32"}[array.dtype.itemsize]
+    return array.view(getattr(np, bits)).astype(np.int64).sum()
+
+
+@unittest.skipIf(cuda_reason(), cuda_reason())
+class CudaBatches(unittest.TestCase):
+    """Batches in CUDA memory (backend="cuda", memory="cuda") for PyTorch."""
+
+    SOURCES = [source("ball", 40, 320, 240), source("ball", 40, 160, 90, "NV12"),
+               source("snow", 40, 64, 48, "I420"), source("ball", 40, 33, 17, "BGRx")]
+    SETTINGS = dict(width=96, height=64, dtype="float16", mean=0.449, std=0.226)
+
+    def system_batches(self):
+        with cudagray.open_batch(self.SOURCES, backend="cpu", **self.SETTINGS) as reader:
+            return [np.array(batch) for batch in reader]
+
+    def test_cuda_batches_equal_the_cpus(self):
+        import torch
+
+        expected = self.system_batches()
+        got = []
+        with cudagray.open_batch(self.SOURCES, backend="cuda", memory="cuda", **self.SETTINGS) as reader:
+            for batch in reader:
+                self.assertEqual(batch.device, "cuda:0")
+                self.assertEqual(batch.__dlpack_device__(), (2, 0))
+                self.assertIn("on cuda", repr(batch))
+                tensor = torch.from_dlpack(batch)
+                self.assertEqual(tensor.data_ptr(), batch.__cuda_array_interface__["data"][0])
+                self.assertEqual(tuple(tensor.shape), (4, 1, 64, 96))
+                got.append(tensor.cpu().numpy())
+        self.assertEqual(len(got), len(expected))
+        for k, (cuda, cpu) in enumerate(zip(got, expected)):
+            self.assertTrue(np.array_equal(cuda.view(np.int16), cpu.view(np.int16)), f"batch {k}")
+
+    def test_reads_on_a_side_stream_after_the_batch_is_let_go(self):
+        # the batch goes back to the element's pool only after the work
+        # queued on the consumer's stream before it was let go
+        import torch
+
+        expected = [int_sum(batch) for batch in self.system_batches()]
+        side = torch.cuda.Stream()
+        weights = torch.rand(2048, 2048, device="cuda")
+        sums = []
+        with cudagray.open_batch(self.SOURCES, backend="cuda", memory="cuda", **self.SETTINGS) as reader:
+            for batch in reader:
+                with torch.cuda.stream(side):
+                    tensor = torch.from_dlpack(batch)
+                    for _ in range(6):
+                        weights @ weights
+                    sums.append(tensor.view(torch.int16).to(torch.int64).sum())
+                del batch, tensor
+        torch.cuda.synchronize()
+        wrong = sum(int(total) != want for total, want in zip(sums, expected))
+        self.assertEqual(len(sums), len(expected))
+        self.assertEqual(wrong, 0, f"torch read another batch in {wrong} of {len(expected)}")
+
+    def test_host_copy_and_record_stream(self):
+        import torch
+
+        expected = self.system_batches()[0]
+        with cudagray.open_batch(self.SOURCES, backend="cuda", memory="cuda", **self.SETTINGS) as reader:
+            batch = next(reader)
+            copy = np.from_dlpack(_ToHost(batch))
+            self.assertTrue(np.array_equal(copy.view(np.int16), expected.view(np.int16)))
+            side = torch.cuda.Stream()
+            batch.record_stream(side)
+            with self.assertRaises(AttributeError):
+                batch.__array_interface__
+            with self.assertRaises(BufferError):
+                memoryview(batch)
+
+
+class _ToHost:
+    """Asks a CUDA batch for a copy in system memory (dl_device (1, 0))."""
+
+    def __init__(self, batch):
+        self.batch = batch
+
+    def __dlpack__(self, **kwargs):
+        kwargs["dl_device"] = (1, 0)
+        return self.batch.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 class _Copied:
     """A consumer that asks for a copy (copy=True)."""
 
@@ -257,8 +356,11 @@ class Errors(unittest.TestCase):
             cudagray.open_batch([])
         with self.assertRaisesRegex(TypeError, "non-empty list of sources"):
             cudagray.open_batch(source("white", 1, 8, 6))
-        with self.assertRaisesRegex(ValueError, "system memory only so far"):
-            cudagray.open_batch([source("white", 1, 8, 6)], memory="cuda")
+        with self.assertRaisesRegex(ValueError, "memory must be cuda, system or auto, not gpu"):
+            cudagray.open_batch([source("white", 1, 8, 6)], memory="gpu")
+        with self.assertRaisesRegex(cudagray.Error, "batches cannot be in CUDA memory: backend=cpu "
+                                                    "converts in system memory"):
+            cudagray.open_batch([source("white", 1, 8, 6)], memory="cuda", backend="cpu")
         with self.assertRaisesRegex(TypeError, "cudagraybatch has no property max-frames"):
             cudagray.open_batch([source("white", 1, 8, 6)], max_frames=3)
         with self.assertRaisesRegex(ValueError, "cudagraybatch's dtype cannot be \"int8\""):
