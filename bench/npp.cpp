@@ -536,11 +536,11 @@ float half_to_float(uint16_t h) {
 // batched resize of every source's luma into its slot of an N x 640x640
 // uint8 buffer, whose letterbox bars hold black (16, limited range) from the
 // start as nothing writes there; then over the whole buffer nppiScale_8u32f,
-// mapping a code q to (q / 255 * (255 / 219) - 16 / 219 - mean) / std, the
-// limited-range expansion and the normalisation in one affine map (codes
-// outside 16..235 are not clamped as cudagray clamps them), into float32,
-// and nppiConvert_32f16f (to nearest even) into the batch. One uint8 and
-// one float32 scratch buffer serve every batch, as in a program.
+// mapping a code q to ((q - 16) / 219 - mean) / std, the limited-range
+// expansion and the normalisation in one affine map (codes outside 16..235
+// are not clamped as cudagray clamps them), into float32, and
+// nppiConvert_32f16f (to nearest even) into the batch. One uint8 and one
+// float32 scratch buffer serve every batch, as in a program.
 class NppBatch {
  public:
   // Batch i's slot s reads luma(i % rotation, s); the descriptor lists of
@@ -561,6 +561,8 @@ class NppBatch {
     scale_ = npp.call<Scale8u32f>(kScale, Library::DataExchange);
     to_half_ = npp.call<Convert32f16f>(kToHalf, Library::DataExchange);
     upload_lists(luma);
+    // the bars and lists, set on the legacy stream, before any batch on ours
+    CHECK_CUDA(cudaDeviceSynchronize());
   }
 
   // Enqueues batch i into out (the job's float16 batch) on the context's
