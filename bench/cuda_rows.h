@@ -118,9 +118,9 @@ struct BatchJob {
   cudagray::Conversion slot;  // every slot's conversion
   cudagray::BatchFormat format;
   // The bytes a batch must move, which its copy row moves: every byte of
-  // the source rows the method's taps read, once (whole rows: the taps of
-  // neighbouring columns are 3 apart, so every 32-byte sector of such a row
-  // is read), plus the batch written.
+  // the source rows the method's taps read, once (whole rows: neighbouring
+  // output columns' taps are at most 3 bytes apart, so every 32-byte sector
+  // of such a row is read), plus the batch written.
   size_t traffic;
   std::string key() const { return "batch:" + std::to_string(sources) + ":" + method; }
 };
@@ -133,7 +133,7 @@ std::vector<BatchJob> batch_jobs();
 // slots reads frames i*n to i*n + n - 1, wrapping round.
 class BatchSources {
  public:
-  static constexpr size_t kPitch = 2048;  // NVDEC's and cudaMallocPitch's for 1920 bytes
+  static constexpr size_t kPitch = 2048;  // 1920-byte rows padded as pitched allocations pad them
   explicit BatchSources(const Options &options);
   cudagray::InputFrame luma(long batch, int n, int slot) const;
   // Batches of n slots that read every frame: the rotation to time over.
