@@ -130,9 +130,13 @@ void take_median(Row &row, const std::vector<double> &samples);
 
 double percentile(std::vector<double> values, double p);  // p in [0, 1]
 double seconds_since(Clock::time_point start);
+// The CPU time of every thread of the process so far, those ended included.
+double process_cpu_seconds();
 
 // The output size of the scaled rows (issue 31): a detector's input, GRAY8.
 inline const FrameSize kScaledOutput = {"640x360", 640, 360};
+// The batch rows' sources (issue 51): 1080p NV12 frames in device memory.
+inline const FrameSize kBatchSource = {"1080p", 1920, 1080};
 
 // ---- frames -------------------------------------------------------------------
 

@@ -343,13 +343,6 @@ double gpu_mib_used(const std::vector<int> &devices) {
 #endif
 }
 
-// The CPU time of every thread of the process so far, those ended included.
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 // Where the process's CPU time went between two thread_cpu_times() taken
 // seconds apart while frames arrived, as a note: the busiest threads' CPU
 // time a frame, and how much of the span each was on a CPU (a thread near

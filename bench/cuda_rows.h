@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "bench.h"
+#include "cudagray/batch.h"
 #include "cudagray/conversion.h"
 #include "cudagray/cuda_owners.h"
 
@@ -64,7 +65,7 @@ void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *r
 // for colour scaled "gray-first|resize-first" keys: the faster is the peer.
 std::string npp_peer(PixelLayout layout, int gray_depth, const ScaledOutput *scaled);
 
-// ---- shared by cuda_rows.cpp and npp.cpp ----------------------------------
+// ---- shared by cuda_rows.cpp, batch_rows.cpp and npp.cpp --------------------
 
 // One operation on the stream (a kernel, a copy...), for frame index i.
 // Throws on failure.
@@ -104,5 +105,56 @@ class Ring {
 };
 using DeviceRing = Ring<cudagray::DeviceMemory, cudagray::make_device_memory>;
 using PinnedRing = Ring<cudagray::PinnedMemory, cudagray::make_pinned_memory>;
+
+// ---- batches (batch_rows.cpp; issue 51) -----------------------------------
+
+// One batch job: `sources` frames of kBatchSource, their luma planes (a
+// decoder's limited range), into one N x 1 x 640 x 640 float16 batch, each
+// slot letterboxed as cudagraybatch letterboxes it (a 640x360 picture
+// between bars), scaled by method.
+struct BatchJob {
+  int sources;
+  std::string method;         // "area", "bilinear"
+  cudagray::Conversion slot;  // every slot's conversion
+  cudagray::BatchFormat format;
+  // The bytes a batch must move, which its copy row moves: every byte of
+  // the source rows the method's taps read, once (whole rows: neighbouring
+  // output columns' taps are at most 3 bytes apart, so every 32-byte sector
+  // of such a row is read), plus the batch written.
+  size_t traffic;
+  std::string key() const { return "batch:" + std::to_string(sources) + ":" + method; }
+};
+// N 4 and 16, area and bilinear.
+std::vector<BatchJob> batch_jobs();
+
+// NV12 frames of kBatchSource in device memory, random, rows kPitch bytes
+// apart as decoders pitch them (the chroma plane below, never read), so
+// many that a cycle of batches reads more than the L2 holds: batch i of n
+// slots reads frames i*n to i*n + n - 1, wrapping round.
+class BatchSources {
+ public:
+  static constexpr size_t kPitch = 2048;  // 1920-byte rows padded as pitched allocations pad them
+  explicit BatchSources(const Options &options);
+  cudagray::InputFrame luma(long batch, int n, int slot) const;
+  // Batches of n slots that read every frame: the rotation to time over.
+  long batches(int n) const { return static_cast<long>((count_ + n - 1) / n); }
+
+ private:
+  size_t count_;
+  DeviceRing frames_;
+};
+
+// Group "batch": for each job convert_batch_cuda (us a batch, timed with
+// CUDA events; the process's CPU time a batch with plain launches), and
+// the device copy of its traffic (group "copy").
+void batch_rows(const Options &options, std::vector<Row> *rows);
+
+// Group "batch", NPP's peers of each job (npp.cpp): nppiResizeBatch_8u_C1R
+// (one ROI for all) and nppiResizeBatch_8u_C1R_Advanced (ROIs per image)
+// into N x 640x640 uint8, then nppiScale_8u32f and nppiConvert_32f16f over
+// the whole batch.
+void npp_batch_rows(const Options &options, std::vector<Row> *rows);
+// The keys of NPP's peers of job, "key|key": the faster is the peer.
+std::string npp_batch_peer(const BatchJob &job);
 
 }  // namespace bench

@@ -112,6 +112,16 @@ int run(int argc, char **argv) {
       cpu_kernel_rows(size, options, &rows);
     }
   }
+  // the batch rows' sources are 1080p whatever --sizes says
+  if (options.wants("batch")) {
+#ifdef CUDAGRAY_HAVE_CUDA
+    if (no_cuda.empty()) batch_rows(options, &rows);
+#endif
+    if (!no_cuda.empty())
+      record(&rows,
+             Row(kBatchSource, "batch", "batch:*", "cudagray batches, their copies and NPP peers")
+                 .skip("skipped: " + no_cuda));
+  }
   if (options.wants("latency")) {
 #ifdef CUDAGRAY_HAVE_CUDA
     if (no_cuda.empty()) raw_latency_row(kLatencySize, options, &rows);
@@ -132,6 +142,9 @@ int run(int argc, char **argv) {
         &rows,
         Row(size, "npp", "npp:*", "NPP nppiRGBToGray and nppiResize").skip("skipped: " + no_cuda));
   }
+#ifdef CUDAGRAY_HAVE_CUDA
+  if (options.wants("batch") && no_cuda.empty()) npp_batch_rows(options, &rows);
+#endif
 
   print_table(stdout, rows);
   try {

@@ -2,14 +2,17 @@
 // NPP as a peer of the cudagray kernel: nppiRGBToGray for the same-size
 // rows, and for the scaled rows the passes a CUDA programmer would chain
 // with NPP: colour to gray then nppiResize, nppiResize then colour to gray,
-// or nppiResize of a luma plane alone. The build machine need not have NPP:
-// the libraries are opened at run time and the calls are declared here, as
-// nppdefs.h, nppi_color_conversion.h and nppi_geometry_transforms.h (CUDA
-// 12/13) declare them.
+// or nppiResize of a luma plane alone; for the batch rows nppiResizeBatch
+// then a normalising pass. The build machine need not have NPP: the
+// libraries are opened at run time and the calls are declared here, as
+// nppdefs.h, nppi_color_conversion.h, nppi_geometry_transforms.h and
+// nppi_data_exchange_and_initialization.h (CUDA 12/13) declare them.
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -100,28 +103,36 @@ const char *order_key(Order order) {
                                        : "";
 }
 
-// libnppicc (colour conversion) and libnppig (geometry) opened at run time.
+// The NPP libraries the rows call into.
+enum class Library { Colour, Geometry, DataExchange };
+constexpr int kLibraries = 3;
+constexpr const char *kLibraryNames[kLibraries] = {"libnppicc", "libnppig", "libnppidei"};
+
+// libnppicc (colour conversion), libnppig (geometry) and libnppidei (data
+// exchange: whole images scaled and converted) opened at run time.
 struct Npp {
   std::string error;  // why libnppicc is not available; empty when it is
   std::string library;
-  std::string geometry_error;  // why libnppig is not (only the resize rows need it)
-  void *colour = nullptr, *geometry = nullptr;
+  void *handles[kLibraries] = {};
+  std::string errors[kLibraries];  // why libnppig or libnppidei is not (some rows need them)
 
   // The _Ctx call of that name, or nullptr.
   template <class Call>
-  Call call(const char *name, bool from_geometry) const {
-    void *handle = from_geometry ? geometry : colour;
+  Call call(const char *name, Library from) const {
+    void *handle = handles[static_cast<int>(from)];
     return handle ? reinterpret_cast<Call>(dlsym(handle, (std::string(name) + "_Ctx").c_str()))
                   : nullptr;
   }
   // Why a row that needs these calls cannot run; "" when it can.
-  std::string missing(const std::vector<std::pair<const char *, bool>> &calls) const {
+  std::string missing(const std::vector<std::pair<const char *, Library>> &calls) const {
     if (!error.empty()) return "NPP: not available (" + error + ")";
-    for (const auto &[name, from_geometry] : calls) {
-      if (from_geometry && !geometry) return "NPP: libnppig not available (" + geometry_error + ")";
-      if (!call<void *>(name, from_geometry))
-        return std::string("NPP: ") + (from_geometry ? "libnppig" : library) + " has no " + name +
-               "_Ctx";
+    for (const auto &[name, from] : calls) {
+      const int l = static_cast<int>(from);
+      if (!handles[l])
+        return std::string("NPP: ") + kLibraryNames[l] + " not available (" + errors[l] + ")";
+      if (!call<void *>(name, from))
+        return std::string("NPP: ") + (from == Library::Colour ? library : kLibraryNames[l]) +
+               " has no " + name + "_Ctx";
     }
     return "";
   }
@@ -135,8 +146,8 @@ std::string sibling(const std::string &path, const char *name) {
 }
 
 // libnppicc from the loader's own path or the usual toolkit directories;
-// libnppc, cudart and libnppig from the same directory, so that a toolkit
-// outside the loader's path works too. Everything RTLD_LOCAL: a shared
+// libnppc, cudart, libnppig and libnppidei from the same directory, so that
+// a toolkit outside the loader's path works too. Everything RTLD_LOCAL: a shared
 // cudart must not take over the cuda* symbols that the plugin (with its
 // static cudart) still resolves lazily.
 Npp load_npp(const Options &options) {
@@ -155,23 +166,26 @@ Npp load_npp(const Options &options) {
     if (path.find('/') != std::string::npos)
       for (const char *needed : {"libcudart.so", "libnppc.so"})
         dlopen(sibling(path, needed).c_str(), RTLD_NOW | RTLD_LOCAL);
-    if ((npp.colour = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+    if ((npp.handles[static_cast<int>(Library::Colour)] =
+             dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
       npp.library = path;
       break;
     }
     const char *why = dlerror();
     if (npp.error.empty()) npp.error = why ? why : path + ": cannot open";
   }
-  if (!npp.colour) {
+  if (!npp.handles[static_cast<int>(Library::Colour)]) {
     if (candidates.size() > 1)
       npp.error += " (and " + std::to_string(candidates.size() - 1) + " other names)";
     return npp;
   }
   npp.error.clear();
-  const std::string geometry = sibling(npp.library, "libnppig.so");
-  if (!(npp.geometry = dlopen(geometry.c_str(), RTLD_NOW | RTLD_LOCAL))) {
-    const char *why = dlerror();
-    npp.geometry_error = why ? why : geometry + ": cannot open";
+  for (int l = static_cast<int>(Library::Colour) + 1; l < kLibraries; ++l) {
+    const std::string path = sibling(npp.library, (std::string(kLibraryNames[l]) + ".so").c_str());
+    if (!(npp.handles[l] = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+      const char *why = dlerror();
+      npp.errors[l] = why ? why : path + ": cannot open";
+    }
   }
   return npp;
 }
@@ -234,8 +248,8 @@ void same_size_rows(const Npp &npp, const FrameSize &size, const Options &option
     Row row(size, "npp", std::string("npp:") + info.key, std::string("NPP ") + info.to_gray,
             layout_name(info.layout), double(channels + 1) * n);
     row.ceiling = copy_key(size_t(channels + 1) * n);  // same traffic
-    row.skipped = npp.missing({{info.to_gray, false}});
-    const ToGray call = npp.call<ToGray>(info.to_gray, false);
+    row.skipped = npp.missing({{info.to_gray, Library::Colour}});
+    const ToGray call = npp.call<ToGray>(info.to_gray, Library::Colour);
     record(rows, row, [&](Row &r) {
       const size_t count = rotation_count(size_t(channels + 1) * n, device_rotation_bytes(options));
       const DeviceRing in(count, channels * n, 6000), out(count, n), check_out(2, n);
@@ -297,11 +311,12 @@ class ScaledJob {
       : info_(info_of(input)), order_(order), size_(size), c_(output.conversion) {
     if (c_.dest.x != 0 || c_.dest.width != c_.out_width)
       throw std::logic_error("NPP rows: only bars above and below the picture");
-    if (order_ != Order::LumaOnly) to_gray_ = npp.call<ToGray>(info_.to_gray, false);
-    resize_ = npp.call<Resize>(order_ == Order::ResizeFirst ? info_.resize : kResizeGray, true);
+    if (order_ != Order::LumaOnly) to_gray_ = npp.call<ToGray>(info_.to_gray, Library::Colour);
+    resize_ = npp.call<Resize>(order_ == Order::ResizeFirst ? info_.resize : kResizeGray,
+                               Library::Geometry);
   }
 
-  // What the row calls it, and the calls it needs ({name, from libnppig}).
+  // What the row calls it, and the calls it needs ({name, library}).
   std::string what(const std::string &box) const {
     const std::string resize =
         std::string(order_ == Order::ResizeFirst ? info_.resize : kResizeGray) + " " +
@@ -312,10 +327,10 @@ class ScaledJob {
       return std::string("NPP ") + info_.to_gray + ", then " + resize + bars;
     return "NPP " + resize + ", then " + info_.to_gray + bars;
   }
-  std::vector<std::pair<const char *, bool>> calls() const {
-    std::vector<std::pair<const char *, bool>> needed = {
-        {order_ == Order::ResizeFirst ? info_.resize : kResizeGray, true}};
-    if (order_ != Order::LumaOnly) needed.push_back({info_.to_gray, false});
+  std::vector<std::pair<const char *, Library>> calls() const {
+    std::vector<std::pair<const char *, Library>> needed = {
+        {order_ == Order::ResizeFirst ? info_.resize : kResizeGray, Library::Geometry}};
+    if (order_ != Order::LumaOnly) needed.push_back({info_.to_gray, Library::Colour});
     return needed;
   }
   // Enqueues the job on the context's stream; throws on an NPP error.
@@ -453,6 +468,223 @@ void scaled_rows(const Npp &npp, const FrameSize &size, const Options &options,
   }
 }
 
+// ---- batches ------------------------------------------------------------------
+
+// nppi_geometry_transforms.h's batch descriptions; the lists live in device
+// memory.
+struct NppiResizeBatchCXR {
+  const void *pSrc;
+  int nSrcStep;
+  void *pDst;
+  int nDstStep;
+};
+struct NppiImageDescriptor {
+  void *pData;
+  int nStep;
+  NppiSize oSize;
+};
+struct NppiResizeBatchROI_Advanced {
+  NppiRect oSrcRectROI, oDstRectROI;
+};
+using ResizeBatch = NppStatus (*)(NppiSize, NppiRect, NppiSize, NppiRect, int, NppiResizeBatchCXR *,
+                                  unsigned, NppStreamContext);
+using ResizeBatchAdvanced = NppStatus (*)(int, int, NppiImageDescriptor *, NppiImageDescriptor *,
+                                          NppiResizeBatchROI_Advanced *, unsigned, int,
+                                          NppStreamContext);
+using Scale8u32f = NppStatus (*)(const uint8_t *, int, float *, int, NppiSize, float, float,
+                                 NppStreamContext);
+using Convert32f16f = NppStatus (*)(const float *, int, uint16_t *, int, NppiSize, int,
+                                    NppStreamContext);
+constexpr int kRoundNearestTiesToEven = 0;  // NPP_RND_NEAR in nppdefs.h
+constexpr const char *kResizeBatch = "nppiResizeBatch_8u_C1R",
+                     *kResizeBatchAdvanced = "nppiResizeBatch_8u_C1R_Advanced",
+                     *kScale = "nppiScale_8u32f_C1R", *kToHalf = "nppiConvert_32f16f_C1R";
+
+// The two batched resizes: one source and destination ROI for every image,
+// or ROIs per image (what sources of different sizes would need).
+enum class BatchResize { Uniform, Advanced };
+const char *batch_resize_key(BatchResize resize) {
+  return resize == BatchResize::Uniform ? "uniform" : "advanced";
+}
+std::string npp_batch_key(const BatchJob &job, BatchResize resize) {
+  return "npp:" + job.key() + ":" + batch_resize_key(resize);
+}
+
+// The calls a batch with that resize needs, and what its row calls it.
+std::vector<std::pair<const char *, Library>> batch_calls(BatchResize resize) {
+  return {{resize == BatchResize::Uniform ? kResizeBatch : kResizeBatchAdvanced, Library::Geometry},
+          {kScale, Library::DataExchange},
+          {kToHalf, Library::DataExchange}};
+}
+std::string batch_what(const BatchJob &job, BatchResize resize) {
+  return std::string("NPP ") +
+         (resize == BatchResize::Uniform ? kResizeBatch : kResizeBatchAdvanced) + " " +
+         interpolation_of(job.slot.method).name + ", " + kScale + ", " + kToHalf + ", " +
+         std::to_string(job.sources) + " x 1080p NV12 (" + job.method + ")";
+}
+
+// binary16 to float, for comparing batches on the host.
+float half_to_float(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  const float magnitude = exponent == 0    ? std::ldexp(float(mantissa), -24)
+                          : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                           : std::ldexp(float(mantissa + 1024), exponent - 25);
+  return h & 0x8000 ? -magnitude : magnitude;
+}
+
+// NPP's batch for a job, the way a CUDA programmer would chain NPP: the
+// batched resize of every source's luma into its slot of an N x 640x640
+// uint8 buffer, whose letterbox bars hold black (16, limited range) from the
+// start as nothing writes there; then over the whole buffer nppiScale_8u32f,
+// mapping a code q to ((q - 16) / 219 - mean) / std, the limited-range
+// expansion and the normalisation in one affine map (codes outside 16..235
+// are not clamped as cudagray clamps them), into float32, and
+// nppiConvert_32f16f (to nearest even) into the batch. One uint8 and one
+// float32 scratch buffer serve every batch, as in a program.
+class NppBatch {
+ public:
+  // Batch i's slot s reads luma(i % rotation, s); the descriptor lists of
+  // the `rotation` batches are uploaded now.
+  NppBatch(const Npp &npp, const BatchJob &job, BatchResize resize,
+           const std::function<cudagray::InputFrame(long, int)> &luma, long rotation)
+      : job_(job),
+        resize_(resize),
+        slot_pixels_(size_t(job.format.width) * job.format.height),
+        gray_(cudagray::make_device_memory(slot_pixels_ * job.sources)),
+        scaled_(cudagray::make_device_memory(slot_pixels_ * job.sources * sizeof(float))),
+        rotation_(rotation) {
+    CHECK_CUDA(cudaMemset(gray_.get(), 16, slot_pixels_ * job.sources));
+    if (resize_ == BatchResize::Uniform)
+      uniform_ = npp.call<ResizeBatch>(kResizeBatch, Library::Geometry);
+    else
+      advanced_ = npp.call<ResizeBatchAdvanced>(kResizeBatchAdvanced, Library::Geometry);
+    scale_ = npp.call<Scale8u32f>(kScale, Library::DataExchange);
+    to_half_ = npp.call<Convert32f16f>(kToHalf, Library::DataExchange);
+    upload_lists(luma);
+    // the bars and lists, set on the legacy stream, before any batch on ours
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+
+  // Enqueues batch i into out (the job's float16 batch) on the context's
+  // stream; throws on an NPP error.
+  void run(const NppStreamContext &context, long i, void *out) const {
+    const size_t first = static_cast<size_t>(i % rotation_) * job_.sources;
+    const unsigned n = static_cast<unsigned>(job_.sources);
+    const cudagray::Rect &dest = job_.slot.dest;
+    const NppiRect from{0, 0, job_.slot.in_width, job_.slot.in_height},
+        to{dest.x, dest.y, dest.width, dest.height};
+    const int interpolation = interpolation_of(job_.slot.method).mode;
+    if (resize_ == BatchResize::Uniform)
+      check_npp(
+          uniform_({from.width, from.height}, from, {job_.format.width, job_.format.height}, to,
+                   interpolation, list<NppiResizeBatchCXR>(uniform_list_) + first, n, context),
+          kResizeBatch);
+    else
+      check_npp(advanced_(dest.width, dest.height, list<NppiImageDescriptor>(sources_list_) + first,
+                          list<NppiImageDescriptor>(slots_list_) + first,
+                          list<NppiResizeBatchROI_Advanced>(rois_list_) + first, n, interpolation,
+                          context),
+                kResizeBatchAdvanced);
+    // the whole batch as one image of N * 640 rows
+    const NppiSize all{job_.format.width, job_.format.height * job_.sources};
+    const float mean = job_.format.mean, std = job_.format.std;
+    const int float_step = all.width * int(sizeof(float));
+    check_npp(scale_(static_cast<const uint8_t *>(gray_.get()), all.width,
+                     static_cast<float *>(scaled_.get()), float_step, all,
+                     (-16.0f / 219 - mean) / std, (239.0f / 219 - mean) / std, context),
+              kScale);
+    check_npp(to_half_(static_cast<const float *>(scaled_.get()), float_step,
+                       static_cast<uint16_t *>(out), all.width * 2, all, kRoundNearestTiesToEven,
+                       context),
+              kToHalf);
+  }
+
+ private:
+  template <class T>
+  static T *list(const cudagray::DeviceMemory &memory) {
+    return static_cast<T *>(memory.get());
+  }
+  template <class T>
+  static cudagray::DeviceMemory upload(const std::vector<T> &host) {
+    cudagray::DeviceMemory memory = cudagray::make_device_memory(host.size() * sizeof(T));
+    CHECK_CUDA(
+        cudaMemcpy(memory.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return memory;
+  }
+
+  void upload_lists(const std::function<cudagray::InputFrame(long, int)> &luma) {
+    const cudagray::Rect &dest = job_.slot.dest;
+    const NppiSize in{job_.slot.in_width, job_.slot.in_height},
+        slot{job_.format.width, job_.format.height};
+    std::vector<NppiResizeBatchCXR> uniform;
+    std::vector<NppiImageDescriptor> sources, slots;
+    std::vector<NppiResizeBatchROI_Advanced> rois;
+    for (long i = 0; i < rotation_; ++i)
+      for (int s = 0; s < job_.sources; ++s) {
+        const cudagray::InputFrame frame = luma(i, s);
+        uint8_t *slot_gray = static_cast<uint8_t *>(gray_.get()) + s * slot_pixels_;
+        uniform.push_back({frame.plane[0], int(frame.stride[0]), slot_gray, slot.width});
+        sources.push_back({const_cast<uint8_t *>(frame.plane[0]), int(frame.stride[0]), in});
+        slots.push_back({slot_gray, slot.width, slot});
+        rois.push_back({{0, 0, in.width, in.height}, {dest.x, dest.y, dest.width, dest.height}});
+      }
+    if (resize_ == BatchResize::Uniform) {
+      uniform_list_ = upload(uniform);
+    } else {
+      sources_list_ = upload(sources);
+      slots_list_ = upload(slots);
+      rois_list_ = upload(rois);
+    }
+  }
+
+  BatchJob job_;
+  BatchResize resize_;
+  size_t slot_pixels_;
+  cudagray::DeviceMemory gray_, scaled_;  // the uint8 batch and its float32 normalisation
+  long rotation_;
+  // in device memory, rotation * N entries each
+  cudagray::DeviceMemory uniform_list_, sources_list_, slots_list_, rois_list_;
+  ResizeBatch uniform_ = nullptr;
+  ResizeBatchAdvanced advanced_ = nullptr;
+  Scale8u32f scale_ = nullptr;
+  Convert32f16f to_half_ = nullptr;
+};
+
+// A source whose luma changes slowly, in limited range (ramps across, down
+// and diagonally, 16..235), rows BatchSources::kPitch apart: NPP's batch and
+// cudagray's stay a few levels apart on it, and a call set up wrong shows.
+cudagray::DeviceMemory smooth_luma() {
+  std::vector<uint8_t> frame = smooth_frame(kBatchSource, 1);
+  for (uint8_t &q : frame) q = static_cast<uint8_t>(16 + q * 219 / 255);
+  cudagray::DeviceMemory luma =
+      cudagray::make_device_memory(BatchSources::kPitch * kBatchSource.height);
+  CHECK_CUDA(cudaMemcpy2D(luma.get(), BatchSources::kPitch, frame.data(), kBatchSource.width,
+                          kBatchSource.width, kBatchSource.height, cudaMemcpyHostToDevice));
+  return luma;
+}
+
+// NPP's float16 batch and cudagray's of job, each N copies of the smooth
+// source (NPP's from its batch 0 with those sources): how far apart, in
+// 8-bit levels (|a - b| * std * 255); *worst gets the largest.
+std::string compare_batches(const BatchJob &job, const void *npp_out, const void *cudagray_out,
+                            double *worst) {
+  const size_t elements = cudagray::batch_bytes(job.format, job.sources) / 2;
+  std::vector<uint16_t> a(elements), b(elements);
+  CHECK_CUDA(cudaMemcpy(a.data(), npp_out, elements * 2, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(b.data(), cudagray_out, elements * 2, cudaMemcpyDeviceToHost));
+  double most = 0;
+  size_t differ = 0;
+  for (size_t k = 0; k < elements; ++k) {
+    const double levels =
+        std::fabs(double(half_to_float(a[k])) - half_to_float(b[k])) * job.format.std * 255;
+    most = std::max(most, std::isnan(levels) ? INFINITY : levels);
+    differ += levels > 0.5;
+  }
+  *worst = most;
+  return "max |diff| " + format_double(most, 2) + " levels, over 0.5 on " +
+         format_double(100.0 * differ / elements, 2) + "% of elements";
+}
+
 }  // namespace
 
 std::string npp_peer(PixelLayout layout, int gray_depth, const ScaledOutput *scaled) {
@@ -465,10 +697,74 @@ std::string npp_peer(PixelLayout layout, int gray_depth, const ScaledOutput *sca
   return base + order_key(Order::GrayFirst) + "|" + base + order_key(Order::ResizeFirst);
 }
 
-void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
+// NPP, loaded once for every row.
+const Npp &loaded_npp(const Options &options) {
   static const Npp npp = load_npp(options);
+  return npp;
+}
+
+void npp_rows(const FrameSize &size, const Options &options, std::vector<Row> *rows) {
+  const Npp &npp = loaded_npp(options);
   if (options.wants("npp")) same_size_rows(npp, size, options, rows);
   if (options.wants("npp") || options.wants("scaled")) scaled_rows(npp, size, options, rows);
+}
+
+std::string npp_batch_peer(const BatchJob &job) {
+  return npp_batch_key(job, BatchResize::Uniform) + "|" + npp_batch_key(job, BatchResize::Advanced);
+}
+
+void npp_batch_rows(const Options &options, std::vector<Row> *rows) {
+  const Npp &npp = loaded_npp(options);
+  try {
+    const BatchSources sources(options);
+    const cudagray::DeviceMemory smooth = smooth_luma();
+    const auto smooth_source = [&](long, int) {
+      cudagray::InputFrame frame{};
+      frame.plane[0] = static_cast<const uint8_t *>(smooth.get());
+      frame.stride[0] = BatchSources::kPitch;
+      frame.on_device = true;
+      return frame;
+    };
+    const cudagray::StreamOwner stream = cudagray::make_stream();
+    const NppStreamContext context = stream_context(stream.get());
+    const cudagray::Weights weights = cudagray::standard_weights(cudagray::Matrix::BT601);
+    for (const BatchJob &job : batch_jobs()) {
+      const size_t bytes = cudagray::batch_bytes(job.format, job.sources);
+      const size_t outputs = rotation_count(bytes, device_rotation_bytes(options));
+      const DeviceRing out(outputs, bytes), check_out(2, bytes);
+      for (const BatchResize resize : {BatchResize::Uniform, BatchResize::Advanced}) {
+        Row row(kBatchSource, "batch", npp_batch_key(job, resize), batch_what(job, resize), "NV12",
+                double(job.traffic));
+        row.ceiling = copy_key(job.traffic);  // as the cudagray row's
+        row.skipped = npp.missing(batch_calls(resize));
+        record(rows, row, [&](Row &r) {
+          const NppBatch check(npp, job, resize, smooth_source, 1);
+          check.run(context, 0, check_out.at(0));
+          const std::vector<cudagray::BatchSlot> slots(job.sources,
+                                                       {true, job.slot, smooth_source(0, 0)});
+          CHECK_CUDA(cudagray::convert_batch_cuda(job.format, slots.data(), job.sources,
+                                                  check_out.at(1), weights, context.hStream));
+          CHECK_CUDA(cudaStreamSynchronize(context.hStream));
+          double worst = 0;
+          const std::string check_text =
+              compare_batches(job, check_out.at(0), check_out.at(1), &worst);
+          const long rotation = sources.batches(job.sources);
+          const NppBatch batch(
+              npp, job, resize, [&](long i, int s) { return sources.luma(i, job.sources, s); },
+              rotation);
+          time_operations(
+              stream.get(), std::max(rotation, static_cast<long>(outputs)),
+              [&](long i, cudaStream_t) { batch.run(context, i, out.at(i)); }, options, r);
+          r.note = join({std::string(worst > kMostPlausibleDifference ? "CHECK: " : "") +
+                             "vs cudagray on a smooth frame " + check_text,
+                         r.note, npp.library});
+        });
+      }
+    }
+  } catch (const std::exception &e) {  // allocation or setup
+    record(rows, Row(kBatchSource, "batch", "npp:batch:setup", "NPP batches")
+                     .skip(std::string("failed: ") + e.what()));
+  }
 }
 
 }  // namespace bench

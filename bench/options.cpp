@@ -15,12 +15,14 @@ const char kUsage[] =
     "usage: cudagray-bench [options]\n"
     "  --sizes LIST     frame sizes: 640x480 (vga), 1080p, 4k, 8k, or WxH (default: all four)\n"
     "  --rows LIST      what to measure: kernel copy raw element scaled latency cpu npp\n"
-    "                   cputime renegotiation (default: all); cputime: the process's CPU time\n"
-    "                   a frame with and without cudagray, and with cudaconvertscale;\n"
+    "                   cputime renegotiation batch (default: all); cputime: the process's\n"
+    "                   CPU time a frame with and without cudagray, and with cudaconvertscale;\n"
     "                   renegotiation: the wall time of a caps flip with frames in flight;\n"
     "                   scaled: GRAY8 at 640x360 from cudagray, cudagray then\n"
     "                   videoscale, and videoconvertscale, with the same-size rows and ceiling;\n"
-    "                   the scaled kernel rows and their NPP peers (also with kernel, npp)\n"
+    "                   the scaled kernel rows and their NPP peers (also with kernel, npp);\n"
+    "                   batch: 4 and 16 1080p NV12 frames on the GPU to one 640x640 float16\n"
+    "                   batch, against its traffic's copy and NPP (1080p whatever --sizes)\n"
     "  --formats LIST   kernel rows: layout names (RGB, Luma10_Msb, Luma_v210, Bayer_RGGB, ...),\n"
     "                   'packed' or 'all' (8-bit RGB), 'every' (every layout) (default: all;\n"
     "                   scaled kernel rows: RGB,RGBx,Luma,Luma10_Msb,Bayer_RGGB)\n"
@@ -111,7 +113,7 @@ std::vector<std::string> parse_groups(const std::string &text) {
   return pick<std::string>(
       text,
       {"kernel", "copy", "raw", "element", "scaled", "latency", "cpu", "npp", "cputime",
-       "renegotiation"},
+       "renegotiation", "batch"},
       [](const std::string &name, const std::string &g) { return name == "all" || name == g; },
       "row group");
 }
