@@ -57,6 +57,14 @@ struct _GstCudaGrayBatch {
   GstCudaGrayBatchDType dtype;
   gdouble mean, std;
   guint batch_size;
+  gchar *model_info;
+
+  /* What start made of model-info, guarded by the object lock: whether a
+   * file gives mean and std (then they replace the properties') and the
+   * tensor's id. */
+  gboolean from_model_info;
+  gdouble model_mean, model_std;
+  GQuark tensor_id;
 
   /* The source pad's task's (and flush's, while it is stopped): the output
    * ticks, tick k ending at tick_base + k + 1 frames of fps_n / fps_d
