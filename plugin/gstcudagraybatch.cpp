@@ -15,7 +15,10 @@
  * whose running time is before the tick's end; a pad with none gives an
  * absent (black) slot. A #GstCudaGrayBatchMeta on each batch says, for each
  * slot, its pad, whether it is present, its source PTS and the letterbox
- * transform back to the source frame. docs/batch.md defines every value.
+ * transform back to the source frame. With GStreamer 1.26 or later each
+ * batch also carries a GstTensorMeta describing it. Mean and std may come
+ * from a GStreamer modelinfo file's input range (#GstCudaGrayBatch:model-info).
+ * docs/batch.md defines every value.
  *
  * #GstCudaGrayBatch:backend says where batches are made: on the GPU in one
  * kernel launch for the slots of each pixel layout (input in CUDA memory of
@@ -44,9 +47,11 @@
 #include "cudagray/batch.h"
 #include "gstcudagraybackendchoice.h"
 #include "gstcudagraybatchmeta.h"
+#include "gstcudagraybatchtensor.h"
 #include "gstcudagraycaps.h"
 #include "gstcudagrayframe.h"
 #include "gstcudagraypools.h"
+#include "gstcudagraymodelinfo.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_batch_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_batch_debug
@@ -61,6 +66,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_batch_debug);
 #define DEFAULT_MEAN 0.0
 #define DEFAULT_STD 1.0
 #define DEFAULT_BATCH_SIZE 0
+#define DEFAULT_MODEL_INFO NULL
 /* the output's rate when no pad has one (every pad 0/1, variable) */
 #define FALLBACK_FPS_N 30
 #define FALLBACK_FPS_D 1
@@ -72,6 +78,7 @@ enum {
   PROP_MEAN,
   PROP_STD,
   PROP_BATCH_SIZE,
+  PROP_MODEL_INFO,
 };
 
 #define GST_TYPE_CUDA_GRAY_BATCH_DTYPE (gst_cuda_gray_batch_dtype_get_type())
@@ -151,6 +158,10 @@ static void gst_cuda_gray_batch_set_property(GObject *object, guint prop_id, con
     case PROP_MEAN: self->mean = g_value_get_double(value); break;
     case PROP_STD: self->std = g_value_get_double(value); break;
     case PROP_BATCH_SIZE: self->batch_size = g_value_get_uint(value); break;
+    case PROP_MODEL_INFO:
+      g_free(self->model_info);
+      self->model_info = g_value_dup_string(value);
+      break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -171,6 +182,7 @@ static void gst_cuda_gray_batch_get_property(GObject *object, guint prop_id, GVa
     case PROP_MEAN: g_value_set_double(value, self->mean); break;
     case PROP_STD: g_value_set_double(value, self->std); break;
     case PROP_BATCH_SIZE: g_value_set_uint(value, self->batch_size); break;
+    case PROP_MODEL_INFO: g_value_set_string(value, self->model_info); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
   GST_OBJECT_UNLOCK(self);
@@ -186,9 +198,10 @@ static cudagray::BatchFormat batch_format(const GstCudaGrayBatch *self) {
             : self->dtype == GST_CUDA_GRAY_BATCH_DTYPE_FLOAT16 ? cudagray::BatchDType::Float16
                                                                : cudagray::BatchDType::Float32;
   f.gray_depth = f.dtype == cudagray::BatchDType::UInt8 ? 8 : 16;
-  /* the documented binary32 mean and std: the doubles rounded to nearest */
-  f.mean = (float)self->mean;
-  f.std = (float)self->std;
+  /* the documented binary32 mean and std: the doubles rounded to nearest;
+   * a model-info file's replace the properties' */
+  f.mean = (float)(self->from_model_info ? self->model_mean : self->mean);
+  f.std = (float)(self->from_model_info ? self->model_std : self->std);
   return f;
 }
 
@@ -218,11 +231,42 @@ static guint slot_count(GstCudaGrayBatch *self, size_t pads) {
   return fixed > 0 ? fixed : (guint)MAX(pads, (size_t)1);
 }
 
+/* Reads model-info, if set, for mean, std and the tensor's id; false after
+ * posting the error that says what is wrong with the file. */
+static gboolean read_model_info(GstCudaGrayBatch *self) {
+  GST_OBJECT_LOCK(self);
+  gchar *path = g_strdup(self->model_info);
+  GST_OBJECT_UNLOCK(self);
+  const bool have_file = path != NULL;
+  GstCudaGrayModelInfo info;
+  std::string why, details;
+  const bool ok = !have_file || gst_cuda_gray_model_info_load(path, &info, &why, &details);
+  g_free(path);
+  if (!ok) {
+    GST_ELEMENT_ERROR(
+        self, RESOURCE, SETTINGS, ("%s", why.c_str()),
+        ("%s", details.empty() ? "see docs/batch.md for the file's form" : details.c_str()));
+    return FALSE;
+  }
+  if (have_file)
+    GST_INFO_OBJECT(self, "model-info: range [%g, %g], mean %.9g, std %.9g, id \"%s\"", info.lo,
+                    info.hi, (float)info.mean, (float)info.std, info.id.c_str());
+  GST_OBJECT_LOCK(self);
+  self->from_model_info = have_file;
+  self->model_mean = info.mean;
+  self->model_std = info.std;
+  self->tensor_id =
+      g_quark_from_string(info.id.empty() ? GST_CUDA_GRAY_BATCH_TENSOR_ID : info.id.c_str());
+  GST_OBJECT_UNLOCK(self);
+  return TRUE;
+}
+
 /* Validates the properties (a batch that cannot be made fails the start
  * with an error naming the property) and takes the backend, as cudagray
  * takes its own. */
 static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
+  if (!read_model_info(self)) return FALSE;
   GST_OBJECT_LOCK(self);
   const GstCudaGrayBackend backend = self->props.backend;
   const gint device_id = self->props.cuda_device_id;
@@ -240,7 +284,7 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
   std::string why;
   if (!cudagray::valid_batch(format, &absent, 1, &why)) {
     GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("Invalid batch settings: %s", why.c_str()),
-                      ("correct width, height, dtype, mean or std"));
+                      ("correct width, height, dtype, mean, std or model-info"));
     return FALSE;
   }
   std::unique_ptr<cudagray::BatchMaker> maker;
@@ -563,6 +607,7 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
   const cudagray::ScaleMethod method = gst_cuda_gray_properties_method(&self->props);
   const gboolean add_borders = self->props.add_borders;
   const cudagray::Weights weights = gst_cuda_gray_properties_weights(&self->props);
+  const GQuark tensor_id = self->tensor_id;
   GST_OBJECT_UNLOCK(self);
 
   const gsize bytes = cudagray::batch_bytes(format, n_slots);
@@ -612,8 +657,11 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
       gst_memory_unmap(map.memory, &map);
     else
       gst_buffer_unmap(batch, &map);
-    if (!ok) gst_cuda_gray_post_backend_error(GST_ELEMENT(self), self->maker->name(),
-                                              "make a batch", why);
+    if (ok)
+      gst_cuda_gray_batch_add_tensor_meta(batch, format, (int)n_slots, tensor_id);
+    else
+      gst_cuda_gray_post_backend_error(GST_ELEMENT(self), self->maker->name(), "make a batch",
+                                       why);
   }
   frames.clear(); /* unmaps the inputs before they go */
   for (GstBuffer *buffer : taken) gst_buffer_unref(buffer);
@@ -698,6 +746,7 @@ static void gst_cuda_gray_batch_finalize(GObject *object) {
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(object);
   gst_cuda_gray_context_free(self->context);
   gst_cuda_gray_properties_clear(&self->props);
+  g_free(self->model_info);
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -737,6 +786,14 @@ static void install_properties(GObjectClass *klass) {
                         "Slots a batch has, slot i the i-th sink pad by number, those without a "
                         "pad absent (0: one a sink pad)",
                         0, cudagray::kMaxBatchSlots, DEFAULT_BATCH_SIZE, ready));
+  g_object_class_install_property(
+      klass, PROP_MODEL_INFO,
+      g_param_spec_string(
+          "model-info", "Model info file",
+          "A GStreamer modelinfo file (key file) whose input tensor's ranges=min,max gives mean "
+          "-min/(max-min) and std 1/(max-min), replacing the mean and std properties, and whose "
+          "id names the GstTensorMeta's tensor (NULL: the mean and std properties)",
+          DEFAULT_MODEL_INFO, ready));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_BATCH_DTYPE, (GstPluginAPIFlags)0);
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_GRAY_BATCH_PAD, (GstPluginAPIFlags)0);
 }
@@ -806,6 +863,8 @@ static void gst_cuda_gray_batch_init(GstCudaGrayBatch *self) {
   self->mean = DEFAULT_MEAN;
   self->std = DEFAULT_STD;
   self->batch_size = DEFAULT_BATCH_SIZE;
+  self->model_info = g_strdup(DEFAULT_MODEL_INFO);
+  self->tensor_id = g_quark_from_static_string(GST_CUDA_GRAY_BATCH_TENSOR_ID);
   self->tick_base = GST_CLOCK_TIME_NONE;
   self->fps_d = 1;
 }

@@ -59,6 +59,14 @@ struct _GstCudaGrayBatch {
   GstCudaGrayBatchDType dtype;
   gdouble mean, std;
   guint batch_size;
+  gchar *model_info;
+
+  /* What start made of model-info, guarded by the object lock: whether a
+   * file gives mean and std (then they replace the properties') and the
+   * tensor's id. */
+  gboolean from_model_info;
+  gdouble model_mean, model_std;
+  GQuark tensor_id;
 
   /* From start to stop: where batches are made, and the CUDA context it
    * works in (open when the maker is CUDA's). */

@@ -8,15 +8,22 @@
 // normalisation in binary32 operations); the timing of the ticks from
 // timestamps alone (no clock, no sleeps: every wait is for a sample or a
 // message, bounded); pads requested and released while playing; a flushing
-// seek; and the errors of invalid settings.
+// seek; the GstTensorMeta of GStreamer 1.26; mean and std from a modelinfo
+// file's range; and the errors of invalid settings and files.
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "element_harness.h"
 #include "gstcudagraybatchmeta.h"
 #include "reference.h"
+#include "shell.h"
+
+#ifdef CUDAGRAY_HAVE_GST_TENSOR_META
+#include <gst/analytics/analytics.h>
+#endif
 
 using namespace cudagray;
 using namespace cudagray::test;
@@ -594,6 +601,206 @@ TEST(BatchElement, InvalidSettingsFailTheStartSayingWhy) {
     ASSERT_FALSE(log.errors.empty()) << c.properties;
     const std::string &text = log.errors.front().text;
     EXPECT_EQ(c.whole ? text : text.substr(0, std::strlen(c.error)), c.error);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// A modelinfo file as GStreamer's tools write them: the version, an input
+// tensor with the ranges given (and the id, when not empty), an output.
+std::string write_model_info(const TempDir &dir, const std::string &input_lines) {
+  const std::string path = dir.path + "/model.onnx.modelinfo";
+  std::ofstream(path) << "[modelinfo]\nversion=1.0\ngroup-id=test-model\n\n"
+                      << "[images]\ntype=float32\ndims=-1,1,48,64\ndir=input\n"
+                      << input_lines << "\n[scores]\nid=scores\ntype=float32\ndims=-1,10\n"
+                      << "dir=output\n";
+  return path;
+}
+
+// The batch's GstTensorMeta: one tensor [n, 1, H, W] of the dtype, the id,
+// row-major, whose data is the batch's own memory.
+void expect_tensor(GstBuffer *batch, const Settings &s, gsize n, const char *id) {
+#ifdef CUDAGRAY_HAVE_GST_TENSOR_META
+  GstTensorMeta *meta = gst_buffer_get_tensor_meta(batch);
+  ASSERT_NE(meta, nullptr) << "no GstTensorMeta";
+  ASSERT_EQ(meta->num_tensors, 1u);
+  const GstTensor *t = gst_tensor_meta_get(meta, 0);
+  EXPECT_STREQ(g_quark_to_string(t->id), id);
+  EXPECT_EQ(gst_tensor_meta_get_index_from_id(meta, g_quark_from_string(id)), 0);
+  EXPECT_EQ(t->layout, GST_TENSOR_LAYOUT_CONTIGUOUS);
+  const GstTensorDataType want = s.element_bytes() == 1   ? GST_TENSOR_DATA_TYPE_UINT8
+                                 : s.element_bytes() == 2 ? GST_TENSOR_DATA_TYPE_FLOAT16
+                                                          : GST_TENSOR_DATA_TYPE_FLOAT32;
+  EXPECT_EQ(t->data_type, want);
+  EXPECT_EQ(t->dims_order, GST_TENSOR_DIM_ORDER_ROW_MAJOR);
+  ASSERT_EQ(t->num_dims, 4u);
+  EXPECT_EQ(std::vector<gsize>(t->dims, t->dims + 4),
+            (std::vector<gsize>{n, 1, gsize(s.height), gsize(s.width)}));
+  ASSERT_NE(t->data, nullptr);
+  GstMapInfo tensor_map, batch_map;
+  ASSERT_TRUE(gst_buffer_map(t->data, &tensor_map, GST_MAP_READ));
+  ASSERT_TRUE(gst_buffer_map(batch, &batch_map, GST_MAP_READ));
+  EXPECT_EQ(tensor_map.size, batch_map.size);
+  EXPECT_EQ(tensor_map.data, batch_map.data) << "the tensor's data is a copy, not the batch";
+  gst_buffer_unmap(t->data, &tensor_map);
+  gst_buffer_unmap(batch, &batch_map);
+#else
+  ADD_FAILURE() << "built without GstTensorMeta";
+#endif
+}
+
+// On GStreamer 1.26 or later each batch carries a GstTensorMeta describing
+// it, for each dtype; with batch-size, N counts the absent slots too; a
+// model-info file's input id names the tensor.
+TEST(BatchElement, TensorMetaDescribesTheBatch) {
+#ifndef CUDAGRAY_HAVE_GST_TENSOR_META
+#if GST_CHECK_VERSION(1, 26, 0)
+  FAIL() << "GStreamer " << GST_VERSION_MAJOR << "." << GST_VERSION_MINOR
+         << " has GstTensorMeta, but this build found no gstreamer-analytics-1.0 >= 1.26 "
+            "(libgstreamer-plugins-bad1.0-dev)";
+#else
+  GTEST_SKIP() << "GstTensorMeta is GStreamer 1.26's (gstreamer-analytics-1.0); this build "
+                  "has GStreamer "
+               << GST_VERSION_MAJOR << "." << GST_VERSION_MINOR
+               << ", where the caps and GstCudaGrayBatchMeta carry the same";
+#endif
+#endif
+  const TempDir dir;
+  const std::string named = write_model_info(dir, "id=images\nranges=0.0,1.0\n");
+  const struct {
+    Settings s;
+    std::string extra;
+    const char *id;
+  } cases[] = {
+      {{"float32", 64, 48, 0.5f, 0.25f}, "batch-size=3", "cudagray-batch"},
+      {{"float16", 37, 23, 0, 1}, "batch-size=3 model-info=" + named, "images"},
+      {{"uint8", 16, 9, 0, 1}, "batch-size=3", "cudagray-batch"},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(std::string(c.s.dtype) + " " + c.extra);
+    const Source a = rgb_source(PixelLayout::RGBx, 40, 30), b = nv12_source(31, 47);
+    const Rig rig(c.s, {a.caps(), b.caps()}, c.extra);
+    rig.push(0, a, 0);
+    rig.push(1, b, 0);
+    rig.end(0);
+    rig.end(1);
+    GstSample *sample = rig.pull();
+    expect_batch(sample, c.s, {{&a, 0, 0}, {&b, 0, 1}, {nullptr, 0, -1}}, 0);
+    if (sample) {
+      expect_tensor(gst_sample_get_buffer(sample), c.s, 3, c.id);
+      gst_sample_unref(sample);
+    }
+    EXPECT_TRUE(rig.ended());
+  }
+}
+
+// The mean and std a range [lo, hi] stands for (docs/batch.md): gray / full
+// scale spread over lo..hi, v = lo + (hi - lo) * g / F, is (g / F - m) / s
+// for m = -lo / (hi - lo) and s = 1 / (hi - lo), each computed in double
+// and rounded to binary32.
+struct Range {
+  const char *dtype, *text;
+  double lo, hi;
+};
+
+class BatchModelInfo : public ::testing::TestWithParam<Range> {};
+
+// Every element of a batch made with model-info equals the formula with
+// the range's mean and std, which replace the mean and std properties.
+TEST_P(BatchModelInfo, RangeGivesMeanAndStd) {
+  const Range r = GetParam();
+  const TempDir dir;
+  const std::string path = write_model_info(dir, std::string("ranges=") + r.text + "\n");
+  const Settings properties{r.dtype, 33, 21, 0.25f, 4};
+  const Settings expected{r.dtype, 33, 21, float(-r.lo / (r.hi - r.lo)), float(1 / (r.hi - r.lo))};
+  const Source a = rgb_source(PixelLayout::BGRx, 50, 31), b = nv12_source(20, 40);
+  const Rig rig(properties, {a.caps(), b.caps()}, "model-info=" + path);
+  rig.push(0, a, 0);
+  rig.push(1, b, 0);
+  rig.push(0, a, kTick);
+  rig.end(0);
+  rig.end(1);
+  expect_and_unref(rig.pull(), expected, {{&a, 0, 0}, {&b, 0, 1}}, 0);
+  expect_and_unref(rig.pull(), expected, {{&a, kTick, 0}, {nullptr, 0, 1}}, kTick);
+  EXPECT_TRUE(rig.ended());
+}
+
+INSTANTIATE_TEST_SUITE_P(, BatchModelInfo,
+                         ::testing::Values(Range{"float32", "0.0,1.0", 0, 1},
+                                           Range{"float32", "-1.0,1.0", -1, 1},
+                                           Range{"float16", "0.0,255.0", 0, 255},
+                                           Range{"float32", " -0.485 , 3.5 ", -0.485, 3.5},
+                                           Range{"float32", "1,-1", 1, -1},
+                                           Range{"uint8", "0,1", 0, 1}),
+                         [](const auto &info) { return "Case" + std::to_string(info.index); });
+
+// The binary32 mean and std of common ranges, as docs/batch.md lists them.
+TEST(BatchModelInfoValues, CommonRangesGiveTheDocumentedBinary32) {
+  const auto mean = [](double lo, double hi) { return float(-lo / (hi - lo)); };
+  const auto std = [](double lo, double hi) { return float(1 / (hi - lo)); };
+  EXPECT_EQ(mean(0, 1), 0.0f);
+  EXPECT_EQ(std(0, 1), 1.0f);
+  EXPECT_EQ(mean(-1, 1), 0.5f);
+  EXPECT_EQ(std(-1, 1), 0.5f);
+  EXPECT_EQ(mean(0, 255), 0.0f);
+  EXPECT_EQ(std(0, 255), 0x1.010102p-8f);
+}
+
+// A model-info file that cannot give one range fails the start, naming
+// the file and what is wrong with it.
+TEST(BatchElement, InvalidModelInfoFailsTheStartSayingWhy) {
+  const TempDir dir;
+  const std::string missing = dir.path + "/missing.modelinfo";
+  const auto file = [&](const std::string &name, const std::string &text) {
+    const std::string path = dir.path + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string not_keys = file("not-keys", "ranges=0,1\n");
+  const std::string no_input = file("no-input", "[scores]\ndir=output\nranges=0,1\n");
+  const std::string two = file("two", "[a]\ndir=input\nranges=0,1\n[b]\ndir=input\nranges=0,1\n");
+  const std::string no_ranges = file("no-ranges", "[images]\ndir=input\ntype=float32\n");
+  const std::string rgb = file("rgb", "[images]\ndir=input\nranges=0,255;0,255;0,255\n");
+  const std::string one = file("one", "[images]\ndir=input\nranges=0\n");
+  const std::string inf = file("inf", "[images]\ndir=input\nranges=0,inf\n");
+  const std::string empty = file("empty", "[images]\ndir=input\nranges=2.5,2.5\n");
+  const struct {
+    std::string properties, error;
+  } cases[] = {
+      {"model-info=" + missing, "Cannot read the model-info file " + missing},
+      {"model-info=" + not_keys,
+       "The model-info file " + not_keys + " is not a key file of [sections]"},
+      {"model-info=" + no_input,
+       "The model-info file " + no_input + " has no input tensor (a section with dir=input)"},
+      {"model-info=" + two, "The model-info file " + two +
+                                " has 2 input tensors (sections with dir=input); a batch is one"},
+      {"model-info=" + no_ranges,
+       "The model-info file " + no_ranges + ", input tensor [images]: no ranges"},
+      {"model-info=" + rgb, "The model-info file " + rgb +
+                                ", input tensor [images]: ranges=0,255;0,255;0,255 has 3 "
+                                "channels; a gray batch has 1"},
+      {"model-info=" + one, "The model-info file " + one +
+                                ", input tensor [images]: ranges=0 is not min,max of two finite "
+                                "numbers"},
+      {"model-info=" + inf, "The model-info file " + inf +
+                                ", input tensor [images]: ranges=0,inf is not min,max of two "
+                                "finite numbers"},
+      {"model-info=" + empty, "The model-info file " + empty +
+                                  ", input tensor [images]: ranges=2.5,2.5 is empty: min and "
+                                  "max are equal"},
+      {"dtype=uint8 model-info=" + file("signed", "[i]\ndir=input\nranges=-1,1\n"),
+       "Invalid batch settings: uint8 holds the gray itself: mean 0.5 and std 0.5 need float16 "
+       "or float32"},
+  };
+  for (const auto &c : cases) {
+    const Pipeline p("videotestsrc num-buffers=1 ! cudagraybatch " + c.properties + " ! fakesink");
+    EXPECT_EQ(p.play(), GST_STATE_CHANGE_FAILURE) << c.properties;
+    BusLog log;
+    EXPECT_EQ(p.wait_end(kWait, &log), GST_MESSAGE_ERROR) << c.properties;
+    ASSERT_FALSE(log.errors.empty()) << c.properties;
+    EXPECT_EQ(log.errors.front().text, c.error);
   }
 }
 
