@@ -150,8 +150,8 @@ class CpuBatchMaker final : public BatchMaker {
   explicit CpuBatchMaker(int threads) : threads_(threads) {}
   const char *name() const override { return "cpu"; }
   bool uses_device_memory() const override { return false; }
-  bool make(const BatchFormat &f, const BatchSlot *slots, int count, void *out,
-            bool out_on_device, const Weights &w, std::string *error) override {
+  bool make(const BatchFormat &f, const BatchSlot *slots, int count, void *out, bool out_on_device,
+            const Weights &w, std::string *error) override {
     for (int i = 0; i < count && !out_on_device; ++i)
       out_on_device = slots[i].present && slots[i].frame.on_device;
     if (out_on_device) {

@@ -68,8 +68,8 @@ class CudaBatchMaker final : public BatchMaker {
   const char *name() const override { return "cuda"; }
   bool uses_device_memory() const override { return true; }
 
-  bool make(const BatchFormat &f, const BatchSlot *slots, int count, void *out,
-            bool out_on_device, const Weights &w, std::string *error) override {
+  bool make(const BatchFormat &f, const BatchSlot *slots, int count, void *out, bool out_on_device,
+            const Weights &w, std::string *error) override {
     if (!valid_batch(f, slots, count, error)) return false;
     const InCudaContext in(context_);
     try {
@@ -139,8 +139,8 @@ class CudaBatchMaker final : public BatchMaker {
     for (int p = 0; p < layout_info(s.conversion.layout).planes; ++p) {
       uint8_t *plane = device + p * d.plane_bytes;
       if (d.tiled)
-        CUDAGRAY_CHECK(cudaMemcpyAsync(plane, s.frame.plane[p], d.row_bytes,
-                                       cudaMemcpyHostToDevice, stream_.get()));
+        CUDAGRAY_CHECK(cudaMemcpyAsync(plane, s.frame.plane[p], d.row_bytes, cudaMemcpyHostToDevice,
+                                       stream_.get()));
       else
         CUDAGRAY_CHECK(cudaMemcpy2DAsync(plane, d.pitch, s.frame.plane[p], s.frame.stride[p],
                                          d.row_bytes, d.rows, cudaMemcpyHostToDevice,

@@ -50,8 +50,8 @@
 #include "gstcudagraybatchtensor.h"
 #include "gstcudagraycaps.h"
 #include "gstcudagrayframe.h"
-#include "gstcudagraypools.h"
 #include "gstcudagraymodelinfo.h"
+#include "gstcudagraypools.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_gray_batch_debug);
 #define GST_CAT_DEFAULT gst_cuda_gray_batch_debug
@@ -293,7 +293,8 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
   if (!gst_cuda_gray_open_cuda_backend(
           GST_ELEMENT(self), self->context, backend, device_id,
           [&](std::string *why) {
-            maker = cudagray::make_cuda_batch_maker(why, gst_cuda_gray_context_switch(self->context));
+            maker =
+                cudagray::make_cuda_batch_maker(why, gst_cuda_gray_context_switch(self->context));
             return maker != nullptr;
           },
           &on_cuda, &cpu_fallback_reason))
@@ -651,8 +652,8 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
     ok = false;
   }
   if (ok) {
-    ok = self->maker->make(format, slots.data(), (int)n_slots, map.data, self->cuda_output,
-                           weights, &why);
+    ok = self->maker->make(format, slots.data(), (int)n_slots, map.data, self->cuda_output, weights,
+                           &why);
     if (self->cuda_output)
       gst_memory_unmap(map.memory, &map);
     else
@@ -660,8 +661,7 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
     if (ok)
       gst_cuda_gray_batch_add_tensor_meta(batch, format, (int)n_slots, tensor_id);
     else
-      gst_cuda_gray_post_backend_error(GST_ELEMENT(self), self->maker->name(), "make a batch",
-                                       why);
+      gst_cuda_gray_post_backend_error(GST_ELEMENT(self), self->maker->name(), "make a batch", why);
   }
   frames.clear(); /* unmaps the inputs before they go */
   for (GstBuffer *buffer : taken) gst_buffer_unref(buffer);

@@ -274,9 +274,8 @@ static GstFlowReturn device_pool_alloc_buffer(GstBufferPool *pool, GstBuffer **b
   gst_buffer_append_memory(*buffer, mem);
   if (self->video_meta)
     gst_buffer_add_video_meta_full(
-      *buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&self->gray),
-        GST_VIDEO_INFO_WIDTH(&self->gray), GST_VIDEO_INFO_HEIGHT(&self->gray), 1, offset,
-        stride);
+        *buffer, GST_VIDEO_FRAME_FLAG_NONE, GST_VIDEO_INFO_FORMAT(&self->gray),
+        GST_VIDEO_INFO_WIDTH(&self->gray), GST_VIDEO_INFO_HEIGHT(&self->gray), 1, offset, stride);
   return GST_FLOW_OK;
 }
 
@@ -411,11 +410,11 @@ GstBufferPool *gst_cuda_gray_batch_pool_new(GstCudaGrayContext *context, gsize b
     return NULL;
   }
   reinterpret_cast<GstCudaGrayDevicePool *>(pool)->video_meta = FALSE;
-  GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "GRAY8", "width",
-                                      G_TYPE_INT, BATCH_ROW_BYTES, "height", G_TYPE_INT,
-                                      (gint)rows, NULL);
-  gst_caps_set_features_simple(
-      caps, gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
+  GstCaps *caps =
+      gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "GRAY8", "width", G_TYPE_INT,
+                          BATCH_ROW_BYTES, "height", G_TYPE_INT, (gint)rows, NULL);
+  gst_caps_set_features_simple(caps,
+                               gst_caps_features_new(GST_CUDA_GRAY_CAPS_FEATURE_CUDA_MEMORY, NULL));
   GstStructure *config = gst_buffer_pool_get_config(pool);
   gst_buffer_pool_config_set_params(config, caps, rows * BATCH_ROW_BYTES, min_buffers, 0);
   gst_cuda_gray_pool_config_set_stream(config, context->stream);
@@ -433,8 +432,8 @@ gboolean gst_cuda_gray_batch_memory(GstBuffer *buffer, gsize bytes, GstMapInfo *
   GstMemory *mem = gst_buffer_n_memory(buffer) == 1 ? gst_buffer_peek_memory(buffer, 0) : NULL;
   if (!mem || !gst_is_cuda_memory(mem) || mem->size < bytes ||
       GST_VIDEO_INFO_PLANE_STRIDE(&GST_CUDA_MEMORY_CAST(mem)->info, 0) != BATCH_ROW_BYTES) {
-    *why = "the batch buffer is not one contiguous CUDA memory of " + std::to_string(bytes) +
-           " bytes";
+    *why =
+        "the batch buffer is not one contiguous CUDA memory of " + std::to_string(bytes) + " bytes";
     return FALSE;
   }
   if (!gst_memory_map(mem, map, (GstMapFlags)(GST_MAP_WRITE | GST_MAP_CUDA))) {

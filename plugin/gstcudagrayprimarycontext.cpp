@@ -70,8 +70,7 @@ gboolean gst_cuda_gray_decide_output_pool(GstCudaGrayContext *, GstQuery *, guin
   return FALSE;
 }
 
-GstBufferPool *gst_cuda_gray_batch_pool_new(GstCudaGrayContext *, gsize, guint,
-                                            std::string *why) {
+GstBufferPool *gst_cuda_gray_batch_pool_new(GstCudaGrayContext *, gsize, guint, std::string *why) {
   *why = "cudagray was built without gstreamer-cuda-1.0";
   return NULL;
 }

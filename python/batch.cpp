@@ -89,10 +89,10 @@ PyObject *batch_repr(PyObject *self) {
   Batch *batch = as_batch(self);
   PyObject *pts = clock_time_or_none(GST_BUFFER_PTS(buffer_of(self)));
   if (!pts) return NULL;
-  PyObject *repr = PyUnicode_FromFormat(
-      "<cudagray.Batch %zdx1x%zdx%zd %s on %s, pts %S>", batch->array.shape[0],
-      batch->array.shape[2], batch->array.shape[3], batch->dtype, batch->on_cuda ? "cuda" : "cpu",
-      pts);
+  PyObject *repr =
+      PyUnicode_FromFormat("<cudagray.Batch %zdx1x%zdx%zd %s on %s, pts %S>", batch->array.shape[0],
+                           batch->array.shape[2], batch->array.shape[3], batch->dtype,
+                           batch->on_cuda ? "cuda" : "cpu", pts);
   Py_DECREF(pts);
   return repr;
 }

@@ -45,8 +45,8 @@ bool cuda_side_copy_to_host(CudaSide *side, GstBuffer *buffer, const ArrayLayout
   {
     GilReleased released;
     finish_pending(buffer);
-    copied = copy_to_host(side->cuda.device, array.data, array.strides[array.ndim - 2],
-                          destination, row_bytes, row_bytes, rows, &why);
+    copied = copy_to_host(side->cuda.device, array.data, array.strides[array.ndim - 2], destination,
+                          row_bytes, row_bytes, rows, &why);
   }
   side->cuda.pending_stream = nullptr;
   if (!copied) PyErr_Format(PyExc_BufferError, "could not copy the array: %s", why.c_str());
@@ -85,8 +85,7 @@ PyObject *cuda_side_array_interface(CudaSide *side, const ArrayLayout &array) {
 void cuda_side_release(CudaSide *side, std::function<void()> unmap, GstBuffer *buffer,
                        GstSample *sample) {
   if (side->consumed_on_gpu) {
-    release_after_consumers(std::move(unmap), buffer, sample, side->cuda.device,
-                            side->consumers);
+    release_after_consumers(std::move(unmap), buffer, sample, side->cuda.device, side->consumers);
   } else {
     unmap();
     gst_sample_unref(sample);

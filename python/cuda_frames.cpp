@@ -144,7 +144,10 @@ class HeldFrame {
  public:
   HeldFrame(std::function<void()> unmap, GstBuffer *buffer, GstSample *sample,
             std::vector<Event> &&consumed)
-      : unmap_(std::move(unmap)), buffer_(buffer), sample_(sample), consumed_(std::move(consumed)) {}
+      : unmap_(std::move(unmap)),
+        buffer_(buffer),
+        sample_(sample),
+        consumed_(std::move(consumed)) {}
   HeldFrame(const HeldFrame &) = delete;
   HeldFrame &operator=(const HeldFrame &) = delete;
   ~HeldFrame() {
@@ -311,8 +314,8 @@ void release_after_consumers(std::function<void()> unmap, GstBuffer *buffer, Gst
     consumed.push_back(std::move(legacy_stream_work));
   else
     GST_WARNING("frame released without waiting for the legacy default stream: %s", why.c_str());
-  GST_LOG("frame %p released after %zu events, %zu frames held before it", buffer,
-          consumed.size(), held_frames.size());
+  GST_LOG("frame %p released after %zu events, %zu frames held before it", buffer, consumed.size(),
+          held_frames.size());
   held_frames.push_back(
       std::make_unique<HeldFrame>(std::move(unmap), buffer, sample, std::move(consumed)));
   release_consumed_frames();

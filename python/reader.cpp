@@ -749,8 +749,8 @@ bool build_batch(Reader *reader, PyObject *texts, const BatchOptions &options,
     PyErr_Format(error_type, "batches cannot be in CUDA memory: %s", why.c_str());
     return false;
   }
-  const char *caps_text = cuda ? "application/x-cudagray-batch(memory:CUDAMemory)"
-                               : "application/x-cudagray-batch";
+  const char *caps_text =
+      cuda ? "application/x-cudagray-batch(memory:CUDAMemory)" : "application/x-cudagray-batch";
   GstCaps *caps = gst_caps_from_string(caps_text);
   g_object_set(reader->sink, "caps", caps, NULL);
   gst_caps_unref(caps);

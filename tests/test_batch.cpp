@@ -701,8 +701,8 @@ void expect_maker_equals_cpu(BatchMaker *maker, const TestBatch &b, const Weight
     if (frames_in == FramesIn::Host || (frames_in == FramesIn::Both && i % 2 == 0)) continue;
     const TestFrame &f = b.frames[i];
     copies.push_back(std::make_unique<DeviceBytes>(f.bytes.size()));
-    ASSERT_CUDA(cudaMemcpy(copies.back()->data, f.bytes.data(), f.bytes.size(),
-                           cudaMemcpyHostToDevice));
+    ASSERT_CUDA(
+        cudaMemcpy(copies.back()->data, f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
     slots[i].frame = f.view(copies.back()->bytes());
     slots[i].frame.on_device = true;
   }
@@ -714,8 +714,8 @@ void expect_maker_equals_cpu(BatchMaker *maker, const TestBatch &b, const Weight
     DeviceBytes device(made.bytes.size());
     ASSERT_CUDA(
         cudaMemcpy(device.data, made.bytes.data(), made.bytes.size(), cudaMemcpyHostToDevice));
-    ASSERT_TRUE(maker->make(b.format, slots.data(), count, device.bytes() + made.offset, true, w,
-                            &why))
+    ASSERT_TRUE(
+        maker->make(b.format, slots.data(), count, device.bytes() + made.offset, true, w, &why))
         << why;
     ASSERT_CUDA(
         cudaMemcpy(made.bytes.data(), device.data, made.bytes.size(), cudaMemcpyDeviceToHost));
@@ -745,9 +745,9 @@ TEST_F(CudaBatch, MakerEqualsTheCpuFromHostAndDeviceFrames) {
                               : format_of(random_int(1, 70), random_int(1, 50), dtype,
                                           8 << random_int(0, 1), 0.485f, 0.229f);
     SCOPED_TRACE(layout_info(layouts[i]).name);
-    const TestBatch b = random_batch(f, random_int(1, 4), {layouts[i], layouts[(i * 7) % layouts.size()]},
-                                     kMethods[random_int(0, 2)], 120, true,
-                                     random_int(0, 1) ? Rows::Padded : Rows::Aligned16);
+    const TestBatch b = random_batch(
+        f, random_int(1, 4), {layouts[i], layouts[(i * 7) % layouts.size()]},
+        kMethods[random_int(0, 2)], 120, true, random_int(0, 1) ? Rows::Padded : Rows::Aligned16);
     expect_maker_equals_cpu(maker.get(), b, w, static_cast<FramesIn>(i % 3), i % 2 == 1);
   }
   const BatchFormat f = format_of(640, 640, BatchDType::Float16, 16, 0.449f, 0.226f);

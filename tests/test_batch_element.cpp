@@ -129,9 +129,9 @@ struct Settings {
   const char *backend = "cpu";
 
   std::string properties() const {
-    return std::string("backend=") + backend + " dtype=" + dtype + " width=" + std::to_string(width) +
-           " height=" + std::to_string(height) + " mean=" + std::to_string(mean) +
-           " std=" + std::to_string(std);
+    return std::string("backend=") + backend + " dtype=" + dtype +
+           " width=" + std::to_string(width) + " height=" + std::to_string(height) +
+           " mean=" + std::to_string(mean) + " std=" + std::to_string(std);
   }
   size_t element_bytes() const { return dtype[0] == 'u' ? 1 : dtype[5] == '1' ? 2 : 4; }
 };
@@ -300,7 +300,9 @@ INSTANTIATE_TEST_SUITE_P(, BatchBackends, ::testing::Values("cpu", "cuda"),
 TEST_P(BatchBackends, TwoTestSourcesGiveFloat32BatchesOfTwoSlots) {
   const Pipeline p(
       "videotestsrc num-buffers=3 ! cudagraybatch name=b width=64 height=48 dtype=float32 "
-      "backend=" + GetParam() + " ! appsink name=out sync=false  videotestsrc num-buffers=3 "
+      "backend=" +
+      GetParam() +
+      " ! appsink name=out sync=false  videotestsrc num-buffers=3 "
       "pattern=ball ! b.");
   ASSERT_NE(p.play(), GST_STATE_CHANGE_FAILURE);
   for (int k = 0; k < 3; ++k) {
@@ -327,11 +329,15 @@ void expect_test_sources_equal_the_formula(const std::string &backend, const std
                                            const std::string &out_caps = "") {
   const Pipeline p(
       "videotestsrc num-buffers=3 ! video/x-raw,format=RGBx,width=320,height=240 ! tee name=t0 "
-      "! queue ! " + upload + "b.sink_0  t0. ! queue ! appsink name=in0 sync=false  "
+      "! queue ! " +
+      upload +
+      "b.sink_0  t0. ! queue ! appsink name=in0 sync=false  "
       "videotestsrc num-buffers=3 pattern=ball ! video/x-raw,format=NV12,width=160,height=90 ! "
-      "tee name=t1 ! queue ! " + upload + "b.sink_1  t1. ! queue ! appsink name=in1 sync=false  "
-      "cudagraybatch name=b width=64 height=48 dtype=float32 backend=" + backend + " ! " +
-      out_caps + " appsink name=out sync=false");
+      "tee name=t1 ! queue ! " +
+      upload +
+      "b.sink_1  t1. ! queue ! appsink name=in1 sync=false  "
+      "cudagraybatch name=b width=64 height=48 dtype=float32 backend=" +
+      backend + " ! " + out_caps + " appsink name=out sync=false");
   ASSERT_NE(p.play(), GST_STATE_CHANGE_FAILURE);
   const Settings s;
   for (int k = 0; k < 3; ++k) {
@@ -400,14 +406,16 @@ TEST_P(BatchDTypes, RandomFramesEqualTheFormula) {
   EXPECT_TRUE(rig.ended());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    , BatchDTypes,
-    ::testing::Values(Settings{"float32", 64, 48, 0.485f, 0.229f},
-                      Settings{"float16", 37, 23, 0.5f, 0.0625f}, Settings{"uint8", 37, 23, 0, 1},
-                      Settings{"float32", 64, 48, 0.485f, 0.229f, "cuda"},
-                      Settings{"float16", 37, 23, 0.5f, 0.0625f, "cuda"},
-                      Settings{"uint8", 37, 23, 0, 1, "cuda"}),
-    [](const auto &info) { return std::string(info.param.dtype) + "_" + info.param.backend; });
+INSTANTIATE_TEST_SUITE_P(, BatchDTypes,
+                         ::testing::Values(Settings{"float32", 64, 48, 0.485f, 0.229f},
+                                           Settings{"float16", 37, 23, 0.5f, 0.0625f},
+                                           Settings{"uint8", 37, 23, 0, 1},
+                                           Settings{"float32", 64, 48, 0.485f, 0.229f, "cuda"},
+                                           Settings{"float16", 37, 23, 0.5f, 0.0625f, "cuda"},
+                                           Settings{"uint8", 37, 23, 0, 1, "cuda"}),
+                         [](const auto &info) {
+                           return std::string(info.param.dtype) + "_" + info.param.backend;
+                         });
 
 // A crop meta (videocrop's way) picks the part of each frame the caps
 // describe, on one pad; the other pad's frames are whole.
