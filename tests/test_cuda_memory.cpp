@@ -188,68 +188,78 @@ bool cudaupload_uploads(const std::string &caps, GstBuffer *frame) {
 
 }  // namespace
 
+// The rows of the format table taken in CUDA memory: one test case each,
+// so that the GPU suite's shards share them.
+std::vector<guint> cuda_memory_rows() {
+  guint n = 0;
+  const GstCudaGrayFormat *table = gst_cuda_gray_formats(&n);
+  std::vector<guint> rows;
+  for (guint row = 0; row < n; ++row)
+    if (table[row].cuda_memory) rows.push_back(row);
+  return rows;
+}
+
+class EveryCudaMemoryFormat : public ::testing::TestWithParam<guint> {};
+
 // Every format of the format table taken in CUDA memory, as cudaupload
 // carries it (GStreamer's own layout of the format, random bytes in every
 // plane), at an odd and an even size: GRAY8 and GRAY16_LE read where the
 // frames are equal the CPU backend's of the same frames in system memory,
 // which test_formats holds to the formula. A size that cudaupload itself
-// cannot upload is left out with its reason, but every format is tested at
-// one size at least.
-TEST(CudaMemory, EveryCudaMemoryFormatEqualsTheCpuPath) {
+// cannot upload is left out with its reason, but every format cudaupload
+// takes is tested at one size at least.
+TEST_P(EveryCudaMemoryFormat, EqualsTheCpuPath) {
   SKIP_WITHOUT_CUDA_MEMORY_INPUT();
   SKIP_WITHOUT_ELEMENT("cudaupload");
   guint n = 0;
-  const GstCudaGrayFormat *table = gst_cuda_gray_formats(&n);
-  int formats_tested = 0;
-  for (guint row = 0; row < n; ++row) {
-    if (!table[row].cuda_memory) continue;
-    const char *format = table[row].name;
-    SCOPED_TRACE(format);
-    if (!cudaupload_takes(caps_string(format, 64, 64))) {
-      std::printf("cudaupload does not take %s: not tested through CUDA memory\n", format);
-      continue;
+  const GstCudaGrayFormat &entry = gst_cuda_gray_formats(&n)[GetParam()];
+  const char *format = entry.name;
+  if (!cudaupload_takes(caps_string(format, 64, 64)))
+    GTEST_SKIP() << "cudaupload does not take " << format << ": not tested through CUDA memory";
+  int sizes_tested = 0;
+  for (const auto &[width, height] : {std::pair{641, 481}, std::pair{640, 480}}) {
+    SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
+    const std::string caps = caps_string(format, width, height);
+    GstVideoInfo info;
+    gst_video_info_set_format(&info, entry.format, width, height);
+    std::vector<GstBuffer *> frames;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
+      fill_random(bytes);
+      frames.push_back(gst_buffer_new_memdup(bytes.data(), bytes.size()));
     }
-    ++formats_tested;
-    int sizes_tested = 0;
-    for (const auto &[width, height] : {std::pair{641, 481}, std::pair{640, 480}}) {
-      SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
-      const std::string caps = caps_string(format, width, height);
-      GstVideoInfo info;
-      gst_video_info_set_format(&info, table[row].format, width, height);
-      std::vector<GstBuffer *> frames;
-      for (int i = 0; i < 3; ++i) {
-        std::vector<uint8_t> bytes(GST_VIDEO_INFO_SIZE(&info));
-        fill_random(bytes);
-        frames.push_back(gst_buffer_new_memdup(bytes.data(), bytes.size()));
+    if (cudaupload_uploads(caps, frames[0])) {
+      ++sizes_tested;
+      for (int depth : {8, 16}) {
+        const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
+        SCOPED_TRACE(gray);
+        const std::string src = "appsrc name=src format=time caps=\"" + caps + "\" ! ";
+        const std::string sink = " ! video/x-raw,format=" + gray + " ! appsink name=sink";
+        const std::vector<GrayImage> cpu =
+            gray_through(src + "cudagray backend=cpu" + sink, frames, width, height, depth);
+        const std::vector<GrayImage> gpu = gray_through(
+            src + "cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda" + sink,
+            frames, width, height, depth);
+        EXPECT_EQ(cpu.size(), frames.size());
+        EXPECT_EQ(gpu.size(), frames.size());
+        for (size_t i = 0; i < std::min(cpu.size(), gpu.size()); ++i)
+          EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
       }
-      if (cudaupload_uploads(caps, frames[0])) {
-        ++sizes_tested;
-        for (int depth : {8, 16}) {
-          const std::string gray = depth == 16 ? "GRAY16_LE" : "GRAY8";
-          SCOPED_TRACE(gray);
-          const std::string src = "appsrc name=src format=time caps=\"" + caps + "\" ! ";
-          const std::string sink = " ! video/x-raw,format=" + gray + " ! appsink name=sink";
-          const std::vector<GrayImage> cpu =
-              gray_through(src + "cudagray backend=cpu" + sink, frames, width, height, depth);
-          const std::vector<GrayImage> gpu = gray_through(
-              src + "cudaupload ! video/x-raw(memory:CUDAMemory) ! cudagray backend=cuda" + sink,
-              frames, width, height, depth);
-          EXPECT_EQ(cpu.size(), frames.size());
-          EXPECT_EQ(gpu.size(), frames.size());
-          for (size_t i = 0; i < std::min(cpu.size(), gpu.size()); ++i)
-            EXPECT_TRUE(same_pixels(gpu[i], cpu[i])) << "frame " << i;
-        }
-      } else {
-        std::printf(
-            "cudaupload itself fails on %s %dx%d: not tested through CUDA memory at that size\n",
-            format, width, height);
-      }
-      for (GstBuffer *b : frames) gst_buffer_unref(b);
+    } else {
+      std::printf(
+          "cudaupload itself fails on %s %dx%d: not tested through CUDA memory at that size\n",
+          format, width, height);
     }
-    EXPECT_GT(sizes_tested, 0) << "cudaupload carried " << format << " at no size";
+    for (GstBuffer *b : frames) gst_buffer_unref(b);
   }
-  EXPECT_GT(formats_tested, 0);
+  EXPECT_GT(sizes_tested, 0) << "cudaupload carried " << format << " at no size";
 }
+
+INSTANTIATE_TEST_SUITE_P(CudaMemory, EveryCudaMemoryFormat, ::testing::ValuesIn(cuda_memory_rows()),
+                         [](const auto &info) {
+                           guint n = 0;
+                           return std::string(gst_cuda_gray_formats(&n)[info.param].name);
+                         });
 
 // Every gray frame an appsink gives until EOS (or 10 s without one).
 static std::vector<GrayImage> pull_all_gray(GstElement *sink, int width, int height) {

@@ -627,25 +627,23 @@ std::string hevc_decoder(const std::string &file) {
 
 }  // namespace
 
+class NvdecHevcOutput : public ::testing::TestWithParam<HevcClip> {};
+
 // NVDEC's outputs of 10- and 12-bit and 4:4:4 HEVC (P010_10LE, P012_LE or
 // P016_LE, Y444, Y444_16LE) read where they are, with no copy: GRAY8 and
 // GRAY16_LE, in system and in CUDA memory, equal the CPU backend's of the
 // same frames downloaded (nvh265dec ! cudadownload ! cudagray backend=cpu),
-// one pipeline alone and four at once.
-TEST(CudaOutput, NvdecHevcOutputsReadInPlaceEqualTheCpuPath) {
+// one pipeline alone and four at once. A case a clip, so that the GPU
+// suite's shards share them.
+TEST_P(NvdecHevcOutput, ReadInPlaceEqualsTheCpuPath) {
   SKIP_WITHOUT_GPU();
   SKIP_WITHOUT_ELEMENT("nvh265dec");
   SKIP_WITHOUT_ELEMENT("x265enc");
-  const HevcClip clips[] = {{"main10", "I420_10LE", 1920, 1080, 30},
-                            {"main12", "I420_12LE", 640, 360, 12},
-                            {"main444", "Y444", 641, 361, 12},
-                            {"main444-10", "Y444_10LE", 641, 361, 12},
-                            {"main444-12", "Y444_12LE", 320, 240, 12}};
   char dir_template[] = "/tmp/cudagray-hevc-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
-  for (const HevcClip &clip : clips) {
-    SCOPED_TRACE(clip.name);
+  {
+    const HevcClip &clip = GetParam();
     const std::string file = encode_hevc(clip, dir);
     if (HasFailure()) return;
     const std::string decode = hevc_decoder(file);
@@ -689,6 +687,14 @@ TEST(CudaOutput, NvdecHevcOutputsReadInPlaceEqualTheCpuPath) {
   }
   rmdir(dir.c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(CudaOutput, NvdecHevcOutput,
+                         ::testing::Values(HevcClip{"main10", "I420_10LE", 1920, 1080, 30},
+                                           HevcClip{"main12", "I420_12LE", 640, 360, 12},
+                                           HevcClip{"main444", "Y444", 641, 361, 12},
+                                           HevcClip{"main444_10", "Y444_10LE", 641, 361, 12},
+                                           HevcClip{"main444_12", "Y444_12LE", 320, 240, 12}),
+                         [](const auto &info) { return std::string(info.param.name); });
 
 // Issue 31's end: a 4K 10-bit HEVC stream decoded by NVDEC and letterboxed
 // by cudagray into a model's 640x640 square pixels on the GPU, its P010
