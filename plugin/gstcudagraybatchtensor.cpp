@@ -20,8 +20,12 @@ static GstTensorDataType tensor_data_type(cudagray::BatchDType dtype) {
 void gst_cuda_gray_batch_add_tensor_meta(GstBuffer *batch, const cudagray::BatchFormat &format,
                                          int n_slots, GQuark id) {
   gsize dims[] = {(gsize)n_slots, 1, (gsize)format.height, (gsize)format.width};
-  /* the batch's memory referenced, not copied: the tensor is the batch */
-  GstBuffer *data = gst_buffer_copy_region(batch, GST_BUFFER_COPY_MEMORY, 0, -1);
+  /* the batch's memory referenced, not copied: the tensor is the batch.
+   * Its memories are taken as they are (gst_buffer_copy_region would try
+   * to share or copy a CUDA memory, which failed on 1.26) */
+  GstBuffer *data = gst_buffer_new();
+  for (guint i = 0; i < gst_buffer_n_memory(batch); i++)
+    gst_buffer_append_memory(data, gst_buffer_get_memory(batch, i));
   GstTensor **tensors = g_new(GstTensor *, 1);
   tensors[0] = gst_tensor_new_simple(id, tensor_data_type(format.dtype), data,
                                      GST_TENSOR_DIM_ORDER_ROW_MAJOR, G_N_ELEMENTS(dims), dims);
