@@ -526,6 +526,9 @@ void batch_on_device(const TestBatch &b, const Weights &w, BatchBuffer *out) {
   DeviceBytes device(out->bytes.size());
   ASSERT_CUDA(
       cudaMemcpy(device.data, out->bytes.data(), out->bytes.size(), cudaMemcpyHostToDevice));
+  // A copy from pageable memory returns before its DMA lands, and the
+  // batch's non-blocking stream does not wait for the legacy stream's work
+  ASSERT_CUDA(cudaDeviceSynchronize());
   cudaStream_t stream;
   ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const std::vector<BatchSlot> slots = b.slots_at(bases);
@@ -714,12 +717,15 @@ void expect_maker_equals_cpu(BatchMaker *maker, const TestBatch &b, const Weight
     DeviceBytes device(made.bytes.size());
     ASSERT_CUDA(
         cudaMemcpy(device.data, made.bytes.data(), made.bytes.size(), cudaMemcpyHostToDevice));
+    // the copies' DMA, before the maker's non-blocking stream reads (batch_on_device)
+    ASSERT_CUDA(cudaDeviceSynchronize());
     ASSERT_TRUE(
         maker->make(b.format, slots.data(), count, device.bytes() + made.offset, true, w, &why))
         << why;
     ASSERT_CUDA(
         cudaMemcpy(made.bytes.data(), device.data, made.bytes.size(), cudaMemcpyDeviceToHost));
   } else {
+    ASSERT_CUDA(cudaDeviceSynchronize());
     ASSERT_TRUE(maker->make(b.format, slots.data(), count, made.data(), false, w, &why)) << why;
   }
   EXPECT_EQ(cpu.bytes, made.bytes) << describe(b.format) << ": bytes differ between CPU and CUDA";
