@@ -19,6 +19,7 @@ import unittest
 import numpy as np
 
 import cudagray
+from test_python import cuda_reason
 
 
 def source(pattern, n, w, h, fmt="RGB"):
@@ -219,17 +220,6 @@ class Protocols(unittest.TestCase):
                          r"videotestsrc .* ! cudagray.sink_1$")
         self.assertRegex(self.reader.pipeline_description,
                          r" videotestsrc ! capsfilter ! cudagray.sink_0 videotestsrc ! capsfilter ! cudagray.sink_1$")
-
-
-def cuda_reason():
-    """None when PyTorch sees a CUDA device, else why the CUDA tests skip."""
-    try:
-        import torch
-    except ImportError as error:
-        return f"PyTorch is not importable ({error})"
-    if not torch.cuda.is_available():
-        return "PyTorch sees no CUDA device"
-    return None
 
 
 def int_sum(array):

@@ -101,19 +101,26 @@ def fatbin_images(section):
     return images
 
 
-def dryrun_images(build):
-    """{source: images} for each CUDA compile command of build: what nvcc
-    -dryrun says fatbinary would be given (--image3=kind=elf|ptx,sm=N)."""
+def dryruns(build):
+    """(source, nvcc -dryrun's completed process) for each CUDA compile
+    command of build."""
     with open(os.path.join(build, "compile_commands.json")) as f:
         commands = [c for c in json.load(f) if c["file"].endswith(".cu")]
     env = dict(os.environ, PATH=os.path.dirname(nvcc) + os.pathsep + os.environ["PATH"])
-    found = {}
     for command in commands:
-        run = subprocess.run(shlex.split(command["command"]) + ["-dryrun"], cwd=command["directory"],
-                             env=env, capture_output=True, text=True)
+        yield os.path.basename(command["file"]), subprocess.run(
+            shlex.split(command["command"]) + ["-dryrun"], cwd=command["directory"], env=env,
+            capture_output=True, text=True)
+
+
+def dryrun_images(build):
+    """{source: images} for each CUDA compile command of build: what nvcc
+    -dryrun says fatbinary would be given (--image3=kind=elf|ptx,sm=N)."""
+    found = {}
+    for source, run in dryruns(build):
         images = {("sm_" if kind == "elf" else "compute_") + arch
                   for kind, arch in re.findall(r"--image3=kind=(elf|ptx),sm=(\d+)", run.stdout + run.stderr)}
-        found[os.path.basename(command["file"])] = images if run.returncode == 0 else \
+        found[source] = images if run.returncode == 0 else \
             f"nvcc -dryrun failed ({run.returncode}): {run.stderr[-2000:]}"
     return found
 
@@ -121,16 +128,8 @@ def dryrun_images(build):
 def front_end_runs(build):
     """{source: how many times nvcc -dryrun runs cicc, its front end} for
     each CUDA compile command of build."""
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        commands = [c for c in json.load(f) if c["file"].endswith(".cu")]
-    env = dict(os.environ, PATH=os.path.dirname(nvcc) + os.pathsep + os.environ["PATH"])
-    runs = {}
-    for command in commands:
-        run = subprocess.run(shlex.split(command["command"]) + ["-dryrun"], cwd=command["directory"],
-                             env=env, capture_output=True, text=True)
-        runs[os.path.basename(command["file"])] = len(
-            re.findall(r'^#\$ "?(?:\S*/)?cicc"? ', run.stdout + run.stderr, re.M))
-    return runs
+    return {source: len(re.findall(r'^#\$ "?(?:\S*/)?cicc"? ', run.stdout + run.stderr, re.M))
+            for source, run in dryruns(build)}
 
 
 def fake_nvidia_smi(directory, capabilities):
