@@ -150,6 +150,32 @@ void batch_rows(const Options &options, std::vector<Row> *rows) {
         r.note = join({r.note, "CPU time: plain launches, " + std::to_string(kCpuRound) +
                                    " a round, then a blocking-sync wait"});
       });
+
+      // The first half of the peer that bench/batch_torch.py completes with
+      // torch's stack and normalisation: what N cudagray elements run, a
+      // frame's kernel for each source, into N separate GRAY8 frames.
+      Row frames(kBatchSource, "batch", job.key() + ":frames",
+                 "cudagray convert_cuda, " + sources_text +
+                     " each to its own 640x640 GRAY8 letterboxed (" + job.method + ")",
+                 "NV12", double(job.traffic));
+      frames.ceiling = copy;
+      record(rows, frames, [&](Row &r) {
+        cudagray::Conversion gray8 = job.slot;
+        gray8.out_depth = 8;
+        gray8.outputs_on_device = true;
+        const size_t frame_bytes = size_t(gray8.out_width) * gray8.out_height;
+        const Operation make_frames = [&](long i, cudaStream_t s) {
+          for (int k = 0; k < job.sources; ++k) {
+            const cudagray::GrayFrame out{batches.at(i) + k * frame_bytes,
+                                          size_t(gray8.out_width), true};
+            CHECK_CUDA(cudagray::convert_cuda(gray8, sources.luma(i, job.sources, k), out,
+                                              weights, s));
+          }
+        };
+        time_operations(stream.get(),
+                        std::max(sources.batches(job.sources), static_cast<long>(outputs)),
+                        make_frames, options, r);
+      });
     }
   } catch (const std::exception &e) {  // allocation or setup
     record(rows, Row(kBatchSource, "batch", "batch:setup", "cudagray batches")

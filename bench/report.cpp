@@ -151,7 +151,9 @@ void print_batch_table(std::FILE *out, const std::vector<Row> &rows) {
   const char *columns = "%-4s %-9s %9s %13s %9s %15s  %-30s %9s %6s\n";
   bool heading = false;
   for (const Row &r : rows) {
-    if (r.group != "batch" || r.key.rfind("batch:", 0) != 0 || !r.skipped.empty()) continue;
+    if (r.group != "batch" || r.key.rfind("batch:", 0) != 0 || !r.skipped.empty() ||
+        r.key.find(":frames") != std::string::npos)  // bench/batch_torch.py's half of a peer
+      continue;
     if (!heading) {
       std::fprintf(out,
                    "\n== batches: N 1080p NV12 frames on the GPU -> N x 1 x 640 x 640 float16, "
@@ -268,6 +270,8 @@ x ...: reference time / this time, so above 1 is faster than the reference.
                     plus the batch written); peer: the faster of npp:batch:N:METHOD:uniform
                     (nppiResizeBatch_8u_C1R) and :advanced (_Advanced), each then nppiScale_8u32f
                     and nppiConvert_32f16f over the uint8 batch
+  batch:N:METHOD:frames  the kernel of N cudagray elements: convert_cuda of each source into its own
+                    640x640 GRAY8 (bench/batch_torch.py adds torch's stack and normalisation)
 )",
              out);
 
