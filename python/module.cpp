@@ -62,8 +62,8 @@ PyMethodDef module_methods[] = {
      "one cudagraybatch, whose batches (cudagray.Batch, (N, 1, height, width)) it hands out; "
      "batch.slots[k].source is the index in sources. width, height, dtype, mean, std, "
      "batch_size and properties: cudagraybatch's (backend, method, add_borders, matrix, "
-     "weights; '_' for '-'; docs/batch.md). memory: system (or auto, the same): the element "
-     "makes batches in system memory only so far, and cuda is refused. live: True syncs the "
+     "weights, model_info; '_' for '-'; docs/batch.md). memory: cuda (batches stay on the GPU, "
+     "which needs backend=cuda), system, or auto (the same as system). live: True syncs the "
      "appsink to the clock, so batches come at their times (sources that are not live play "
      "at their rate); False hands each out as soon as it is made."},
     {"frame_from_sample", frame_from_sample, METH_O,

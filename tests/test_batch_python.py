@@ -14,6 +14,7 @@ PYTHONPATH at build/python.
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -74,6 +75,25 @@ class Values(unittest.TestCase):
     def test_three_sources_float16(self):
         self.check([source("ball", 4, 64, 48, "NV12"), source("ball", 4, 48, 36, "BGRx"),
                     source("ball", 4, 32, 24, "GRAY8")], "float16", 0.5, 0.25, 16, 12, 4)
+
+    def test_mean_and_std_from_a_model_info_file(self):
+        # ranges=-1,1: mean 0.5, std 0.5 (docs/batch.md), whatever mean and std say
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.modelinfo")
+            with open(path, "w") as f:
+                f.write("[modelinfo]\nversion=1.0\n[images]\ndir=input\nranges=-1.0,1.0\n")
+            sources = [source("ball", 3, 64, 48), source("ball", 3, 32, 24, "NV12")]
+            references = [reference_frames(text, 16, 12, "GRAY16") for text in sources]
+            batches = read(sources, width=16, height=12, dtype="float32", mean=0.1, std=3.0,
+                           model_info=path)
+        self.assertEqual(len(batches), 3)
+        for k, batch in enumerate(batches):
+            for n in range(2):
+                expected = normalised(references[n][k][1], 0.5, 0.5, np.dtype("float32"))
+                self.assertTrue(np.array_equal(np.asarray(batch)[n, 0].view("u4"), expected.view("u4")),
+                                f"batch {k} slot {n}")
+        with self.assertRaisesRegex(cudagray.Error, "Cannot read the model-info file /nonexistent/m"):
+            read([source("white", 1, 8, 6)], model_info="/nonexistent/m")
 
     def test_three_sources_uint8(self):
         self.check([source("ball", 4, 64, 48, "YUY2"), source("ball", 4, 48, 36),
