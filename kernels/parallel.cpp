@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -57,13 +56,7 @@ class RowPool {
     }
     wake_.notify_all();
     claim_chunks();
-    // Every chunk is claimed; wait for the helpers still converting one. A
-    // short spin first: they finish within a chunk's time (a few
-    // microseconds), usually well before a sleeping thread would be woken.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (inside_.load(std::memory_order_acquire) > 0 &&
-           std::chrono::steady_clock::now() < spin_until)
-      std::this_thread::yield();
+    // Every chunk is claimed; wait for the helpers still converting one.
     std::unique_lock<std::mutex> lock(mutex_);
     open_ = false;  // helpers that wake from now on leave this frame alone
     done_.wait(lock, [this] { return inside_.load(std::memory_order_relaxed) == 0; });
