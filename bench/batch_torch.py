@@ -91,9 +91,9 @@ def main():
                     "--csv", args.csv], check=True)
     with open(args.csv, newline="") as f:
         rows = {r["key"]: r for r in csv.DictReader(f)}
-    columns = "%-4s %-9s %9s %12s %9s %11s %10s %8s %15s"
-    print(columns % ("N", "method", "us/batch", "frames us", "torch us", "peer us",
-                     "/ peer", "torch CPU", "(us a batch)"))
+    columns = "%-4s %-9s %9s %10s %9s %8s %7s %14s"
+    print("\n== batches against N cudagray frames stacked and normalised in torch (us a batch) ==")
+    print(columns % ("N", "method", "batch", "N frames", "torch", "peer", "/ peer", "torch CPU"))
     failed = False
     for n in (4, 16):
         torch_us, torch_cpu_us = torch_stack_normalise(torch, n, args.seconds)
@@ -107,8 +107,7 @@ def main():
             batch_us, frames_us = float(batch["us_per_frame"]), float(frames["us_per_frame"])
             peer_us = frames_us + torch_us
             print(columns % (n, method, "%.1f" % batch_us, "%.1f" % frames_us, "%.1f" % torch_us,
-                             "%.1f" % peer_us, "%.2f" % (batch_us / peer_us),
-                             "%.1f" % torch_cpu_us, ""))
+                             "%.1f" % peer_us, "%.2f" % (batch_us / peer_us), "%.1f" % torch_cpu_us))
     print("/ peer: cudagray's batch time over N cudagray frame kernels plus torch's stack and "
           "normalisation (device time; below 1: cudagray is faster); torch CPU: the process's "
           "CPU time a batch for torch's calls alone (torch %s)" % torch.__version__)
