@@ -129,6 +129,8 @@ void batch_rows(const Options &options, std::vector<Row> *rows) {
                   options, r, true);
             });
 
+      // batches (and frames) to time over: every source frame and output read once
+      const long rotation = std::max(sources.batches(job.sources), static_cast<long>(outputs));
       Row row(kBatchSource, "batch", job.key(),
               "cudagray convert_batch_cuda, " + sources_text + " to 640x640 float16 letterboxed (" +
                   job.method + ")",
@@ -143,9 +145,7 @@ void batch_rows(const Options &options, std::vector<Row> *rows) {
           CHECK_CUDA(cudagray::convert_batch_cuda(job.format, slots.data(), job.sources,
                                                   batches.at(i), weights, s));
         };
-        time_operations(stream.get(),
-                        std::max(sources.batches(job.sources), static_cast<long>(outputs)),
-                        make_batch, options, r);
+        time_operations(stream.get(), rotation, make_batch, options, r);
         r.cpu_us = cpu_us_per_batch(stream.get(), make_batch, options.seconds / 2);
         r.note = join({r.note, "CPU time: plain launches, " + std::to_string(kCpuRound) +
                                    " a round, then a blocking-sync wait"});
@@ -153,17 +153,19 @@ void batch_rows(const Options &options, std::vector<Row> *rows) {
 
       // The first half of the peer that bench/batch_torch.py completes with
       // torch's stack and normalisation: what N cudagray elements run, a
-      // frame's kernel for each source, into N separate GRAY8 frames.
+      // frame's kernel for each source, into N separate GRAY8 frames. Its
+      // traffic is the batch's with GRAY8 written in place of float16.
+      cudagray::Conversion gray8 = job.slot;
+      gray8.out_depth = 8;
+      gray8.outputs_on_device = true;
+      const size_t frame_bytes = size_t(gray8.out_width) * gray8.out_height;
       Row frames(kBatchSource, "batch", job.key() + ":frames",
                  "cudagray convert_cuda, " + sources_text +
                      " each to its own 640x640 GRAY8 letterboxed (" + job.method + ")",
-                 "NV12", double(job.traffic));
-      frames.ceiling = copy;
+                 "NV12",
+                 double(job.traffic - cudagray::batch_bytes(job.format, job.sources) +
+                        job.sources * frame_bytes));
       record(rows, frames, [&](Row &r) {
-        cudagray::Conversion gray8 = job.slot;
-        gray8.out_depth = 8;
-        gray8.outputs_on_device = true;
-        const size_t frame_bytes = size_t(gray8.out_width) * gray8.out_height;
         const Operation make_frames = [&](long i, cudaStream_t s) {
           for (int k = 0; k < job.sources; ++k) {
             const cudagray::GrayFrame out{batches.at(i) + k * frame_bytes,
@@ -172,9 +174,7 @@ void batch_rows(const Options &options, std::vector<Row> *rows) {
                                               weights, s));
           }
         };
-        time_operations(stream.get(),
-                        std::max(sources.batches(job.sources), static_cast<long>(outputs)),
-                        make_frames, options, r);
+        time_operations(stream.get(), rotation, make_frames, options, r);
       });
     }
   } catch (const std::exception &e) {  // allocation or setup

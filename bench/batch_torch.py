@@ -62,7 +62,6 @@ def torch_stack_normalise(torch, n, seconds):
         end.synchronize()
         device_us = start.elapsed_time(end) * 1000 / (replays * sets)
         # the CPU a program pays: plain calls, no graph
-        stream.synchronize()
         cpu_from, count = time.process_time(), 0
         clock = time.monotonic()
         while time.monotonic() - clock < seconds / 2:
