@@ -168,10 +168,10 @@ void batch_rows(const Options &options, std::vector<Row> *rows) {
       record(rows, frames, [&](Row &r) {
         const Operation make_frames = [&](long i, cudaStream_t s) {
           for (int k = 0; k < job.sources; ++k) {
-            const cudagray::GrayFrame out{batches.at(i) + k * frame_bytes,
-                                          size_t(gray8.out_width), true};
-            CHECK_CUDA(cudagray::convert_cuda(gray8, sources.luma(i, job.sources, k), out,
-                                              weights, s));
+            const cudagray::GrayFrame out{batches.at(i) + k * frame_bytes, size_t(gray8.out_width),
+                                          true};
+            CHECK_CUDA(
+                cudagray::convert_cuda(gray8, sources.luma(i, job.sources, k), out, weights, s));
           }
         };
         time_operations(stream.get(), rotation, make_frames, options, r);
