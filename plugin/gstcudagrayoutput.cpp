@@ -193,7 +193,16 @@ void GstCudaGrayOutput::loop(GstCudaGrayOutput *self) {
 
 GstFlowReturn GstCudaGrayOutput::wait_for_room() { return queue_.wait_for_room(limit_); }
 
-GstFlowReturn GstCudaGrayOutput::drain() { return queue_.drain(); }
+/* Logged at both ends, so that GST_DEBUG's timestamps tell what a drain
+ * (new caps, a serialized query, EOS) waits for. */
+GstFlowReturn GstCudaGrayOutput::drain() {
+  const gsize frames = queue_.frames();
+  if (frames == 0) return queue_.drain();
+  GST_DEBUG_OBJECT(element_, "waiting for %" G_GSIZE_FORMAT " frames held to leave", frames);
+  const GstFlowReturn ret = queue_.drain();
+  GST_DEBUG_OBJECT(element_, "frames held left: %s", gst_flow_get_name(ret));
+  return ret;
+}
 
 GstFlowReturn GstCudaGrayOutput::push_frame(GstCudaGrayOutputItem &&item) {
   processed_++;
