@@ -54,10 +54,14 @@ bool element_exists(const char *name) {
 
 // ---------------------------------------------------------------- caps flips
 
-constexpr long kFlipFrames = 300;  // frames a run times, after its warm-up
-constexpr long kFlipEvery = 10;    // frames between two flips
-constexpr long kFlipWarmup = 30;   // frames through before the clock starts (3 flips)
-constexpr int kFlipRepeats = 3;    // runs of each kind; the medians are taken
+constexpr long kFlipsTimed = 30;  // flips a run times, after its warm-up
+constexpr long kFlipsWarmup = 3;  // flips through before the clock starts
+// Frames between two flips: 10, and for frames in flight of more than half
+// that also 40, so that the frames in flight at one flip are out before
+// the next (flips 10 frames apart at max-inflight 16 meet a pipeline that
+// has not refilled since the last).
+constexpr long kFlipEvery = 10, kFlipEveryApart = 40;
+constexpr int kFlipRepeats = 3;  // runs of each kind; the medians are taken
 constexpr GstClockTime kFlipLimit = 120 * GST_SECOND;
 
 // Two caps downstream flips between: the memory (system and CUDA), the size
@@ -84,7 +88,7 @@ const Flip kFlips[] = {
 
 // "appsrc ! cudagray ! capsfilter ! fakesink" fed pageable RGB frames kAhead
 // ahead of the sink; its capsfilter's caps set to one caps or the other by
-// the pushing thread every flip_every frames (0: never). Times kFlipFrames
+// the pushing thread every flip_every frames (0: never). Times `frames`
 // after a warm-up, to the end of the stream, and checks that every frame
 // came out once, in order.
 class FlipRun {
@@ -121,11 +125,11 @@ class FlipRun {
   // flipping run's warm-up serves each caps once: what a flip costs the
   // first time it meets caps (their buffers allocated) is not a flip's
   // steady cost.
-  double run(long flip_every) {
-    push_until(kFlipWarmup, flip_every);
-    wait_arrived(kFlipWarmup);
+  double run(long warmup, long frames, long flip_every) {
+    push_until(warmup, flip_every);
+    wait_arrived(warmup);
     const Clock::time_point start = Clock::now();
-    push_until(kFlipWarmup + kFlipFrames, flip_every);
+    push_until(warmup + frames, flip_every);
     pipeline_.end_of_stream("src");
     harness::BusLog log;
     if (pipeline_.wait_end(kFlipLimit, &log) != GST_MESSAGE_EOS)
@@ -205,29 +209,30 @@ class FlipRun {
 
 double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
 
-// The wall time a flip costs: a run flipping every kFlipEvery frames against
-// runs with each caps alone, kFlipRepeats times each, in turns.
-void time_flips(const Flip &flip, const std::string &backend, int inflight, Row &row) {
+// The wall time a flip costs: a run flipping every `every` frames against
+// runs of as many frames with each caps alone, kFlipRepeats times each, in
+// turns.
+void time_flips(const Flip &flip, const std::string &backend, int inflight, long every, Row &row) {
   const FrameSize &size = row.size;
   const std::string first = flip.caps(size, false), second = flip.caps(size, true);
+  const long warmup = kFlipsWarmup * every, frames = kFlipsTimed * every;
   std::vector<double> flipping, only_first, only_second;
   for (int r = 0; r < kFlipRepeats; ++r) {
-    only_first.push_back(FlipRun(size, backend, inflight, first, second).run(0));
-    only_second.push_back(FlipRun(size, backend, inflight, second, first).run(0));
-    flipping.push_back(FlipRun(size, backend, inflight, first, second).run(kFlipEvery));
+    only_first.push_back(FlipRun(size, backend, inflight, first, second).run(warmup, frames, 0));
+    only_second.push_back(FlipRun(size, backend, inflight, second, first).run(warmup, frames, 0));
+    flipping.push_back(FlipRun(size, backend, inflight, first, second).run(warmup, frames, every));
   }
-  const long flips = kFlipFrames / kFlipEvery;
   const double steady = (median(only_first) + median(only_second)) / 2;
-  const double cost_us = (median(flipping) - steady) / flips * 1e6;
+  const double cost_us = (median(flipping) - steady) / kFlipsTimed * 1e6;
   row.us = std::max(1e-3, cost_us);  // a row needs a time: none measured reads 0.00
-  row.frames = flips;
+  row.frames = kFlipsTimed;
   char note[256];
   std::snprintf(note, sizeof note,
                 "%ld frames, a flip every %ld after each caps was served once, every frame out "
                 "once and in order; medians of %d: %.1f ms flipping, %.1f / %.1f ms with either "
                 "caps alone%s",
-                kFlipFrames, kFlipEvery, kFlipRepeats, 1e3 * median(flipping),
-                1e3 * median(only_first), 1e3 * median(only_second),
+                frames, every, kFlipRepeats, 1e3 * median(flipping), 1e3 * median(only_first),
+                1e3 * median(only_second),
                 cost_us <= 0 ? " (flipping took no longer: no cost measured)" : "");
   row.note = note;
 }
@@ -263,20 +268,25 @@ void renegotiation_rows(const FrameSize &size, const Elements &elements, const s
                         std::vector<Row> *rows) {
   for (const char *backend : {"cuda", "cpu"})
     for (const Flip &flip : kFlips)
-      for (const int inflight : {1, 4, 16}) {
-        const std::string b = backend;
-        if (b == "cpu" && flip.cuda_only) continue;
-        Row row(size, "renegotiation",
-                "renegotiation:" + b + ":" + flip.kind + ":" + std::to_string(inflight),
-                "caps flip, " + std::string(flip.what) + ", cudagray " + b + " max-inflight " +
-                    std::to_string(inflight),
-                "RGB");
-        if (!elements.cudagray)
-          row.skipped = "n/a: cudagray plugin not found";
-        else if (b == "cuda" && !no_cuda.empty())
-          row.skipped = "skipped: " + no_cuda;
-        record(rows, row, [&](Row &r) { time_flips(flip, b, inflight, r); });
-      }
+      for (const int inflight : {1, 4, 16})
+        for (const long every : {kFlipEvery, kFlipEveryApart}) {
+          const std::string b = backend;
+          if ((b == "cpu" && flip.cuda_only) ||
+              (every == kFlipEveryApart && 2 * inflight <= kFlipEvery))
+            continue;
+          const bool apart = every == kFlipEveryApart;
+          Row row(size, "renegotiation",
+                  "renegotiation:" + b + ":" + flip.kind + ":" + std::to_string(inflight) +
+                      (apart ? ":apart" : ""),
+                  "caps flip, " + std::string(flip.what) + ", cudagray " + b + " max-inflight " +
+                      std::to_string(inflight) + (apart ? ", flips 40 frames apart" : ""),
+                  "RGB");
+          if (!elements.cudagray)
+            row.skipped = "n/a: cudagray plugin not found";
+          else if (b == "cuda" && !no_cuda.empty())
+            row.skipped = "skipped: " + no_cuda;
+          record(rows, row, [&](Row &r) { time_flips(flip, b, inflight, every, r); });
+        }
 }
 
 }  // namespace bench
