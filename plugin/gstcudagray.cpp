@@ -242,9 +242,9 @@ static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQue
 }
 
 /* Output buffers in system memory come from downstream's pool when it has
- * one, else from our pinned pool, so that the download lands in them
- * directly. In CUDA memory from downstream's CUDA pool of our context, else
- * from ours: the kernel writes into them. */
+ * one, else from ours (GstBaseTransform would allocate each one afresh).
+ * In CUDA memory from downstream's CUDA pool of our context, else from
+ * ours: the kernel writes into them. */
 static gboolean gst_cuda_gray_decide_allocation(GstBaseTransform *trans, GstQuery *query) {
   if (!GST_CUDA_GRAY(trans)->converter->decide_output_pool(query)) return FALSE;
   return GST_BASE_TRANSFORM_CLASS(parent_class)->decide_allocation(trans, query);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Buffers CUDA copies by DMA: a GstAllocator of pinned (page-locked) host
- * memory, and the pools of it that the element offers and uses. */
+/* Host memory kept from one pool to the next: a GstAllocator of pinned
+ * (page-locked) memory, which CUDA copies by DMA, or of plain memory, and
+ * the pools of it that the element offers and uses. */
 #pragma once
 
 #include <gst/gst.h>
@@ -8,13 +9,16 @@
 #include "cudagray/device.h"
 
 #define GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME "CudaGrayPinned"
+#define GST_CUDA_GRAY_SYSTEM_ALLOCATOR_NAME "CudaGraySystem"
 
-/* A pinned allocator whose memory is allocated and freed in the CUDA
- * context that context enters (gst_cuda_gray_context_switch; empty: whatever the
- * calling thread has). Transfer full. */
+/* Allocators whose memory, let go, is kept for the next memory of the same
+ * size. Pinned: allocated and freed in the CUDA context that context
+ * enters (gst_cuda_gray_context_switch; empty: whatever the calling thread
+ * has). System: plain memory. Transfer full. */
 GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwitch &context);
+GstAllocator *gst_cuda_gray_system_allocator_new(void);
 
-/* Adds to an allocation query a video buffer pool of allocator's pinned
- * memory for its caps, with min_buffers, and puts allocator first among its
+/* Adds to an allocation query a video buffer pool of allocator's memory
+ * for its caps, with min_buffers, and puts allocator first among its
  * allocation params. Nothing when the query has no video caps. */
-void gst_cuda_gray_add_pinned_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers);
+void gst_cuda_gray_add_host_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers);

@@ -37,8 +37,9 @@ gboolean GstCudaGrayConverter::open(GstCudaGrayBackend choice, gint device_id) {
   if (!backend) backend = cudagray::make_cpu_backend();
   needs_ = backend->needs();
   backend_ = std::move(backend);
-  if (needs_.pinned_host_memory)
-    pinned_ = gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(context_));
+  host_ = needs_.pinned_host_memory
+              ? gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(context_))
+              : gst_cuda_gray_system_allocator_new();
   GST_INFO_OBJECT(element_, "using the %s backend (CUDA device %d)", backend_->name(),
                   backend_->device_id());
   return TRUE;
@@ -47,7 +48,7 @@ gboolean GstCudaGrayConverter::open(GstCudaGrayBackend choice, gint device_id) {
 void GstCudaGrayConverter::close() {
   discard_all();
   backend_.reset();
-  gst_clear_object(&pinned_);
+  gst_clear_object(&host_);
   gst_cuda_gray_context_close(context_);
   cuda_input_ = cuda_output_ = false;
   resize_error_.clear();
@@ -254,8 +255,8 @@ void GstCudaGrayConverter::offer_input_pool(GstQuery *query) {
   gst_query_parse_allocation(query, &caps, NULL);
   if (caps && gst_cuda_gray_caps_in_cuda_memory(caps))
     gst_cuda_gray_offer_input_pool(context_, query, caps, max_in_flight_ + 1);
-  else if (pinned_)
-    gst_cuda_gray_add_pinned_pool(query, pinned_, max_in_flight_ + 1);
+  else if (needs_.pinned_host_memory)
+    gst_cuda_gray_add_host_pool(query, host_, max_in_flight_ + 1);
 }
 
 gboolean GstCudaGrayConverter::decide_output_pool(GstQuery *query) {
@@ -268,8 +269,8 @@ gboolean GstCudaGrayConverter::decide_output_pool(GstQuery *query) {
                        "memory after cudagray"));
     return FALSE;
   }
-  if (!cuda_output_ && pinned_ && gst_query_get_n_allocation_pools(query) == 0)
-    gst_cuda_gray_add_pinned_pool(query, pinned_, max_in_flight_ + 1);
+  if (!cuda_output_ && gst_query_get_n_allocation_pools(query) == 0)
+    gst_cuda_gray_add_host_pool(query, host_, max_in_flight_ + 1);
   return TRUE;
 }
 

@@ -65,8 +65,9 @@ class GstCudaGrayConverter {
    * CUDA memory carrying our stream: adds that pool when upstream has none. */
   void offer_input_pool(GstQuery *query);
   /* Output buffers in system memory come from downstream's pool when it has
-   * one, else from our pinned pool, so that the download lands in them
-   * directly; in CUDA memory from downstream's CUDA pool of our context,
+   * one, else from ours (pinned for CUDA, so that the download lands in
+   * them directly; kept across renegotiations on both backends); in CUDA
+   * memory from downstream's CUDA pool of our context,
    * else from ours: the kernel writes into them. FALSE after an error. */
   gboolean decide_output_pool(GstQuery *query);
 
@@ -117,7 +118,7 @@ class GstCudaGrayConverter {
   GstCudaGrayContext *context_;
   std::unique_ptr<cudagray::Backend> backend_;
   cudagray::BackendNeeds needs_;
-  GstAllocator *pinned_ = NULL; /* when the backend wants pinned memory */
+  GstAllocator *host_ = NULL; /* pinned when the backend wants it, else plain */
   /* the input frame (Bayer: as GRAY8 of its geometry) and its format */
   GstVideoInfo in_info_;
   const GstCudaGrayFormat *format_ = NULL;

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <set>
 #include <thread>
+#include <utility>
 
 #include "element_harness.h"
 #include "gstcudagrayformats.h"
@@ -905,6 +907,135 @@ TEST(TwoGpus, ElementsOnDifferentDevicesConvertAtOnce) {
   first.join();
   second.join();
 }
+
+// ------------------------------------------------ output pools
+
+namespace {
+
+class OutputPool : public ::testing::TestWithParam<const char *> {
+ protected:
+  void SetUp() override {
+    if (std::string(GetParam()) == "cuda") SKIP_WITHOUT_GPU();
+  }
+};
+
+// The buffers reaching a pad: how many, how many from a buffer pool, and
+// where the data of each starts.
+class SeenBuffers {
+ public:
+  explicit SeenBuffers(GstElement *sink) {
+    GstPad *pad = gst_element_get_static_pad(sink, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, seen, this, nullptr);
+    gst_object_unref(pad);
+  }
+  // Waits (at most 20 s) until count buffers have come.
+  bool wait_for(int count) {
+    std::unique_lock<std::mutex> hold(lock_);
+    return arrived_.wait_for(hold, std::chrono::seconds(20), [&] { return count_ >= count; });
+  }
+  int count() {
+    std::lock_guard<std::mutex> hold(lock_);
+    return count_;
+  }
+  int pooled() {
+    std::lock_guard<std::mutex> hold(lock_);
+    return pooled_;
+  }
+  // Where the buffers since the last call started, and forgets them.
+  std::set<const void *> take_data() {
+    std::lock_guard<std::mutex> hold(lock_);
+    return std::exchange(data_, {});
+  }
+
+ private:
+  static GstPadProbeReturn seen(GstPad *, GstPadProbeInfo *info, gpointer user_data) {
+    auto *self = static_cast<SeenBuffers *>(user_data);
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    GstMapInfo map;
+    const bool mapped = gst_buffer_map(buffer, &map, GST_MAP_READ);
+    {
+      std::lock_guard<std::mutex> hold(self->lock_);
+      ++self->count_;
+      self->pooled_ += buffer->pool != nullptr;
+      if (mapped) self->data_.insert(map.data);
+    }
+    if (mapped) gst_buffer_unmap(buffer, &map);
+    self->arrived_.notify_all();
+    return GST_PAD_PROBE_OK;
+  }
+
+  std::mutex lock_;
+  std::condition_variable arrived_;
+  int count_ = 0, pooled_ = 0;
+  std::set<const void *> data_;
+};
+
+}  // namespace
+
+// Downstream without a pool of its own: the output comes from a pool of the
+// element's, as videoconvert's does, not from an allocation a frame.
+TEST_P(OutputPool, UsedWhenDownstreamHasNoneAsByVideoconvert) {
+  const std::string convert = std::string("cudagray backend=") + GetParam();
+  for (const std::string &middle :
+       {std::string("videoconvert ! video/x-raw,format=GRAY8"), convert}) {
+    SCOPED_TRACE(middle);
+    const Pipeline pipeline(
+        "videotestsrc num-buffers=8 ! video/x-raw,format=BGR,width=320,"
+        "height=240 ! " +
+        middle + " ! fakesink name=sink");
+    SeenBuffers seen(pipeline.by_name("sink"));
+    pipeline.play();
+    BusLog log;
+    ASSERT_EQ(pipeline.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
+    EXPECT_EQ(seen.count(), 8);
+    EXPECT_EQ(seen.pooled(), 8);
+  }
+}
+
+// Caps served again after a flip take the memory their frames had before
+// (the pool of the first caps was let go at the flip), so that flipping
+// back and forth allocates and faults in no new memory.
+TEST_P(OutputPool, CapsServedAgainTakeTheMemoryTheyHad) {
+  constexpr int kWidth = 641, kHeight = 481, kFramesEach = 8;
+  const std::string gray16 = "video/x-raw,format=GRAY16_LE", gray8 = "video/x-raw,format=GRAY8";
+  const Pipeline pipeline(
+      "appsrc name=src format=time caps=\"video/x-raw,format=RGB,width=" + std::to_string(kWidth) +
+      ",height=" + std::to_string(kHeight) + ",framerate=30/1\" ! cudagray backend=" + GetParam() +
+      " max-inflight=4 ! capsfilter name=flip caps=" + gray16 + " ! fakesink name=sink");
+  SeenBuffers seen(pipeline.by_name("sink"));
+  ASSERT_NE(pipeline.play(), GST_STATE_CHANGE_FAILURE);
+  const TestFrame frame = random_frame(PixelLayout::RGB, kWidth, kHeight);
+  int pushed = 0;
+  // kFramesEach frames, each out before the next goes in, so that every
+  // buffer of the pool is taken in turn.
+  auto serve = [&](const std::string &caps) {
+    GstCaps *parsed = gst_caps_from_string(caps.c_str());
+    g_object_set(pipeline.by_name("flip"), "caps", parsed, nullptr);
+    gst_caps_unref(parsed);
+    for (int i = 0; i < kFramesEach; ++i) {
+      GstBuffer *buffer = buffer_for(frame);
+      GST_BUFFER_PTS(buffer) = pushed * GST_SECOND / 30;
+      EXPECT_EQ(pipeline.push("src", buffer), GST_FLOW_OK);
+      EXPECT_TRUE(seen.wait_for(++pushed)) << "frame " << pushed << " did not come out";
+    }
+    return seen.take_data();
+  };
+  const std::set<const void *> first = serve(gray16);
+  serve(gray8);
+  const std::set<const void *> again = serve(gray16);
+  ASSERT_FALSE(first.empty());
+  for (const void *data : again)
+    EXPECT_TRUE(first.count(data)) << "GRAY16 again in memory it did not have before";
+  // the element's memory starts rows on a cache line, recycled or not
+  for (const std::set<const void *> *served : {&first, &again})
+    for (const void *data : *served) EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 64, 0u);
+  pipeline.end_of_stream("src");
+  BusLog log;
+  EXPECT_EQ(pipeline.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, OutputPool, ::testing::Values("cpu", "cuda"),
+                         [](const auto &info) { return std::string(info.param); });
 
 // ------------------------------------------------ YUV input: the luma plane
 
