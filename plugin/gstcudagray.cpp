@@ -227,8 +227,8 @@ static gboolean gst_cuda_gray_transform_size(GstBaseTransform *trans, GstPadDire
   return TRUE;
 }
 
-/* Upstream may write straight into pinned memory (system memory) or into
- * CUDA memory carrying our stream, and may pad its rows. */
+/* Upstream may write straight into our host memory (pinned for CUDA) or
+ * into CUDA memory carrying our stream, and may pad its rows. */
 static gboolean gst_cuda_gray_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
                                                  GstQuery *query) {
   GstCudaGray *self = GST_CUDA_GRAY(trans);

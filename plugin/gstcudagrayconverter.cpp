@@ -255,7 +255,7 @@ void GstCudaGrayConverter::offer_input_pool(GstQuery *query) {
   gst_query_parse_allocation(query, &caps, NULL);
   if (caps && gst_cuda_gray_caps_in_cuda_memory(caps))
     gst_cuda_gray_offer_input_pool(context_, query, caps, max_in_flight_ + 1);
-  else if (needs_.pinned_host_memory)
+  else
     gst_cuda_gray_add_host_pool(query, host_, max_in_flight_ + 1);
 }
 

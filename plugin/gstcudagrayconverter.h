@@ -61,8 +61,9 @@ class GstCudaGrayConverter {
    * an error, once for the same cause, when it cannot. */
   gboolean resize();
 
-  /* Upstream may write straight into pinned memory (system memory) or into
-   * CUDA memory carrying our stream: adds that pool when upstream has none. */
+  /* Upstream may write straight into our host memory (pinned for CUDA)
+   * or into CUDA memory carrying our stream: adds that pool when upstream
+   * has none. */
   void offer_input_pool(GstQuery *query);
   /* Output buffers in system memory come from downstream's pool when it has
    * one, else from ours (pinned for CUDA, so that the download lands in

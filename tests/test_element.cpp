@@ -671,11 +671,20 @@ TEST_P(InFlight, StatsCountFrames) {
 INSTANTIATE_TEST_SUITE_P(Backends, InFlight, ::testing::Values("cpu", "cuda"),
                          [](const auto &info) { return std::string(info.param); });
 
-// ------------------------------------------------ pinned memory
+// ------------------------------------------------ host memory pools
 
 namespace {
 
-// The pool cudagray offers upstream for caps, with its pinned allocator,
+// The element's pools of host memory, offered upstream and used for the
+// output, on either backend.
+class HostPool : public ::testing::TestWithParam<const char *> {
+ protected:
+  void SetUp() override {
+    if (std::string(GetParam()) == "cuda") SKIP_WITHOUT_GPU();
+  }
+};
+
+// The pool cudagray offers upstream for caps, with its allocator,
 // configured as offered and active; given back at scope end.
 struct OfferedPool {
   GstBufferPool *pool = nullptr;
@@ -688,8 +697,10 @@ struct OfferedPool {
   }
 };
 
-// Asks the element behind harness for its pool for caps, as upstream does.
-void take_offered_pool(Harness &harness, GstCaps *caps, OfferedPool *offered) {
+// Asks the element behind harness for its pool for caps, as upstream does:
+// one of allocator_name's memory.
+void take_offered_pool(Harness &harness, GstCaps *caps, OfferedPool *offered,
+                       const char *allocator_name = "CudaGrayPinned") {
   GstQuery *query = gst_query_new_allocation(caps, TRUE);
   const gboolean answered = gst_pad_peer_query(harness.h->srcpad, query);
   const guint pools = gst_query_get_n_allocation_pools(query);
@@ -704,7 +715,7 @@ void take_offered_pool(Harness &harness, GstCaps *caps, OfferedPool *offered) {
   ASSERT_GE(pools, 1u);
   ASSERT_NE(offered->pool, nullptr);
   ASSERT_NE(offered->allocator, nullptr);
-  EXPECT_STREQ(offered->allocator->mem_type, "CudaGrayPinned");
+  EXPECT_STREQ(offered->allocator->mem_type, allocator_name);
   GstStructure *config = gst_buffer_pool_get_config(offered->pool);
   gst_buffer_pool_config_set_params(config, caps, offered->size, min, max);
   gst_buffer_pool_config_set_allocator(config, offered->allocator, &params);
@@ -714,16 +725,19 @@ void take_offered_pool(Harness &harness, GstCaps *caps, OfferedPool *offered) {
 
 }  // namespace
 
-// Upstream that asks gets a pool of pinned memory, and frames written there
-// convert correctly.
-TEST(PinnedPool, OfferedUpstream) {
-  SKIP_WITHOUT_GPU();
-  Harness harness({"backend=cuda"});
+// Upstream that asks gets a pool, as from videoconvert (GstVideoFilter
+// proposes one): of pinned memory on CUDA, of plain memory on the CPU,
+// kept across renegotiations either way; frames written there convert
+// correctly.
+TEST_P(HostPool, OfferedUpstream) {
+  const bool cuda = std::string(GetParam()) == "cuda";
+  Harness harness({std::string("backend=") + GetParam()});
   const std::string caps_text = caps_string("RGBx", 641, 481);
   harness.set_caps(caps_text);
   GstCaps *caps = gst_caps_from_string(caps_text.c_str());
   OfferedPool offered;
-  ASSERT_NO_FATAL_FAILURE(take_offered_pool(harness, caps, &offered));
+  ASSERT_NO_FATAL_FAILURE(
+      take_offered_pool(harness, caps, &offered, cuda ? "CudaGrayPinned" : "CudaGraySystem"));
   GstBufferPool *pool = offered.pool;
 
   for (int i = 0; i < 4; ++i) {
@@ -733,7 +747,7 @@ TEST(PinnedPool, OfferedUpstream) {
     gst_video_info_from_caps(&info, caps);
     GstVideoFrame frame;
     ASSERT_TRUE(gst_video_frame_map(&frame, &info, buf, GST_MAP_WRITE));
-    EXPECT_TRUE(is_pinned(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)));
+    EXPECT_EQ(is_pinned(GST_VIDEO_FRAME_PLANE_DATA(&frame, 0)), cuda);
     TestFrame f = random_frame(PixelLayout::RGBx, 641, 481, Rows::Tight);
     f.stride[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0);
     f.bytes.resize(f.stride[0] * 481);
@@ -912,13 +926,6 @@ TEST(TwoGpus, ElementsOnDifferentDevicesConvertAtOnce) {
 
 namespace {
 
-class OutputPool : public ::testing::TestWithParam<const char *> {
- protected:
-  void SetUp() override {
-    if (std::string(GetParam()) == "cuda") SKIP_WITHOUT_GPU();
-  }
-};
-
 // The buffers reaching a pad: how many, how many from a buffer pool, and
 // where the data of each starts.
 class SeenBuffers {
@@ -974,7 +981,7 @@ class SeenBuffers {
 
 // Downstream without a pool of its own: the output comes from a pool of the
 // element's, as videoconvert's does, not from an allocation a frame.
-TEST_P(OutputPool, UsedWhenDownstreamHasNoneAsByVideoconvert) {
+TEST_P(HostPool, UsedWhenDownstreamHasNoneAsByVideoconvert) {
   const std::string convert = std::string("cudagray backend=") + GetParam();
   for (const std::string &middle :
        {std::string("videoconvert ! video/x-raw,format=GRAY8"), convert}) {
@@ -995,7 +1002,7 @@ TEST_P(OutputPool, UsedWhenDownstreamHasNoneAsByVideoconvert) {
 // Caps served again after a flip take the memory their frames had before
 // (the pool of the first caps was let go at the flip), so that flipping
 // back and forth allocates and faults in no new memory.
-TEST_P(OutputPool, CapsServedAgainTakeTheMemoryTheyHad) {
+TEST_P(HostPool, CapsServedAgainTakeTheMemoryTheyHad) {
   constexpr int kWidth = 641, kHeight = 481, kFramesEach = 8;
   const std::string gray16 = "video/x-raw,format=GRAY16_LE", gray8 = "video/x-raw,format=GRAY8";
   const Pipeline pipeline(
@@ -1034,7 +1041,7 @@ TEST_P(OutputPool, CapsServedAgainTakeTheMemoryTheyHad) {
   EXPECT_EQ(pipeline.wait_end(20 * GST_SECOND, &log), GST_MESSAGE_EOS) << describe(log.errors);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, OutputPool, ::testing::Values("cpu", "cuda"),
+INSTANTIATE_TEST_SUITE_P(Backends, HostPool, ::testing::Values("cpu", "cuda"),
                          [](const auto &info) { return std::string(info.param); });
 
 // ------------------------------------------------ YUV input: the luma plane
