@@ -185,6 +185,23 @@ GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwit
 
 GstAllocator *gst_cuda_gray_system_allocator_new(void) { return host_allocator_new(false, {}); }
 
+GstBufferPool *gst_cuda_gray_host_batch_pool_new(GstAllocator *allocator, gsize bytes,
+                                                 guint min_buffers, std::string *why) {
+  GstBufferPool *pool = gst_buffer_pool_new();
+  GstStructure *config = gst_buffer_pool_get_config(pool);
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  gst_buffer_pool_config_set_params(config, NULL, bytes, min_buffers, 0);
+  gst_buffer_pool_config_set_allocator(config, allocator, &params);
+  if (!gst_buffer_pool_set_config(pool, config) || !gst_buffer_pool_set_active(pool, TRUE)) {
+    *why = std::to_string(min_buffers) + " batches of " + std::to_string(bytes) + " bytes of " +
+           allocator->mem_type + " memory could not be allocated";
+    gst_object_unref(pool);
+    return NULL;
+  }
+  return pool;
+}
+
 void gst_cuda_gray_add_host_pool(GstQuery *query, GstAllocator *allocator, guint min_buffers) {
   GstCaps *caps;
   GstVideoInfo info;

@@ -6,6 +6,8 @@
 
 #include <gst/gst.h>
 
+#include <string>
+
 #include "cudagray/device.h"
 
 #define GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME "CudaGrayPinned"
@@ -17,6 +19,11 @@
  * has). System: plain memory. Transfer full. */
 GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwitch &context);
 GstAllocator *gst_cuda_gray_system_allocator_new(void);
+
+/* A pool of allocator's memory for batches of bytes (no video layout),
+ * with min_buffers, activated. NULL with why when it cannot be had. */
+GstBufferPool *gst_cuda_gray_host_batch_pool_new(GstAllocator *allocator, gsize bytes,
+                                                 guint min_buffers, std::string *why);
 
 /* Adds to an allocation query a video buffer pool of allocator's memory
  * for its caps, with min_buffers, and puts allocator first among its

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "cudagray/batch.h"
+#include "gstcudagrayallocation.h"
 #include "gstcudagraybackendchoice.h"
 #include "gstcudagraybatchmeta.h"
 #include "gstcudagraybatchtensor.h"
@@ -301,6 +302,9 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
     return FALSE;
   if (!maker) maker = cudagray::make_cpu_batch_maker();
   GST_INFO_OBJECT(self, "making batches on the %s backend", maker->name());
+  self->host = maker->uses_device_memory()
+                   ? gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(self->context))
+                   : gst_cuda_gray_system_allocator_new();
   self->maker = maker.release();
   self->tick_base = GST_CLOCK_TIME_NONE;
   self->ticks = 0;
@@ -313,6 +317,7 @@ static gboolean gst_cuda_gray_batch_stop(GstAggregator *agg) {
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
   if (self->pool) gst_buffer_pool_set_active(self->pool, FALSE);
   gst_clear_object(&self->pool);
+  gst_clear_object(&self->host);
   self->cuda_output = FALSE;
   delete self->maker;
   self->maker = NULL;
@@ -461,14 +466,14 @@ static gboolean gst_cuda_gray_batch_negotiated_src_caps(GstAggregator *agg, GstC
   return TRUE;
 }
 
-/* Batches in CUDA memory come from a pool of the element's, one CUDA
- * memory a batch (GStreamer's CUDA pools lay out video frames only);
- * batches in system memory are allocated each. */
+/* Batches come from a pool of the element's, one memory a batch: CUDA
+ * memory (GStreamer's CUDA pools lay out video frames only), or host
+ * memory kept from one pool to the next, as GstVideoAggregator makes a
+ * pool when downstream has none. */
 static gboolean gst_cuda_gray_batch_decide_allocation(GstAggregator *agg, GstQuery *query) {
   GstCudaGrayBatch *self = GST_CUDA_GRAY_BATCH(agg);
   if (self->pool) gst_buffer_pool_set_active(self->pool, FALSE);
   gst_clear_object(&self->pool);
-  if (!self->cuda_output) return TRUE;
   GstCaps *caps = NULL;
   gst_query_parse_allocation(query, &caps, NULL);
   gint slots = 0;
@@ -481,13 +486,16 @@ static gboolean gst_cuda_gray_batch_decide_allocation(GstAggregator *agg, GstQue
     gst_query_parse_nth_allocation_pool(query, 0, NULL, NULL, &min_buffers, NULL);
   std::string why;
   /* one batch being made while downstream holds its own */
-  self->pool = gst_cuda_gray_batch_pool_new(self->context, bytes, min_buffers + 1, &why);
+  self->pool = self->cuda_output
+                   ? gst_cuda_gray_batch_pool_new(self->context, bytes, min_buffers + 1, &why)
+                   : gst_cuda_gray_host_batch_pool_new(self->host, bytes, min_buffers + 1, &why);
+  const char *memory = self->cuda_output ? "CUDA" : "system";
   if (!self->pool) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                      ("Cannot make batches in CUDA memory: %s", why.c_str()), (NULL));
+                      ("Cannot make batches in %s memory: %s", memory, why.c_str()), (NULL));
     return FALSE;
   }
-  GST_DEBUG_OBJECT(self, "batches of %" G_GSIZE_FORMAT " bytes in CUDA memory", bytes);
+  GST_DEBUG_OBJECT(self, "batches of %" G_GSIZE_FORMAT " bytes in %s memory", bytes, memory);
   return TRUE;
 }
 
@@ -613,14 +621,13 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
 
   const gsize bytes = cudagray::batch_bytes(format, n_slots);
   GstBuffer *batch = NULL;
-  if (!self->cuda_output) {
-    batch = gst_buffer_new_allocate(NULL, bytes, NULL);
-  } else if (gst_buffer_pool_acquire_buffer(self->pool, &batch, NULL) == GST_FLOW_OK) {
-    gst_buffer_resize(batch, 0, bytes); /* the pool's are whole rows of its layout */
-  } else {
-    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("No batch buffer in CUDA memory"), (NULL));
+  if (!self->pool || gst_buffer_pool_acquire_buffer(self->pool, &batch, NULL) != GST_FLOW_OK) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
+                      ("No batch buffer in %s memory", self->cuda_output ? "CUDA" : "system"),
+                      (NULL));
     return NULL;
   }
+  gst_buffer_resize(batch, 0, bytes); /* CUDA's are whole rows of its layout */
   GstCudaGrayBatchMeta *meta = gst_buffer_add_cuda_gray_batch_meta(batch, n_slots);
   std::vector<cudagray::BatchSlot> slots(n_slots);
   std::vector<std::unique_ptr<GstCudaGrayFrame>> frames;

@@ -72,8 +72,11 @@ struct _GstCudaGrayBatch {
    * works in (open when the maker is CUDA's). */
   GstCudaGrayContext *context;
   cudagray::BatchMaker *maker;
+  /* Host memory for batches in system memory: pinned when the maker is
+   * CUDA's, so that its download is one DMA copy. */
+  GstAllocator *host;
   /* Whether batches leave in CUDA memory (the source caps), and the pool
-   * they then come from (the source pad's task's). */
+   * they come from (the source pad's task's). */
   gboolean cuda_output;
   GstBufferPool *pool;
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -321,6 +322,41 @@ TEST_P(BatchBackends, TwoTestSourcesGiveFloat32BatchesOfTwoSlots) {
   }
   EXPECT_EQ(p.pull("out", kWait), nullptr);
   EXPECT_EQ(p.wait_end(kWait), GST_MESSAGE_EOS);
+}
+
+// Batches in system memory come from a pool of the element's, as
+// compositor's frames do (GstVideoAggregator makes one when downstream has
+// none): not an allocation a batch. Its memory is reused as batches come
+// back (appsink holding one, so that at most four are out at once), and
+// each batch starts on a cache line.
+TEST_P(BatchBackends, SystemMemoryBatchesComeFromAPoolAsCompositorsFrames) {
+  constexpr int kBatches = 8;
+  for (const std::string &aggregator :
+       {std::string("compositor name=b ! video/x-raw,width=64,height=48"),
+        "cudagraybatch name=b width=64 height=48 dtype=float32 backend=" + GetParam()}) {
+    SCOPED_TRACE(aggregator);
+    const Pipeline p("videotestsrc num-buffers=" + std::to_string(kBatches) + " ! " + aggregator +
+                     " ! appsink name=out sync=false max-buffers=1  videotestsrc num-buffers=" +
+                     std::to_string(kBatches) + " pattern=ball ! b.");
+    ASSERT_NE(p.play(), GST_STATE_CHANGE_FAILURE);
+    std::set<const void *> data;
+    for (int k = 0; k < kBatches; ++k) {
+      GstSample *sample = p.pull("out", kWait);
+      ASSERT_NE(sample, nullptr) << "output " << k;
+      GstBuffer *buffer = gst_sample_get_buffer(sample);
+      EXPECT_NE(buffer->pool, nullptr) << "output " << k;
+      GstMapInfo map;
+      ASSERT_TRUE(gst_buffer_map(buffer, &map, GST_MAP_READ));
+      data.insert(map.data);
+      if (aggregator.rfind("cudagraybatch", 0) == 0) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(map.data) % 64, 0u) << "output " << k;
+      }
+      gst_buffer_unmap(buffer, &map);
+      gst_sample_unref(sample);
+    }
+    EXPECT_LE(data.size(), 4u) << "memory of batches given back was not used again";
+    EXPECT_EQ(p.wait_end(kWait), GST_MESSAGE_EOS);
+  }
 }
 
 // The same with the test sources' frames seen on their way in: every
