@@ -930,11 +930,16 @@ namespace {
 // where the data of each starts.
 class SeenBuffers {
  public:
-  explicit SeenBuffers(GstElement *sink) {
-    GstPad *pad = gst_element_get_static_pad(sink, "sink");
-    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, seen, this, nullptr);
-    gst_object_unref(pad);
+  explicit SeenBuffers(GstElement *sink) : pad_(gst_element_get_static_pad(sink, "sink")) {
+    probe_ = gst_pad_add_probe(pad_, GST_PAD_PROBE_TYPE_BUFFER, seen, this, nullptr);
   }
+  // Seen no more, so that a test ending early leaves no probe behind.
+  ~SeenBuffers() {
+    gst_pad_remove_probe(pad_, probe_);
+    gst_object_unref(pad_);
+  }
+  SeenBuffers(const SeenBuffers &) = delete;
+  SeenBuffers &operator=(const SeenBuffers &) = delete;
   // Waits (at most 20 s) until count buffers have come.
   bool wait_for(int count) {
     std::unique_lock<std::mutex> hold(lock_);
@@ -975,6 +980,8 @@ class SeenBuffers {
   std::condition_variable arrived_;
   int count_ = 0, pooled_ = 0;
   std::set<const void *> data_;
+  GstPad *pad_;
+  gulong probe_ = 0;
 };
 
 }  // namespace
