@@ -204,10 +204,15 @@ std::vector<uint32_t> reference_gray16(const InputBytes &f, bool limited, const 
     depth[c] = GST_VIDEO_FORMAT_INFO_DEPTH(finfo, std::min(c, finfo->n_components - 1));
   for (int d : depth) EXPECT_LE(d, wide ? 16 : 8) << gst_video_format_to_string(f.format);
   const int unpacked_bits = wide ? 16 : 8;
+  // GStreamer's unpack reads whole pixel groups: UYVP's two pixels in 5
+  // bytes run past a frame 1 pixel wide (4 bytes). It reads a copy with
+  // room after the frame; the element is given the frame's bytes alone.
+  std::vector<uint8_t> readable(f.bytes);
+  readable.resize(f.bytes.size() + 16);
   gpointer data[GST_VIDEO_MAX_PLANES] = {};
   gint stride[GST_VIDEO_MAX_PLANES] = {};
   for (guint p = 0; p < f.planes; ++p) {
-    data[p] = const_cast<uint8_t *>(f.bytes.data()) + f.offset[p];
+    data[p] = readable.data() + f.offset[p];
     stride[p] = f.stride[p];
   }
   std::vector<uint16_t> line(static_cast<size_t>(f.width + 64) * 4);
