@@ -169,21 +169,17 @@ static void gst_cuda_gray_host_allocator_init(GstCudaGrayHostAllocator *self) {
   GST_OBJECT_FLAG_SET(GST_ALLOCATOR(self), GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
 }
 
-static GstAllocator *host_allocator_new(bool pinned, const cudagray::CudaContextSwitch &context) {
+GstAllocator *gst_cuda_gray_host_allocator_new(bool pinned,
+                                               const cudagray::CudaContextSwitch &context) {
   auto *self = static_cast<GstCudaGrayHostAllocator *>(
       g_object_new(gst_cuda_gray_host_allocator_get_type(), NULL));
   gst_object_ref_sink(self);
   GST_ALLOCATOR(self)->mem_type =
       pinned ? GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME : GST_CUDA_GRAY_SYSTEM_ALLOCATOR_NAME;
-  self->parking = new std::shared_ptr<HostParking>(std::make_shared<HostParking>(pinned, context));
+  self->parking = new std::shared_ptr<HostParking>(
+      std::make_shared<HostParking>(pinned, pinned ? context : cudagray::CudaContextSwitch{}));
   return GST_ALLOCATOR(self);
 }
-
-GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwitch &context) {
-  return host_allocator_new(true, context);
-}
-
-GstAllocator *gst_cuda_gray_system_allocator_new(void) { return host_allocator_new(false, {}); }
 
 GstBufferPool *gst_cuda_gray_host_batch_pool_new(GstAllocator *allocator, gsize bytes,
                                                  guint min_buffers, std::string *why) {

@@ -13,12 +13,14 @@
 #define GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME "CudaGrayPinned"
 #define GST_CUDA_GRAY_SYSTEM_ALLOCATOR_NAME "CudaGraySystem"
 
-/* Allocators whose memory, let go, is kept for the next memory of the same
- * size. Pinned: allocated and freed in the CUDA context that context
- * enters (gst_cuda_gray_context_switch; empty: whatever the calling thread
- * has). System: plain memory. Transfer full. */
-GstAllocator *gst_cuda_gray_pinned_allocator_new(const cudagray::CudaContextSwitch &context);
-GstAllocator *gst_cuda_gray_system_allocator_new(void);
+/* An allocator whose memory, let go, is kept for the next memory of the
+ * same size: pinned (GST_CUDA_GRAY_PINNED_ALLOCATOR_NAME), allocated and
+ * freed in the CUDA context that context enters (gst_cuda_gray_context_switch;
+ * empty: whatever the calling thread has), for a backend that wants it;
+ * else plain memory (GST_CUDA_GRAY_SYSTEM_ALLOCATOR_NAME), context unused.
+ * Transfer full. */
+GstAllocator *gst_cuda_gray_host_allocator_new(bool pinned,
+                                               const cudagray::CudaContextSwitch &context);
 
 /* A pool of allocator's memory for batches of bytes (no video layout),
  * with min_buffers, activated. NULL with why when it cannot be had. */

@@ -302,9 +302,8 @@ static gboolean gst_cuda_gray_batch_start(GstAggregator *agg) {
     return FALSE;
   if (!maker) maker = cudagray::make_cpu_batch_maker();
   GST_INFO_OBJECT(self, "making batches on the %s backend", maker->name());
-  self->host = maker->uses_device_memory()
-                   ? gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(self->context))
-                   : gst_cuda_gray_system_allocator_new();
+  self->host = gst_cuda_gray_host_allocator_new(maker->uses_device_memory(),
+                                                gst_cuda_gray_context_switch(self->context));
   self->maker = maker.release();
   self->tick_base = GST_CLOCK_TIME_NONE;
   self->ticks = 0;

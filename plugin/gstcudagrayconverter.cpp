@@ -37,9 +37,8 @@ gboolean GstCudaGrayConverter::open(GstCudaGrayBackend choice, gint device_id) {
   if (!backend) backend = cudagray::make_cpu_backend();
   needs_ = backend->needs();
   backend_ = std::move(backend);
-  host_ = needs_.pinned_host_memory
-              ? gst_cuda_gray_pinned_allocator_new(gst_cuda_gray_context_switch(context_))
-              : gst_cuda_gray_system_allocator_new();
+  host_ = gst_cuda_gray_host_allocator_new(needs_.pinned_host_memory,
+                                           gst_cuda_gray_context_switch(context_));
   GST_INFO_OBJECT(element_, "using the %s backend (CUDA device %d)", backend_->name(),
                   backend_->device_id());
   return TRUE;
