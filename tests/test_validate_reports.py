@@ -83,6 +83,22 @@ class Compare(unittest.TestCase):
         status, _ = self.compare([report("event::segment-has-wrong-seqnum", "demux:video_0")], [])
         self.assertEqual(status, 1)
 
+    def test_upstream_missing_discont_is_set_apart(self):
+        missing = report("buffer::missing-discont", "parse:src", level="warning")
+        status, out = self.compare([missing], [])
+        self.assertEqual(status, 0, out)
+        self.assertEqual(out, "# set apart, upstream's own flag: warning buffer::missing-discont on parse:src (d)\n")
+
+    def test_a_missing_discont_from_the_tested_elements_on_counts(self):
+        for place in ("test:src", "testcaps:src", "sink:sink"):
+            status, out = self.compare([report("buffer::missing-discont", place, level="warning")], [])
+            self.assertEqual(status, 1, place)
+            self.assertIn(f"buffer::missing-discont on {place}", out)
+
+    def test_other_issues_upstream_count(self):
+        status, _ = self.compare([report("buffer::not-expected-one", "parse:src")], [])
+        self.assertEqual(status, 1)
+
     def test_ignored_levels_do_not_count(self):
         status, out = self.compare([report("runtime::not-negotiated", "pipeline0", level="expected")], [])
         self.assertEqual((status, out), (0, ""))
