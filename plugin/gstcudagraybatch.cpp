@@ -465,6 +465,11 @@ static gboolean gst_cuda_gray_batch_negotiated_src_caps(GstAggregator *agg, GstC
   return TRUE;
 }
 
+/* Where batches are made, as the element's errors name it. */
+static const char *batch_memory_name(const GstCudaGrayBatch *self) {
+  return self->cuda_output ? "CUDA" : "system";
+}
+
 /* Batches come from a pool of the element's, one memory a batch: CUDA
  * memory (GStreamer's CUDA pools lay out video frames only), or host
  * memory kept from one pool to the next, as GstVideoAggregator makes a
@@ -488,7 +493,7 @@ static gboolean gst_cuda_gray_batch_decide_allocation(GstAggregator *agg, GstQue
   self->pool = self->cuda_output
                    ? gst_cuda_gray_batch_pool_new(self->context, bytes, min_buffers + 1, &why)
                    : gst_cuda_gray_host_batch_pool_new(self->host, bytes, min_buffers + 1, &why);
-  const char *memory = self->cuda_output ? "CUDA" : "system";
+  const char *memory = batch_memory_name(self);
   if (!self->pool) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
                       ("Cannot make batches in %s memory: %s", memory, why.c_str()), (NULL));
@@ -622,8 +627,7 @@ static GstBuffer *make_batch(GstCudaGrayBatch *self, const std::vector<GstCudaGr
   GstBuffer *batch = NULL;
   if (!self->pool || gst_buffer_pool_acquire_buffer(self->pool, &batch, NULL) != GST_FLOW_OK) {
     GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT,
-                      ("No batch buffer in %s memory", self->cuda_output ? "CUDA" : "system"),
-                      (NULL));
+                      ("No batch buffer in %s memory", batch_memory_name(self)), (NULL));
     return NULL;
   }
   gst_buffer_resize(batch, 0, bytes); /* CUDA's are whole rows of its layout */
